@@ -1,0 +1,103 @@
+/* coll: collective algorithms over a transport, and the NCCL-like cost
+ * parameters (fixed latency per call, achieved-bandwidth efficiency by size)
+ * that turn payload bytes into wire bytes.
+ *
+ * Size convention (nccl-tests, also used by plan_op.comm_bytes):
+ *   all_reduce      bytes of the buffer on each rank
+ *   all_gather      bytes of the gathered output (each rank contributes 1/P)
+ *   reduce_scatter  bytes of each rank's input (each rank keeps 1/P)
+ *   all_to_all      bytes of each rank's send buffer (1/P to each peer)
+ *   broadcast       bytes of the buffer
+ *
+ * Algorithms (one file per family):
+ *   ring.c      ring all-gather, ring reduce-scatter, ring all-reduce
+ *               (reduce-scatter + all-gather), ring broadcast (pipelined
+ *               chain in P-1 chunks)
+ *   direct.c    one-shot all-reduce (every rank sends its whole buffer to
+ *               every peer at once), chosen at or below oneshot_max bytes
+ *   pairwise.c  all-to-all as P-1 pairwise exchange steps (step s: send to
+ *               me+s, receive from me-s), never all P^2 flows at once
+ *   p2p.c       send/receive pairs (ring hops)
+ */
+#ifndef CP_COLL_H
+#define CP_COLL_H
+
+#include "collectives/transport.h"
+#include "models/plan.h"
+#include "platforms/platform.h"
+#include "workloads/diag.h"
+
+#define COLL_MAX_POINTS 32
+
+/* The cost of one collective kind in one launch mode, fitted to measured
+ * NCCL calls (collectives/fit.c):
+ *     t(S) = overhead(S) + R + W(S) / eff
+ * R: the route latencies the algorithm pays; W: its wire time at line rate
+ * (both from the simulated platform); eff: the best achieved fraction of
+ * line rate over the measured sizes (so big transfers occupy links at the
+ * measured peak rate); overhead(S): the rest of the measured time, a fixed
+ * cost that does not occupy links (launch, protocol, synchronisation),
+ * interpolated linearly in log(size) and clamped at the ends. */
+typedef struct coll_curve {
+    int n;                              /* 0: not measured, platform defaults */
+    double size[COLL_MAX_POINTS];       /* bytes, nccl-tests convention, ascending */
+    double overhead[COLL_MAX_POINTS];   /* seconds */
+    double eff;                         /* (0, 1] */
+} coll_curve;
+
+typedef struct coll_model {
+    double latency_eager;   /* fixed cost per call of an unmeasured kind, eager */
+    double latency_graph;   /* same inside a captured graph */
+    double oneshot_max;     /* all-reduce at or below this size: one-shot */
+    double eff_default;     /* wire efficiency of an unmeasured kind */
+    coll_curve curve[2][CK_COUNT + 1];  /* [graph][kind]; kind CK_COUNT: point-to-point */
+} coll_model;
+
+/* From the platform: fallback latencies, one-shot threshold, fabric
+ * efficiency; when the platform names a calibration profile with nccl.csv
+ * (eager) and nccl_graph.csv (captured), the curves of both modes are fitted
+ * from them.  Table errors name file:line:column. */
+int coll_model_init(coll_model *m, const platform *p, cp_err *err);
+
+/* Wire efficiency of `kind` (CK_COUNT: point-to-point) in a mode. */
+double coll_efficiency(const coll_model *m, int kind, int graph);
+/* Fixed cost (s) of a call of `kind` and `bytes` in a mode. */
+double coll_overhead(const coll_model *m, int kind, double bytes, int graph);
+
+/* One collective call as seen by one member. */
+typedef struct coll_call {
+    plan_coll kind;
+    plan_alg alg;           /* ALG_AUTO: choose by size */
+    const int *members;     /* global ranks in group order */
+    int n;                  /* group size */
+    int me;                 /* my index in members */
+    double bytes;           /* payload, size convention above */
+    int graph;              /* 1: captured graph latency */
+} coll_call;
+
+/* Run the call on the calling stream (blocks in simulated time): first the
+ * fixed overhead, then the algorithm's messages of payload / eff wire bytes.
+ * Returns the number of point-to-point messages this member sent, or -1 for
+ * a malformed call (no members, me out of range, negative bytes, unknown
+ * kind, an algorithm the kind does not have). */
+long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c);
+
+/* One ring hop: send `send_bytes` to `to` and receive from `from`
+ * concurrently (either may be -1 for none), after the point-to-point
+ * overhead.  Returns messages sent, -1 for a malformed call. */
+long coll_sendrecv(const tr_port *tp, const coll_model *m, int to,
+                   double send_bytes, int from, int graph);
+
+/* Algorithm chosen for AUTO. */
+plan_alg coll_pick_alg(const coll_model *m, plan_coll kind, double bytes, int n);
+
+/* Closed-form time of a call on a uniform network where every transfer
+ * crosses one bottleneck of bandwidth bw (bytes/s, after efficiency) with
+ * per-message route latency lat (s): ring all-gather (P-1)*(S/P/bw + lat),
+ * broadcast (chain from member 0 in P-1 chunks) (2P-3)*(S/(P-1)/bw + lat),
+ * etc.  Used by tests; excludes the fixed overhead.  -1 for ALG_AUTO or an
+ * invalid kind/algorithm pair. */
+double coll_analytic_s(plan_coll kind, plan_alg alg, int n, double bytes,
+                       double bw, double lat);
+
+#endif

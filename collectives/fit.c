@@ -1,0 +1,216 @@
+/* fit: the collective cost model of a platform (coll_model_init, coll.h)
+ * and its fit to NCCL measurements (coll_fit_table, coll_alg.h).
+ *
+ * In each launch mode (eager: nccl.csv, graph: nccl_graph.csv) the
+ * simulator runs a call of kind k and S bytes on P ranks of one node as
+ *     t = overhead_k(S) + R + W / eff_k
+ * with R the route latencies its algorithm pays (p->intra.latency per
+ * lock-step step) and W its wire time at line rate p->intra.bandwidth
+ * (coll_analytic_s with lat 0, resp. S 0).  From the rows (k, S_i, P_i, t_i)
+ * of the mode's table:
+ *     eff_k = min(1, max_i W_i / (t_i - R_i))
+ * the best achieved fraction of line rate (links are occupied at the
+ * measured peak rate, and the row that sets it has no overhead), and
+ *     overhead_k(S_i) = max(0, t_i - R_i - W_i / eff_k)
+ * the rest of each row's time, a cost of the stream that occupies no link.
+ * Every row is reproduced exactly, except one faster than line rate plus
+ * route latencies on this fabric (t_i < R_i + W_i), which runs at line rate
+ * with no overhead.  Small messages thus cost overhead, not wire occupancy.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collectives/coll_alg.h"
+#include "workloads/datadir.h"
+
+/* Operation names of the nccl tables, by coll kind (CK_COUNT: sendrecv). */
+static const char *const op_names[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                       "all_to_all", "broadcast", "sendrecv", NULL};
+
+/* One measured call. */
+typedef struct fit_row {
+    int kind;
+    int procs;
+    double bytes;
+    double time_s;
+    double wire_s;     /* W: line-rate wire time on this platform's fabric */
+    double route_s;    /* R: route latencies of the algorithm */
+    int line;          /* row index in the table, for messages */
+} fit_row;
+
+/* The platform's figures, every curve unmeasured. */
+static void platform_model(coll_model *m, const platform *p)
+{
+    memset(m, 0, sizeof *m);
+    m->latency_eager = p->coll_latency_eager;
+    m->latency_graph = p->coll_latency_graph;
+    m->oneshot_max = p->allreduce_oneshot_max;
+    m->eff_default = p->intra.efficiency;
+}
+
+/* W and R of a row, run as the simulator runs it (same algorithm choice). */
+static void row_ideal(const coll_model *m, const platform *p, fit_row *r)
+{
+    plan_alg alg = r->kind == CK_COUNT ? ALG_RING
+                                       : coll_pick_alg(m, r->kind, r->bytes, r->procs);
+    r->wire_s = coll_analytic_s(r->kind, alg, r->procs, r->bytes, p->intra.bandwidth, 0);
+    r->route_s = coll_analytic_s(r->kind, alg, r->procs, 0, p->intra.bandwidth,
+                                 p->intra.latency);
+}
+
+/* Check row i and fill *r from it; -1 with an error at the bad cell. */
+static int read_row(const calib_table *t, int i, int c_op, int c_p, int c_size, int c_time,
+                    fit_row *r, cp_err *err)
+{
+    const char *op = calib_str(t, i, c_op);
+    int k = 0;
+    while (op_names[k] && strcmp(op_names[k], op) != 0)
+        k++;
+    char hint[96];
+    if (!op_names[k])
+        return cp_fail_at(err, calib_loc(t, i, c_op), "unknown op \"%s\"%s", op,
+                          cp_suggest(hint, sizeof hint, op, op_names));
+    double procs = c_p < 0 ? 2 : calib_num(t, i, c_p);
+    if (!(procs >= 2 && procs <= 65536) || procs != floor(procs)) /* platform.c DEVICES_MAX */
+        return cp_fail_at(err, calib_loc(t, i, c_p),
+                          "P: expected an integer in [2, 65536], got %g", procs);
+    r->kind = k; /* op_names follows plan_coll, then CK_COUNT */
+    r->procs = (int)procs;
+    r->bytes = calib_num(t, i, c_size);
+    r->time_s = calib_num(t, i, c_time) * 1e-6; /* README: microseconds */
+    r->line = i;
+    if (!(r->bytes > 0))
+        return cp_fail_at(err, calib_loc(t, i, c_size), "size_bytes: expected > 0");
+    if (!(r->time_s > 0))
+        return cp_fail_at(err, calib_loc(t, i, c_time), "time_us: expected > 0");
+    return 0;
+}
+
+/* All rows: op, P (2 when the column is absent), size_bytes, time_us. */
+static int read_rows(const calib_table *t, fit_row **rows, int *nrows, cp_err *err)
+{
+    int c_op = calib_col(t, "op", err);
+    int c_size = c_op < 0 ? -1 : calib_num_col(t, "size_bytes", err);
+    int c_time = c_size < 0 ? -1 : calib_num_col(t, "time_us", err);
+    if (c_time < 0)
+        return -1;
+    cp_err absent = {0};
+    int c_p = calib_col(t, "P", &absent) < 0 ? -1 : calib_num_col(t, "P", err);
+    if (c_p < 0 && err->code)
+        return -1;
+    int n = calib_rows(t);
+    fit_row *r = calloc((size_t)(n > 0 ? n : 1), sizeof *r);
+    if (!r)
+        abort(); /* out of host memory: nothing sensible to report */
+    for (int i = 0; i < n; i++) {
+        if (read_row(t, i, c_op, c_p, c_size, c_time, &r[i], err) < 0) {
+            free(r);
+            return -1;
+        }
+    }
+    *rows = r;
+    *nrows = n;
+    return 0;
+}
+
+/* Insert (size, overhead) into a curve kept in ascending size order. */
+static int curve_add(coll_curve *c, double size, double overhead, const calib_table *t,
+                     int line, int col, cp_err *err)
+{
+    if (c->n == COLL_MAX_POINTS)
+        return cp_fail_at(err, calib_loc(t, line, col), "more than %d sizes for one op",
+                          COLL_MAX_POINTS);
+    int i = c->n;
+    while (i > 0 && c->size[i - 1] > size) {
+        c->size[i] = c->size[i - 1];
+        c->overhead[i] = c->overhead[i - 1];
+        i--;
+    }
+    if (i > 0 && c->size[i - 1] == size)
+        return cp_fail_at(err, calib_loc(t, line, col), "size %.0f measured twice for one op",
+                          size);
+    c->size[i] = size;
+    c->overhead[i] = overhead;
+    c->n++;
+    return 0;
+}
+
+/* eff of `kind`: min(1, max over its rows of W / (t - R)); 0 without rows.
+ * A row with t <= R + W ran at line rate or faster: 1. */
+static double kind_eff(const fit_row *rows, int n, int kind)
+{
+    double eff = 0;
+    for (int i = 0; i < n; i++) {
+        if (rows[i].kind != kind)
+            continue;
+        double left = rows[i].time_s - rows[i].route_s;
+        double e = left > rows[i].wire_s ? rows[i].wire_s / left : 1;
+        if (e > eff)
+            eff = e;
+    }
+    return eff;
+}
+
+int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
+                   coll_curve *curves, cp_err *err)
+{
+    fit_row *rows = NULL;
+    int n = 0;
+    if (read_rows(t, &rows, &n, err) < 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        row_ideal(m, p, &rows[i]);
+    for (int k = 0; k <= CK_COUNT; k++)
+        curves[k].eff = kind_eff(rows, n, k);
+    int rc = 0;
+    int c_size = calib_col(t, "size_bytes", err); /* found by read_rows */
+    for (int i = 0; i < n && rc == 0; i++) {
+        const fit_row *r = &rows[i];
+        double over = r->time_s - r->route_s - r->wire_s / curves[r->kind].eff;
+        rc = curve_add(&curves[r->kind], r->bytes, over > 0 ? over : 0, t, r->line, c_size,
+                       err);
+    }
+    free(rows);
+    return rc;
+}
+
+/* Whether <datadir>/platforms/calibration/<profile>/<table>.csv exists. */
+static int has_table(const char *profile, const char *table)
+{
+    char rel[256], path[1024];
+    snprintf(rel, sizeof rel, "platforms/calibration/%s/%s.csv", profile, table);
+    return access(cp_data_path(path, sizeof path, rel), R_OK) == 0;
+}
+
+/* Fit the curves of one mode from table `table` of the platform's profile. */
+static int fit_mode(const coll_model *m, const platform *p, const char *table,
+                    coll_curve *curves, cp_err *err)
+{
+    calib_table *t = calib_load(p->calibration, table, err);
+    int rc = t ? coll_fit_table(m, p, t, curves, err) : -1;
+    calib_free(t);
+    return rc;
+}
+
+int coll_model_init(coll_model *m, const platform *p, cp_err *err)
+{
+    platform_model(m, p);
+    if (!(p->intra.bandwidth > 0) || !(p->intra.latency >= 0) ||
+        !(p->intra.efficiency > 0 && p->intra.efficiency <= 1) ||
+        !(p->coll_latency_eager >= 0) || !(p->coll_latency_graph >= 0))
+        return cp_fail(err, CP_EXIT_INPUT, "platform %s: the fabric needs bandwidth > 0, "
+                       "latency >= 0 and efficiency in (0, 1], collective latencies >= 0",
+                       p->name);
+    if (!p->calibration[0] || !has_table(p->calibration, "nccl") ||
+        !has_table(p->calibration, "nccl_graph"))
+        return 0;
+    if (fit_mode(m, p, "nccl", m->curve[0], err) < 0 ||
+        fit_mode(m, p, "nccl_graph", m->curve[1], err) < 0) {
+        platform_model(m, p);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,136 @@
+/* model: efficiency and overhead lookup, algorithm choice, closed-form times
+ * and the coll_run dispatcher (see coll.h).  Fitting the model from a
+ * platform and its calibration tables lives in fit.c. */
+#include <math.h>
+
+#include "collectives/coll_alg.h"
+
+/* The measured curve of `kind` in a mode; NULL for an unmeasured or
+ * unknown kind (platform defaults). */
+static const coll_curve *curve_of(const coll_model *m, int kind, int graph)
+{
+    if (kind < 0 || kind > CK_COUNT)
+        return NULL;
+    const coll_curve *c = &m->curve[graph != 0][kind];
+    return c->n > 0 ? c : NULL;
+}
+
+double coll_efficiency(const coll_model *m, int kind, int graph)
+{
+    const coll_curve *c = curve_of(m, kind, graph);
+    return c ? c->eff : m->eff_default;
+}
+
+/* Linear in log(bytes) between measured sizes, clamped at both ends (NaN
+ * bytes: the first point). */
+double coll_overhead(const coll_model *m, int kind, double bytes, int graph)
+{
+    const coll_curve *c = curve_of(m, kind, graph);
+    if (!c)
+        return graph ? m->latency_graph : m->latency_eager;
+    if (!(bytes > c->size[0]))
+        return c->overhead[0];
+    if (bytes >= c->size[c->n - 1])
+        return c->overhead[c->n - 1];
+    int i = 0;
+    while (bytes >= c->size[i + 1])
+        i++;
+    double f = (log(bytes) - log(c->size[i])) / (log(c->size[i + 1]) - log(c->size[i]));
+    return c->overhead[i] + f * (c->overhead[i + 1] - c->overhead[i]);
+}
+
+/* Whether collective `kind` has an implementation of algorithm `alg`. */
+static int alg_exists(plan_coll kind, plan_alg alg)
+{
+    switch (kind) {
+    case CK_ALL_REDUCE:
+        return alg == ALG_RING || alg == ALG_ONESHOT;
+    case CK_ALL_GATHER:
+    case CK_REDUCE_SCATTER:
+    case CK_BROADCAST:
+        return alg == ALG_RING;
+    case CK_ALL_TO_ALL:
+        return alg == ALG_PAIRWISE;
+    default:
+        return 0;
+    }
+}
+
+/* The group size does not change the choice: one-shot and ring move the same
+ * bytes per port at n = 2, and one-shot's n(n-1) concurrent flows are bounded
+ * by oneshot_max at larger n. */
+plan_alg coll_pick_alg(const coll_model *m, plan_coll kind, double bytes, int n)
+{
+    (void)n;
+    switch (kind) {
+    case CK_ALL_REDUCE:
+        return bytes <= m->oneshot_max ? ALG_ONESHOT : ALG_RING;
+    case CK_ALL_TO_ALL:
+        return ALG_PAIRWISE;
+    default:
+        return ALG_RING;
+    }
+}
+
+/* kind CK_COUNT is one ring hop (alg ignored).  Returns -1 for an algorithm
+ * that does not exist for the kind (ALG_AUTO included: pass the choice of
+ * coll_pick_alg) or for bw <= 0, lat < 0, bytes < 0. */
+double coll_analytic_s(plan_coll kind, plan_alg alg, int n, double bytes,
+                       double bw, double lat)
+{
+    if (!(bw > 0) || !(lat >= 0) || !(bytes >= 0))
+        return -1;
+    if (kind != CK_COUNT && !alg_exists(kind, alg))
+        return -1;
+    if (n <= 1)
+        return 0;
+    double p = n;
+    switch (kind) {
+    case CK_COUNT:
+        return bytes / bw + lat;
+    case CK_ALL_REDUCE:
+        if (alg == ALG_ONESHOT)
+            return (p - 1) * bytes / bw + lat;
+        return 2 * (p - 1) * (bytes / p / bw + lat);
+    case CK_BROADCAST:
+        return (2 * p - 3) * (bytes / (p - 1) / bw + lat);
+    default: /* all-gather, reduce-scatter, all-to-all */
+        return (p - 1) * (bytes / p / bw + lat);
+    }
+}
+
+/* Returns -1 (and moves nothing) for a malformed call: no members, me out of
+ * range, negative bytes, unknown kind, an algorithm the kind does not have,
+ * or a model whose efficiency is not positive or whose overhead is negative. */
+long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c)
+{
+    if (!tp || !m || !c || !c->members || c->n < 1 || c->me < 0 || c->me >= c->n ||
+        !(c->bytes >= 0) || c->kind < 0 || c->kind >= CK_COUNT)
+        return -1;
+    plan_alg alg = c->alg == ALG_AUTO ? coll_pick_alg(m, c->kind, c->bytes, c->n) : c->alg;
+    if (!alg_exists(c->kind, alg))
+        return -1;
+    if (c->n == 1)
+        return 0;
+    double eff = coll_efficiency(m, c->kind, c->graph);
+    double overhead = coll_overhead(m, c->kind, c->bytes, c->graph);
+    if (!(eff > 0) || !(overhead >= 0))
+        return -1;
+    double wire = c->bytes / eff; /* nccl-tests size, on the wire */
+    coll_group g = {tp, c->members, c->n, c->me};
+    coll_pay_overhead(tp, overhead);
+    switch (c->kind) {
+    case CK_ALL_REDUCE:
+        if (alg == ALG_ONESHOT)
+            return coll_oneshot_all_reduce(&g, wire);
+        return coll_ring_all_reduce(&g, wire / c->n);
+    case CK_ALL_GATHER:
+        return coll_ring_all_gather(&g, wire / c->n);
+    case CK_REDUCE_SCATTER:
+        return coll_ring_reduce_scatter(&g, wire / c->n);
+    case CK_ALL_TO_ALL:
+        return coll_pairwise_all_to_all(&g, wire / c->n);
+    default: /* CK_BROADCAST: alg_exists() rejected everything else */
+        return coll_ring_broadcast(&g, wire / (c->n - 1));
+    }
+}

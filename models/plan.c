@@ -1,0 +1,326 @@
+/* plan: storage, layout queries and JSON output of op programs (see plan.h). */
+#include "models/plan.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *grow(void *ptr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return ptr;
+    uint32_t ncap = *cap ? *cap : 64;
+    while (ncap < need)
+        ncap *= 2;
+    void *np = realloc(ptr, (size_t)ncap * elem);
+    if (!np)
+        abort(); /* out of host memory: nothing sensible to report */
+    *cap = ncap;
+    return np;
+}
+
+void plan_init(plan *p, const plan_layout_cfg *lay)
+{
+    memset(p, 0, sizeof *p);
+    p->lay = *lay;
+    p->nranks = lay->tp * lay->sp * lay->dp;
+    p->prog_of_rank = calloc((size_t)p->nranks, sizeof *p->prog_of_rank);
+    if (!p->prog_of_rank)
+        abort();
+}
+
+void plan_free(plan *p)
+{
+    for (int i = 0; i < p->nprogs; i++) {
+        free(p->progs[i].ops);
+        free(p->progs[i].deps);
+    }
+    free(p->progs);
+    free(p->prog_of_rank);
+    memset(p, 0, sizeof *p);
+}
+
+int plan_add_prog(plan *p)
+{
+    plan_prog *np = realloc(p->progs, (size_t)(p->nprogs + 1) * sizeof *np);
+    if (!np)
+        abort();
+    p->progs = np;
+    memset(&p->progs[p->nprogs], 0, sizeof *np);
+    return p->nprogs++;
+}
+
+uint32_t plan_push(plan_prog *prog, const plan_op *op)
+{
+    prog->ops = grow(prog->ops, &prog->cap, prog->nops + 1, sizeof *prog->ops);
+    prog->ops[prog->nops] = *op;
+    prog->ops[prog->nops].dep_first = prog->ndeps;
+    prog->ops[prog->nops].ndeps = 0;
+    return prog->nops++;
+}
+
+void plan_dep(plan_prog *prog, uint32_t op, uint32_t on)
+{
+    plan_op *o = &prog->ops[op];
+    /* deps of an op are contiguous: only the most recently pushed op may
+     * receive new ones, and only on earlier ops */
+    if (op + 1 != prog->nops || on >= op || o->dep_first + o->ndeps != prog->ndeps)
+        abort();
+    for (uint32_t i = 0; i < o->ndeps; i++)
+        if (prog->deps[o->dep_first + i] == on)
+            return;
+    prog->deps = grow(prog->deps, &prog->dcap, prog->ndeps + 1, sizeof *prog->deps);
+    prog->deps[prog->ndeps++] = on;
+    o->ndeps++;
+}
+
+/* ---- layout ------------------------------------------------------------- */
+
+void plan_rank_coords(const plan_layout_cfg *lay, int r, int *tp_i, int *sp_i, int *dp_i)
+{
+    if (tp_i)
+        *tp_i = r % lay->tp;
+    if (sp_i)
+        *sp_i = (r / lay->tp) % lay->sp;
+    if (dp_i)
+        *dp_i = r / (lay->tp * lay->sp);
+}
+
+int plan_group_size(const plan_layout_cfg *lay, plan_group g)
+{
+    switch (g) {
+    case G_TP:
+        return lay->tp;
+    case G_SP:
+        return lay->sp;
+    case G_EP:
+        return lay->ep;
+    case G_NODE:
+        return lay->tp * lay->sp;
+    case G_WORLD:
+        return lay->tp * lay->sp * lay->dp;
+    default:
+        return 1;
+    }
+}
+
+int plan_group_members(const plan_layout_cfg *lay, int r, plan_group g,
+                       int *out, int cap, int *my_index)
+{
+    int tp_i, sp_i, dp_i;
+    plan_rank_coords(lay, r, &tp_i, &sp_i, &dp_i);
+    int n = plan_group_size(lay, g);
+    int first = 0, stride = 1;
+    switch (g) {
+    case G_TP:
+        first = (dp_i * lay->sp + sp_i) * lay->tp;
+        break;
+    case G_SP:
+        first = dp_i * lay->sp * lay->tp + tp_i;
+        stride = lay->tp;
+        break;
+    case G_EP:
+        first = (r / lay->ep) * lay->ep;
+        break;
+    case G_NODE:
+        first = dp_i * lay->sp * lay->tp;
+        break;
+    case G_WORLD:
+    default:
+        first = 0;
+        break;
+    }
+    for (int i = 0; i < n; i++) {
+        int m = first + i * stride;
+        if (i < cap)
+            out[i] = m;
+        if (m == r && my_index)
+            *my_index = i;
+    }
+    return n;
+}
+
+/* ---- names ------------------------------------------------------------- */
+
+#define NAME_OF(table, v) \
+    ((unsigned)(v) < sizeof(table) / sizeof(table[0]) ? table[v] : "?")
+
+const char *plan_kind_name(plan_opkind k)
+{
+    static const char *const t[] = {"compute", "collective", "p2p", "memory", "step"};
+    return NAME_OF(t, k);
+}
+
+const char *plan_kclass_name(plan_kclass k)
+{
+    static const char *const t[] = {
+        "gemm", "grouped_gemm", "attention", "sparse_attention", "indexer",
+        "norm", "elementwise", "rope", "topk", "embedding", "kv_write",
+        "lse_merge", "moe_permute", "copy"};
+    return NAME_OF(t, k);
+}
+
+const char *plan_coll_name(plan_coll c)
+{
+    static const char *const t[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                    "all_to_all", "broadcast"};
+    return NAME_OF(t, c);
+}
+
+const char *plan_group_name(plan_group g)
+{
+    static const char *const t[] = {"tp", "sp", "ep", "node", "world"};
+    return NAME_OF(t, g);
+}
+
+const char *plan_memcat_name(plan_memcat c)
+{
+    static const char *const t[] = {"weights", "kv_cache", "activations",
+                                    "comm_buffer", "workspace"};
+    return NAME_OF(t, c);
+}
+
+const char *plan_stream_name(int s)
+{
+    static const char *const t[] = {"compute", "comm", "comm2"};
+    return NAME_OF(t, s);
+}
+
+const char *plan_layout_name(plan_layout l)
+{
+    static const char *const t[] = {"none", "full", "local"};
+    return NAME_OF(t, l);
+}
+
+const char *plan_alg_name(plan_alg a)
+{
+    static const char *const t[] = {"auto", "ring", "oneshot", "pairwise"};
+    return NAME_OF(t, a);
+}
+
+/* ---- JSON -------------------------------------------------------------- */
+
+static json_t *shape_json(const plan_shape *s)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < s->nd; i++)
+        json_array_append_new(a, json_integer(s->d[i]));
+    return a;
+}
+
+static json_t *op_json(const plan_prog *prog, uint32_t i)
+{
+    const plan_op *o = &prog->ops[i];
+    json_t *j = json_object();
+    json_object_set_new(j, "id", json_integer(i));
+    json_object_set_new(j, "name", json_string(o->name));
+    json_object_set_new(j, "kind", json_string(plan_kind_name(o->kind)));
+    json_object_set_new(j, "layer", json_integer(o->layer));
+    json_object_set_new(j, "step", json_integer(o->step));
+    json_object_set_new(j, "stream", json_string(plan_stream_name(o->stream)));
+    switch (o->kind) {
+    case OPK_COMPUTE:
+        json_object_set_new(j, "class", json_string(plan_kclass_name(o->kclass)));
+        json_object_set_new(j, "dtype", json_string(dtype_name(o->dtype)));
+        if (o->in.nd)
+            json_object_set_new(j, "in", shape_json(&o->in));
+        if (o->w.nd)
+            json_object_set_new(j, "w", shape_json(&o->w));
+        if (o->out.nd)
+            json_object_set_new(j, "out", shape_json(&o->out));
+        if (o->kclass == KC_GEMM || o->kclass == KC_GROUPED_GEMM) {
+            json_object_set_new(j, "m", json_integer(o->m));
+            json_object_set_new(j, "k", json_integer(o->k));
+            json_object_set_new(j, "n", json_integer(o->n));
+            if (o->g > 1)
+                json_object_set_new(j, "groups", json_integer(o->g));
+        }
+        if (o->kclass == KC_ATTENTION || o->kclass == KC_SPARSE_ATTN ||
+            o->kclass == KC_INDEXER) {
+            json_t *a = json_object();
+            json_object_set_new(a, "q_len", json_integer(o->attn.q_len));
+            json_object_set_new(a, "kv_len", json_integer(o->attn.kv_len));
+            json_object_set_new(a, "heads", json_integer(o->attn.heads));
+            json_object_set_new(a, "kv_heads", json_integer(o->attn.kv_heads));
+            json_object_set_new(a, "d_qk", json_integer(o->attn.d_qk));
+            json_object_set_new(a, "d_v", json_integer(o->attn.d_v));
+            json_object_set_new(a, "pairs", json_real(o->attn.pairs));
+            json_object_set_new(a, "causal", json_boolean(o->attn.causal));
+            json_object_set_new(j, "attention", a);
+        }
+        json_object_set_new(j, "flops", json_real(o->flops));
+        json_object_set_new(j, "bytes", json_real(o->bytes));
+        break;
+    case OPK_COLL:
+        json_object_set_new(j, "collective", json_string(plan_coll_name(o->coll)));
+        json_object_set_new(j, "group", json_string(plan_group_name(o->group)));
+        json_object_set_new(j, "algorithm", json_string(plan_alg_name(o->alg)));
+        json_object_set_new(j, "dtype", json_string(dtype_name(o->dtype)));
+        json_object_set_new(j, "comm_bytes", json_real(o->comm_bytes));
+        if (o->out.nd)
+            json_object_set_new(j, "out", shape_json(&o->out));
+        break;
+    case OPK_P2P:
+        json_object_set_new(j, "group", json_string(plan_group_name(o->group)));
+        json_object_set_new(j, "send_bytes", json_real(o->comm_bytes));
+        json_object_set_new(j, "recv_bytes", json_real(o->recv_bytes));
+        json_object_set_new(j, "send_offset", json_integer(o->send_off));
+        json_object_set_new(j, "recv_offset", json_integer(o->recv_off));
+        break;
+    case OPK_MEM:
+        json_object_set_new(j, "category", json_string(plan_memcat_name(o->mem_cat)));
+        json_object_set_new(j, "bytes", json_real(o->mem_bytes));
+        break;
+    case OPK_STEP:
+        json_object_set_new(j, "request", json_integer(o->request));
+        json_object_set_new(j, "arrival_s", json_real(o->arrival_s));
+        break;
+    default:
+        break;
+    }
+    if (o->layout != TL_NONE)
+        json_object_set_new(j, "tokens", json_string(plan_layout_name(o->layout)));
+    if (o->ndeps) {
+        json_t *d = json_array();
+        for (uint32_t k = 0; k < o->ndeps; k++)
+            json_array_append_new(d, json_integer(prog->deps[o->dep_first + k]));
+        json_object_set_new(j, "deps", d);
+    }
+    if (o->cost_s > 0)
+        json_object_set_new(j, "cost_s", json_real(o->cost_s));
+    return j;
+}
+
+int plan_write_json(const plan *p, FILE *out, cp_err *err)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "schema", json_string("cpsim.plan/1"));
+    json_t *lay = json_object();
+    json_object_set_new(lay, "tp", json_integer(p->lay.tp));
+    json_object_set_new(lay, "sp", json_integer(p->lay.sp));
+    json_object_set_new(lay, "ep", json_integer(p->lay.ep));
+    json_object_set_new(lay, "dp", json_integer(p->lay.dp));
+    json_object_set_new(root, "layout", lay);
+    json_object_set_new(root, "ranks", json_integer(p->nranks));
+    json_t *progs = json_array();
+    for (int g = 0; g < p->nprogs; g++) {
+        json_t *pj = json_object();
+        json_t *ranks = json_array();
+        for (int r = 0; r < p->nranks; r++)
+            if (p->prog_of_rank[r] == g)
+                json_array_append_new(ranks, json_integer(r));
+        json_object_set_new(pj, "ranks", ranks);
+        json_t *ops = json_array();
+        for (uint32_t i = 0; i < p->progs[g].nops; i++)
+            json_array_append_new(ops, op_json(&p->progs[g], i));
+        json_object_set_new(pj, "ops", ops);
+        json_array_append_new(progs, pj);
+    }
+    json_object_set_new(root, "programs", progs);
+    int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+    fputc('\n', out);
+    json_decref(root);
+    if (rc != 0)
+        return cp_fail(err, CP_EXIT_INTERNAL, "cannot write the plan as JSON");
+    return 0;
+}

@@ -1,0 +1,202 @@
+/* plan: the per-rank op programs, the one seam between "what" and "when".
+ *
+ * A plan is plain data built by models/ (no SimGrid inside).  For each rank it
+ * holds an ordered list of ops; each op runs on one stream of its rank
+ * (compute, comm, ...), like a CUDA stream.  Ops of one stream run in order;
+ * an op may also wait for earlier ops of other streams of the same rank
+ * (deps, like CUDA events).  Collectives name a group kind (TP, SP, EP, ...);
+ * the engine resolves the members of that group for each rank from the
+ * layout.  Memory ops are zero-time markers that allocate (+) or free (-)
+ * bytes of one category when their stream reaches them.
+ *
+ * Program order is also host issue order: the host thread issues ops one
+ * after the other, each costing its launch time, and a stream cannot start an
+ * op before it was issued (see sim/engine.h).
+ *
+ * Ranks with identical programs share one program: plan->prog_of_rank[r].
+ */
+#ifndef CP_PLAN_H
+#define CP_PLAN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "models/dtype.h"
+#include "workloads/diag.h"
+
+enum plan_stream { ST_COMPUTE = 0, ST_COMM = 1, ST_COMM2 = 2, ST_COUNT = 3 };
+
+typedef enum {
+    OPK_COMPUTE,  /* a kernel: kclass, shapes, flops, bytes */
+    OPK_COLL,     /* a collective over a group: coll, group, comm_bytes */
+    OPK_P2P,      /* a ring hop: send comm_bytes to group member (i+send_off)%P,
+                     receive recv_bytes from member (i+recv_off)%P */
+    OPK_MEM,      /* allocate (+mem_bytes) / free (-mem_bytes) of mem_cat */
+    OPK_STEP,     /* start of a step: waits for every stream of the rank to
+                     drain and for the clock to reach `arrival_s` */
+    OPK_COUNT
+} plan_opkind;
+
+typedef enum {
+    KC_GEMM,           /* y[M,N] = x[M,K] W[N,K]^T  (m,k,n) */
+    KC_GROUPED_GEMM,   /* g GEMMs of m rows each (m = mean rows per group) */
+    KC_ATTENTION,      /* flash attention forward (attn fields) */
+    KC_SPARSE_ATTN,    /* DSA sparse attention over <= topk keys per query */
+    KC_INDEXER,        /* DSA lightning indexer score + top-k */
+    KC_NORM,           /* RMSNorm / LayerNorm (bytes-bound) */
+    KC_ELEMENTWISE,    /* add, residual, activation*mul, casts (bytes-bound) */
+    KC_ROPE,           /* rotary embedding (bytes-bound) */
+    KC_TOPK,           /* router top-k / softmax (bytes-bound) */
+    KC_EMBEDDING,      /* embedding gather (bytes-bound) */
+    KC_KV_WRITE,       /* paged KV-cache write (bytes-bound) */
+    KC_LSE_MERGE,      /* merge of partial attention outputs with LSE */
+    KC_MOE_PERMUTE,    /* token permutation / un-permutation for experts */
+    KC_COPY,           /* slice / gather / pad copies */
+    KC_COUNT
+} plan_kclass;
+
+typedef enum {
+    CK_ALL_REDUCE, CK_ALL_GATHER, CK_REDUCE_SCATTER, CK_ALL_TO_ALL,
+    CK_BROADCAST, CK_COUNT
+} plan_coll;
+
+/* Groups a rank belongs to; see plan_group_members(). */
+typedef enum {
+    G_TP,      /* tensor parallel: same (dp, sp) index */
+    G_SP,      /* sequence parallel: same (dp, tp) index */
+    G_EP,      /* expert parallel: ep consecutive ranks */
+    G_NODE,    /* the TP x SP ranks of one model replica */
+    G_WORLD,   /* every rank */
+    G_COUNT
+} plan_group;
+
+typedef enum {
+    MC_WEIGHTS, MC_KV_CACHE, MC_ACTIVATIONS, MC_COMM_BUFFER, MC_WORKSPACE,
+    MC_COUNT
+} plan_memcat;
+
+typedef enum { TL_NONE = 0, TL_FULL, TL_LOCAL } plan_layout;
+
+/* Collective algorithm; AUTO lets collectives/ choose by size. */
+typedef enum { ALG_AUTO, ALG_RING, ALG_ONESHOT, ALG_PAIRWISE, ALG_COUNT } plan_alg;
+
+#define PLAN_MAX_DIMS 4
+
+typedef struct plan_shape {
+    uint8_t nd;
+    int64_t d[PLAN_MAX_DIMS];
+} plan_shape;
+
+typedef struct plan_attn {
+    int64_t q_len, kv_len;   /* queries and keys of this call */
+    int64_t heads, kv_heads; /* on this rank */
+    int64_t d_qk, d_v;       /* per head */
+    double pairs;            /* attended (q,k) pairs, exact for the mask */
+    uint8_t causal;          /* 0 none, 1 causal bottom-right aligned */
+} plan_attn;
+
+typedef struct plan_op {
+    const char *name;        /* static string, e.g. "q_proj" */
+    int32_t layer;           /* decoder layer, -1 outside */
+    int32_t step;            /* step index (request prefill/decode), from 0 */
+    uint8_t kind;            /* plan_opkind */
+    uint8_t stream;          /* plan_stream */
+    uint8_t kclass;          /* OPK_COMPUTE: plan_kclass */
+    uint8_t coll;            /* OPK_COLL: plan_coll */
+    uint8_t group;           /* OPK_COLL / OPK_P2P: plan_group */
+    uint8_t alg;             /* OPK_COLL: plan_alg */
+    uint8_t dtype;           /* cp_dtype of the activation / message */
+    uint8_t layout;          /* plan_layout of the token dimension */
+    uint8_t mem_cat;         /* OPK_MEM: plan_memcat */
+    uint8_t eager;           /* 1: launched eagerly even in captured mode */
+
+    /* compute */
+    int64_t m, k, n, g;      /* GEMM dims; g groups for grouped GEMM (else 1) */
+    plan_attn attn;          /* attention kinds */
+    plan_shape in, w, out;   /* shapes for reports and contract tests */
+    double flops;            /* floating-point operations */
+    double bytes;            /* minimum HBM bytes moved (read + write) */
+
+    /* communication */
+    double comm_bytes;       /* COLL: nccl-tests size convention (see
+                                collectives/coll.h); P2P: bytes sent */
+    double recv_bytes;       /* P2P: bytes received */
+    int8_t send_off, recv_off; /* P2P: peers relative to own group index */
+
+    /* memory */
+    double mem_bytes;        /* OPK_MEM: + alloc, - free */
+
+    /* step */
+    double arrival_s;        /* OPK_STEP: request arrival time */
+    int32_t request;         /* OPK_STEP and all ops of a step: request index */
+
+    /* dependencies on other ops of the same program (indices into ops) */
+    uint32_t dep_first, ndeps;
+
+    /* filled by cost_price_plan() */
+    double cost_s;           /* device time of the op on this platform */
+    double launch_s;         /* host time to issue it */
+} plan_op;
+
+typedef struct plan_prog {
+    plan_op *ops;
+    uint32_t nops, cap;
+    uint32_t *deps;          /* op indices */
+    uint32_t ndeps, dcap;
+} plan_prog;
+
+typedef struct plan_layout_cfg {
+    int tp, sp, ep, dp;      /* ranks = tp * sp * dp; ep divides ranks */
+    int devices_per_node;    /* for node-locality queries */
+} plan_layout_cfg;
+
+typedef struct plan {
+    plan_layout_cfg lay;
+    int nranks;
+    plan_prog *progs;
+    int nprogs;
+    int *prog_of_rank;       /* [nranks] */
+    int nsteps;              /* number of OPK_STEP per program */
+    int nrequests;
+} plan;
+
+/* ---- building ---------------------------------------------------------- */
+
+void plan_init(plan *p, const plan_layout_cfg *lay);
+void plan_free(plan *p);
+/* Add an empty program; returns its index. */
+int plan_add_prog(plan *p);
+
+/* Append an op (copied) to program prog; returns its index. */
+uint32_t plan_push(plan_prog *prog, const plan_op *op);
+/* Make op `op` wait for op `on` (must be earlier in program order). */
+void plan_dep(plan_prog *prog, uint32_t op, uint32_t on);
+/* Dependencies of op i: prog->deps[ops[i].dep_first .. + ndeps).  Deps must
+ * be added right after the op is pushed (before the next push). */
+
+/* ---- layout ------------------------------------------------------------- */
+
+/* Members of rank r's group g, in group order, into out[] (capacity cap);
+ * returns the member count and sets *my_index.  Rank numbering:
+ * r = (dp_i * sp + sp_i) * tp + tp_i  (TP innermost, so a TP group sits on
+ * consecutive devices of one node); EP groups are ep consecutive ranks. */
+int plan_group_members(const plan_layout_cfg *lay, int r, plan_group g,
+                       int *out, int cap, int *my_index);
+int plan_group_size(const plan_layout_cfg *lay, plan_group g);
+void plan_rank_coords(const plan_layout_cfg *lay, int r, int *tp_i, int *sp_i, int *dp_i);
+
+/* ---- names ------------------------------------------------------------- */
+
+const char *plan_kind_name(plan_opkind k);
+const char *plan_kclass_name(plan_kclass k);
+const char *plan_coll_name(plan_coll c);
+const char *plan_group_name(plan_group g);
+const char *plan_memcat_name(plan_memcat c);
+const char *plan_stream_name(int s);
+const char *plan_layout_name(plan_layout l);
+const char *plan_alg_name(plan_alg a);
+
+/* Write the plan as JSON (cpsim plan --json).  One entry per program with
+ * the ranks that run it and its ops. */
+int plan_write_json(const plan *p, FILE *out, cp_err *err);
+
+#endif

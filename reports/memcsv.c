@@ -1,0 +1,33 @@
+/* memcsv: memory.csv, the per-rank memory timeline.  One row per rank and
+ * instant at which its allocation changed, with the bytes held per category
+ * after the change and their total. */
+
+#include "reports/report.h"
+
+static void row_fn(void *ctx, int rank, double t, const double cur[MC_COUNT], uint32_t op)
+{
+    FILE *f = ctx;
+    (void)op;
+    double tot = 0;
+    fprintf(f, "%d,%.9f", rank, t);
+    for (int c = 0; c < MC_COUNT; c++) {
+        fprintf(f, ",%.0f", cur[c]);
+        tot += cur[c];
+    }
+    fprintf(f, ",%.0f\n", tot);
+}
+
+int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path, cp_err *err)
+{
+    (void)p;
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    FILE *f = rf.f;
+    fputs("rank,t_s", f);
+    for (int c = 0; c < MC_COUNT; c++)
+        fprintf(f, ",%s_bytes", plan_memcat_name(c));
+    fputs(",total_bytes\n", f);
+    rep_mem_walk(r, row_fn, f);
+    return rep_close(&rf, 1, err);
+}

@@ -1,0 +1,91 @@
+/* report: figures and files made from a finished run.  Never re-simulates.
+ *
+ *   rep_summarize      events -> per-rank busy / overlap times, TTFT per
+ *                      request, memory peaks and the OOM verdict
+ *   summary.json       schema "cpsim.summary/1" (summary.c)
+ *   trace.json         Chrome trace event format, opens in Perfetto (trace.c)
+ *   memory.csv         per-rank memory timeline by category (memcsv.c)
+ *   the console table  (table.c)
+ * Every file is written atomically: a temporary file in the same directory,
+ * renamed over the target only when complete (atomic.c).
+ */
+#ifndef CP_REPORT_H
+#define CP_REPORT_H
+
+#include <stdio.h>
+#include "models/plan.h"
+#include "sim/engine.h"
+#include "workloads/diag.h"
+#include "workloads/workload.h"
+
+typedef struct rep_rank {
+    int rank;
+    double compute_s;              /* time the compute stream was busy */
+    double comm_s;                 /* time some communication stream was busy */
+    double overlap_s;              /* time both were busy */
+    double peak_bytes;             /* maximum of the memory timeline */
+    double peak_t;                 /* when it was first reached */
+    double peak_by_cat[MC_COUNT];  /* the categories at that moment */
+    uint32_t peak_op;              /* first non-memory op after the peak */
+} rep_rank;
+
+typedef struct rep_request {
+    int id;
+    int64_t prompt_tokens;
+    int64_t decode_tokens;
+    double arrival_s;
+    double first_token_s;  /* end of the prefill step (all ranks) */
+    double ttft_s;         /* first_token_s - arrival_s */
+    double end_s;          /* end of the last step of the request */
+    double tpot_s;         /* mean time per decode token, 0 without decode */
+} rep_request;
+
+typedef struct rep_summary {
+    rep_rank *ranks;
+    int nranks;
+    rep_request *reqs;
+    int nreqs;
+    double ttft_s;             /* request 0 */
+    double makespan_s;         /* end of the last event */
+    double compute_s_max, comm_s_max, overlap_s_max;
+    double overlap_fraction;   /* sum overlap / sum comm over ranks (0 if no comm) */
+    double peak_bytes_max;
+    int peak_rank;
+    double capacity_bytes;
+    int oom;
+    int oom_rank;
+    char oom_phase[128];       /* "layer 12 expert_gate_up" */
+    long events, messages, execs;
+    double wall_s;             /* simulator wall time (not written to files) */
+} rep_summary;
+
+int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
+                  rep_summary *out, cp_err *err);
+void rep_summary_free(rep_summary *sm);
+
+int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path,
+                      cp_err *err);
+int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
+                    const char *path, cp_err *err);
+int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path,
+                         cp_err *err);
+void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out);
+
+/* Walk every rank's memory timeline in time order: `fn` is called once per
+ * rank and instant at which the allocation changed, with the bytes held per
+ * category after all changes of that instant and the last memory op. */
+typedef void (*rep_mem_fn)(void *ctx, int rank, double t, const double cur[MC_COUNT],
+                           uint32_t op);
+void rep_mem_walk(const eng_result *r, rep_mem_fn fn, void *ctx);
+
+/* Atomic output: rep_open writes to a temporary sibling of path; rep_close
+ * renames it over path (ok = 1) or removes it (ok = 0). */
+typedef struct rep_file {
+    FILE *f;
+    char tmp[4096];
+    char path[4096];
+} rep_file;
+int rep_open(rep_file *rf, const char *path, cp_err *err);
+int rep_close(rep_file *rf, int ok, cp_err *err);
+
+#endif

@@ -1,0 +1,366 @@
+/* summary: per-rank and per-request figures of a run, and summary.json. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/report.h"
+
+/* Events of one rank and stream class sorted by start time. */
+typedef struct span {
+    double t0, t1;
+} span;
+
+static int cmp_span(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->t0 != y->t0)
+        return x->t0 < y->t0 ? -1 : 1;
+    return (x->t1 > y->t1) - (x->t1 < y->t1);
+}
+
+/* Merge overlapping spans in place; returns the new count. */
+static size_t merge_spans(span *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(s, n, sizeof *s, cmp_span);
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (s[i].t0 <= s[k].t1) {
+            if (s[i].t1 > s[k].t1)
+                s[k].t1 = s[i].t1;
+        } else {
+            s[++k] = s[i];
+        }
+    }
+    return k + 1;
+}
+
+static double total(const span *s, size_t n)
+{
+    double t = 0;
+    for (size_t i = 0; i < n; i++)
+        t += s[i].t1 - s[i].t0;
+    return t;
+}
+
+/* Length of the intersection of two sorted disjoint span lists. */
+static double intersect(const span *a, size_t na, const span *b, size_t nb)
+{
+    double t = 0;
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        double lo = a[i].t0 > b[j].t0 ? a[i].t0 : b[j].t0;
+        double hi = a[i].t1 < b[j].t1 ? a[i].t1 : b[j].t1;
+        if (hi > lo)
+            t += hi - lo;
+        if (a[i].t1 < b[j].t1)
+            i++;
+        else
+            j++;
+    }
+    return t;
+}
+
+static int is_busy(const plan_op *o)
+{
+    return o->kind == OPK_COMPUTE || o->kind == OPK_COLL || o->kind == OPK_P2P;
+}
+
+static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
+{
+    span **cs = calloc((size_t)p->nranks, sizeof *cs);
+    span **ms = calloc((size_t)p->nranks, sizeof *ms);
+    size_t *nc = calloc((size_t)p->nranks, sizeof *nc);
+    size_t *nm = calloc((size_t)p->nranks, sizeof *nm);
+    if (!cs || !ms || !nc || !nm)
+        abort();
+    for (int rk = 0; rk < p->nranks; rk++) {
+        cs[rk] = malloc((r->nev + 1) * sizeof **cs);
+        ms[rk] = malloc((r->nev + 1) * sizeof **ms);
+        if (!cs[rk] || !ms[rk])
+            abort();
+    }
+    for (size_t i = 0; i < r->nev; i++) {
+        const eng_event *e = &r->ev[i];
+        const plan_op *o = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
+        if (!is_busy(o) || e->t1 <= e->t0)
+            continue;
+        if (e->stream == ST_COMPUTE)
+            cs[e->rank][nc[e->rank]++] = (span){e->t0, e->t1};
+        else
+            ms[e->rank][nm[e->rank]++] = (span){e->t0, e->t1};
+    }
+    double sum_overlap = 0, sum_comm = 0;
+    for (int rk = 0; rk < p->nranks; rk++) {
+        rep_rank *rr = &sm->ranks[rk];
+        nc[rk] = merge_spans(cs[rk], nc[rk]);
+        nm[rk] = merge_spans(ms[rk], nm[rk]);
+        rr->compute_s = total(cs[rk], nc[rk]);
+        rr->comm_s = total(ms[rk], nm[rk]);
+        rr->overlap_s = intersect(cs[rk], nc[rk], ms[rk], nm[rk]);
+        sum_overlap += rr->overlap_s;
+        sum_comm += rr->comm_s;
+        if (rr->compute_s > sm->compute_s_max)
+            sm->compute_s_max = rr->compute_s;
+        if (rr->comm_s > sm->comm_s_max)
+            sm->comm_s_max = rr->comm_s;
+        if (rr->overlap_s > sm->overlap_s_max)
+            sm->overlap_s_max = rr->overlap_s;
+        free(cs[rk]);
+        free(ms[rk]);
+    }
+    sm->overlap_fraction = sum_comm > 0 ? sum_overlap / sum_comm : 0.0;
+    free(cs);
+    free(ms);
+    free(nc);
+    free(nm);
+}
+
+static void phase_name(const plan *p, int rank, uint32_t i, char *buf, size_t len);
+
+static int cmp_mem(const void *a, const void *b)
+{
+    const eng_mem *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank - y->rank;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->op > y->op) - (x->op < y->op);
+}
+
+void rep_mem_walk(const eng_result *r, rep_mem_fn fn, void *ctx)
+{
+    eng_mem *m = malloc((r->nmem + 1) * sizeof *m);
+    if (!m)
+        abort();
+    memcpy(m, r->mem, r->nmem * sizeof *m);
+    qsort(m, r->nmem, sizeof *m, cmp_mem);
+    double cur[MC_COUNT];
+    int rank = -1;
+    for (size_t i = 0; i < r->nmem; i++) {
+        if (m[i].rank != rank) {
+            rank = m[i].rank;
+            memset(cur, 0, sizeof cur);
+        }
+        cur[m[i].cat] += m[i].delta;
+        /* report an instant once all of its changes are applied */
+        if (i + 1 < r->nmem && m[i + 1].rank == rank && m[i + 1].t == m[i].t)
+            continue;
+        fn(ctx, rank, m[i].t, cur, m[i].op);
+    }
+    free(m);
+}
+
+typedef struct peak_ctx {
+    rep_summary *sm;
+    const plan *p;
+    double first_oom_t;
+} peak_ctx;
+
+static void peak_fn(void *vctx, int rank, double t, const double cur[MC_COUNT], uint32_t op)
+{
+    peak_ctx *pc = vctx;
+    rep_summary *sm = pc->sm;
+    double tot = 0;
+    for (int c = 0; c < MC_COUNT; c++)
+        tot += cur[c];
+    rep_rank *rr = &sm->ranks[rank];
+    if (tot > rr->peak_bytes) {
+        rr->peak_bytes = tot;
+        rr->peak_t = t;
+        memcpy(rr->peak_by_cat, cur, MC_COUNT * sizeof *cur);
+        rr->peak_op = op;
+    }
+    /* the first instant at which any rank holds more than the capacity */
+    if (tot > sm->capacity_bytes && (pc->first_oom_t < 0 || t < pc->first_oom_t)) {
+        pc->first_oom_t = t;
+        sm->oom_rank = rank;
+        phase_name(pc->p, rank, op, sm->oom_phase, sizeof sm->oom_phase);
+    }
+}
+
+static void memory_peaks(const plan *p, const eng_result *r, rep_summary *sm)
+{
+    peak_ctx pc = {sm, p, -1.0};
+    sm->oom_rank = -1;
+    rep_mem_walk(r, peak_fn, &pc);
+    sm->peak_bytes_max = 0;
+    sm->peak_rank = 0;
+    for (int rk = 0; rk < p->nranks; rk++) {
+        if (sm->ranks[rk].peak_bytes > sm->peak_bytes_max) {
+            sm->peak_bytes_max = sm->ranks[rk].peak_bytes;
+            sm->peak_rank = rk;
+        }
+    }
+}
+
+/* "layer 12 expert_gate_up": the first non-memory op after op i. */
+static void phase_name(const plan *p, int rank, uint32_t i, char *buf, size_t len)
+{
+    const plan_prog *pg = &p->progs[p->prog_of_rank[rank]];
+    uint32_t j = i;
+    while (j < pg->nops && pg->ops[j].kind == OPK_MEM)
+        j++;
+    if (j >= pg->nops) {
+        snprintf(buf, len, "end of run");
+        return;
+    }
+    const plan_op *o = &pg->ops[j];
+    if (o->layer >= 0)
+        snprintf(buf, len, "step %d layer %d %s", o->step, o->layer, o->name);
+    else
+        snprintf(buf, len, "step %d %s", o->step, o->name);
+}
+
+static void requests(const scenario *s, const plan *p, const eng_result *r, rep_summary *sm)
+{
+    int step = 0;
+    for (int q = 0; q < s->nreqs; q++) {
+        rep_request *rq = &sm->reqs[q];
+        rq->id = q;
+        rq->prompt_tokens = s->reqs[q].prompt_tokens;
+        rq->decode_tokens = s->reqs[q].decode_tokens;
+        rq->arrival_s = s->reqs[q].arrival_s;
+        int nsteps = 1 + (int)s->reqs[q].decode_tokens;
+        for (int k = 0; k < nsteps; k++, step++) {
+            double end = 0;
+            for (int rk = 0; rk < p->nranks; rk++) {
+                double e = r->step_end[(size_t)rk * r->nsteps + step];
+                if (e > end)
+                    end = e;
+            }
+            if (k == 0)
+                rq->first_token_s = end;
+            rq->end_s = end;
+        }
+        rq->ttft_s = rq->first_token_s - rq->arrival_s;
+        rq->tpot_s = rq->decode_tokens > 0
+                         ? (rq->end_s - rq->first_token_s) / (double)rq->decode_tokens
+                         : 0.0;
+    }
+    sm->ttft_s = s->nreqs > 0 ? sm->reqs[0].ttft_s : 0.0;
+}
+
+int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
+                  rep_summary *out, cp_err *err)
+{
+    (void)err;
+    memset(out, 0, sizeof *out);
+    out->nranks = p->nranks;
+    out->ranks = calloc((size_t)p->nranks, sizeof *out->ranks);
+    out->nreqs = s->nreqs;
+    out->reqs = calloc((size_t)s->nreqs + 1, sizeof *out->reqs);
+    if (!out->ranks || !out->reqs)
+        abort();
+    for (int rk = 0; rk < p->nranks; rk++)
+        out->ranks[rk].rank = rk;
+    out->capacity_bytes = s->plat.hbm_bytes;
+    busy_times(p, r, out);
+    memory_peaks(p, r, out);
+    requests(s, p, r, out);
+    out->makespan_s = r->end_s;
+    out->oom = out->peak_bytes_max > out->capacity_bytes;
+    out->events = (long)r->nev;
+    out->messages = r->messages;
+    out->execs = r->execs;
+    out->wall_s = r->wall_s;
+    return 0;
+}
+
+void rep_summary_free(rep_summary *sm)
+{
+    free(sm->ranks);
+    free(sm->reqs);
+    memset(sm, 0, sizeof *sm);
+}
+
+static json_t *scenario_json(const scenario *s)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "workload", json_string(s->path));
+    json_object_set_new(j, "model", json_string(s->model.name));
+    json_object_set_new(j, "platform", json_string(s->plat.name));
+    json_object_set_new(j, "nodes", json_integer(s->plat.nodes));
+    json_object_set_new(j, "devices_per_node", json_integer(s->plat.devices_per_node));
+    json_t *par = json_object();
+    json_object_set_new(par, "tp", json_integer(s->par.tp));
+    json_object_set_new(par, "sp", json_integer(s->par.sp));
+    json_object_set_new(par, "ep", json_integer(s->par.ep));
+    json_object_set_new(par, "dp", json_integer(s->par.dp));
+    json_object_set_new(par, "kv_storage", json_string(wl_kv_storage_name(s->par.kv_storage)));
+    json_object_set_new(par, "exchange", json_string(wl_exchange_name(s->par.exchange)));
+    json_object_set_new(par, "min_tokens", json_integer(s->par.min_tokens));
+    json_object_set_new(j, "parallel", par);
+    json_object_set_new(j, "weights_dtype", json_string(dtype_name(s->w_dtype)));
+    json_object_set_new(j, "activations_dtype", json_string(dtype_name(s->a_dtype)));
+    json_object_set_new(j, "graph", json_string(s->graph == GRAPH_CAPTURED ? "captured" : "eager"));
+    return j;
+}
+
+int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path, cp_err *err)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "schema", json_string("cpsim.summary/1"));
+    json_object_set_new(j, "scenario", scenario_json(s));
+    json_object_set_new(j, "ttft_s", json_real(sm->ttft_s));
+    json_object_set_new(j, "makespan_s", json_real(sm->makespan_s));
+    json_t *reqs = json_array();
+    for (int q = 0; q < sm->nreqs; q++) {
+        const rep_request *rq = &sm->reqs[q];
+        json_t *o = json_object();
+        json_object_set_new(o, "id", json_integer(rq->id));
+        json_object_set_new(o, "prompt_tokens", json_integer(rq->prompt_tokens));
+        json_object_set_new(o, "arrival_s", json_real(rq->arrival_s));
+        json_object_set_new(o, "ttft_s", json_real(rq->ttft_s));
+        json_object_set_new(o, "decode_tokens", json_integer(rq->decode_tokens));
+        json_object_set_new(o, "tpot_s", json_real(rq->tpot_s));
+        json_object_set_new(o, "end_s", json_real(rq->end_s));
+        json_array_append_new(reqs, o);
+    }
+    json_object_set_new(j, "requests", reqs);
+    json_t *ranks = json_array();
+    for (int rk = 0; rk < sm->nranks; rk++) {
+        const rep_rank *rr = &sm->ranks[rk];
+        json_t *o = json_object();
+        json_object_set_new(o, "rank", json_integer(rr->rank));
+        json_object_set_new(o, "compute_s", json_real(rr->compute_s));
+        json_object_set_new(o, "comm_s", json_real(rr->comm_s));
+        json_object_set_new(o, "overlap_s", json_real(rr->overlap_s));
+        json_object_set_new(o, "peak_bytes", json_real(rr->peak_bytes));
+        json_object_set_new(o, "peak_t_s", json_real(rr->peak_t));
+        json_t *cat = json_object();
+        for (int c = 0; c < MC_COUNT; c++)
+            json_object_set_new(cat, plan_memcat_name(c), json_real(rr->peak_by_cat[c]));
+        json_object_set_new(o, "peak_by_category", cat);
+        json_array_append_new(ranks, o);
+    }
+    json_object_set_new(j, "ranks", ranks);
+    json_object_set_new(j, "compute_s_max", json_real(sm->compute_s_max));
+    json_object_set_new(j, "comm_s_max", json_real(sm->comm_s_max));
+    json_object_set_new(j, "overlap_s_max", json_real(sm->overlap_s_max));
+    json_object_set_new(j, "overlap_fraction", json_real(sm->overlap_fraction));
+    json_object_set_new(j, "peak_bytes_max", json_real(sm->peak_bytes_max));
+    json_object_set_new(j, "peak_rank", json_integer(sm->peak_rank));
+    json_object_set_new(j, "capacity_bytes", json_real(sm->capacity_bytes));
+    json_object_set_new(j, "oom", json_boolean(sm->oom));
+    if (sm->oom) {
+        json_object_set_new(j, "oom_rank", json_integer(sm->oom_rank));
+        json_object_set_new(j, "oom_phase", json_string(sm->oom_phase));
+    }
+    json_t *sim = json_object();
+    json_object_set_new(sim, "events", json_integer(sm->events));
+    json_object_set_new(sim, "messages", json_integer(sm->messages));
+    json_object_set_new(sim, "execs", json_integer(sm->execs));
+    json_object_set_new(j, "simulation", sim);
+
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0) {
+        json_decref(j);
+        return -1;
+    }
+    int ok = json_dumpf(j, rf.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) == 0;
+    fputc('\n', rf.f);
+    json_decref(j);
+    return rep_close(&rf, ok, err);
+}

@@ -1,0 +1,49 @@
+/* table: the short console report of a run. */
+#include "reports/report.h"
+
+static const char *parallel_label(const scenario *s, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "TP%d", s->par.tp);
+    if (s->par.sp > 1 && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " x SP%d (%s, %s)", s->par.sp,
+                      wl_exchange_name(s->par.exchange), wl_kv_storage_name(s->par.kv_storage));
+    if (s->par.ep > 1 && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " EP%d", s->par.ep);
+    if (s->par.dp > 1 && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " DP%d", s->par.dp);
+    return buf;
+}
+
+void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out)
+{
+    char par[128];
+    fprintf(out, "%s on %s (%d x %d %s), %s, %s weights, %s\n", s->model.name, s->plat.name,
+            s->plat.nodes, s->plat.devices_per_node, s->plat.device,
+            parallel_label(s, par, sizeof par), dtype_name(s->w_dtype),
+            s->graph == GRAPH_CAPTURED ? "captured graphs" : "eager");
+    for (int q = 0; q < sm->nreqs; q++) {
+        const rep_request *rq = &sm->reqs[q];
+        fprintf(out, "request %d: %lld prompt tokens, TTFT %.4f s", rq->id,
+                (long long)rq->prompt_tokens, rq->ttft_s);
+        if (rq->decode_tokens > 0)
+            fprintf(out, ", %lld decode tokens, TPOT %.2f ms", (long long)rq->decode_tokens,
+                    rq->tpot_s * 1e3);
+        fputc('\n', out);
+    }
+    fprintf(out, "\n%4s %11s %11s %11s %10s %10s\n", "rank", "compute_s", "comm_s",
+            "overlap_s", "peak_GB", "of_GB");
+    for (int r = 0; r < sm->nranks; r++) {
+        const rep_rank *rr = &sm->ranks[r];
+        fprintf(out, "%4d %11.4f %11.4f %11.4f %10.2f %10.2f%s\n", rr->rank, rr->compute_s,
+                rr->comm_s, rr->overlap_s, rr->peak_bytes / 1e9, sm->capacity_bytes / 1e9,
+                rr->peak_bytes > sm->capacity_bytes ? "  OOM" : "");
+    }
+    fprintf(out, "\noverlap: %.1f %% of communication time ran under compute\n",
+            100.0 * sm->overlap_fraction);
+    if (sm->oom)
+        fprintf(out, "memory: OUT OF MEMORY on rank %d at %s (peak %.2f GB of %.2f GB)\n",
+                sm->oom_rank, sm->oom_phase, sm->peak_bytes_max / 1e9, sm->capacity_bytes / 1e9);
+    else
+        fprintf(out, "memory: peak %.2f GB of %.2f GB on rank %d (fits)\n",
+                sm->peak_bytes_max / 1e9, sm->capacity_bytes / 1e9, sm->peak_rank);
+}

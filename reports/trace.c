@@ -1,0 +1,116 @@
+/* trace: Chrome trace event format (JSON object form), for Perfetto or
+ * chrome://tracing.  A process per node, two threads per rank (compute and
+ * comm; comm2 when used), one complete ("X") event per op with its class,
+ * layer, step and sizes in args, and per-rank memory counters ("C") in GB.
+ * Times are microseconds of simulated time. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/report.h"
+
+static const char *op_category(const plan_op *o)
+{
+    switch (o->kind) {
+    case OPK_COMPUTE:
+        return plan_kclass_name(o->kclass);
+    case OPK_COLL:
+        return plan_coll_name(o->coll);
+    case OPK_P2P:
+        return "hop";
+    case OPK_STEP:
+        return "step";
+    default:
+        return "other";
+    }
+}
+
+static int tid_of(int rank, int stream)
+{
+    return rank * ST_COUNT + stream;
+}
+
+static void write_metadata(FILE *f, const scenario *s, const plan *p, int *first)
+{
+    int dpn = s->plat.devices_per_node > 0 ? s->plat.devices_per_node : 1;
+    int nodes = (p->nranks + dpn - 1) / dpn;
+    for (int n = 0; n < nodes; n++) {
+        fprintf(f, "%s{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"node %d\"}}",
+                *first ? "" : ",\n", n, n);
+        *first = 0;
+        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}", n, n);
+    }
+    for (int r = 0; r < p->nranks; r++) {
+        for (int st = 0; st < ST_COUNT; st++) {
+            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"rank %d %s\"}}",
+                    r / dpn, tid_of(r, st), r, plan_stream_name(st));
+            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+                    r / dpn, tid_of(r, st), tid_of(r, st));
+        }
+    }
+}
+
+static void write_op_args(FILE *f, const plan_op *o)
+{
+    fprintf(f, "\"layer\":%d,\"step\":%d", o->layer, o->step);
+    if (o->kind == OPK_COMPUTE) {
+        fprintf(f, ",\"flops\":%.6g,\"bytes\":%.6g,\"tokens\":\"%s\"", o->flops, o->bytes,
+                plan_layout_name(o->layout));
+        if (o->kclass == KC_GEMM || o->kclass == KC_GROUPED_GEMM)
+            fprintf(f, ",\"m\":%" PRId64 ",\"k\":%" PRId64 ",\"n\":%" PRId64 ",\"groups\":%" PRId64,
+                    o->m, o->k, o->n, o->g);
+        if (o->kclass == KC_ATTENTION || o->kclass == KC_SPARSE_ATTN || o->kclass == KC_INDEXER)
+            fprintf(f, ",\"q_len\":%" PRId64 ",\"kv_len\":%" PRId64 ",\"heads\":%" PRId64,
+                    o->attn.q_len, o->attn.kv_len, o->attn.heads);
+    } else if (o->kind == OPK_COLL) {
+        fprintf(f, ",\"group\":\"%s\",\"bytes\":%.6g", plan_group_name(o->group), o->comm_bytes);
+    } else if (o->kind == OPK_P2P) {
+        fprintf(f, ",\"send_bytes\":%.6g,\"recv_bytes\":%.6g", o->comm_bytes, o->recv_bytes);
+    } else if (o->kind == OPK_STEP) {
+        fprintf(f, ",\"request\":%d", o->request);
+    }
+}
+
+typedef struct counter_ctx {
+    FILE *f;
+    int dpn;
+} counter_ctx;
+
+static void counter_fn(void *vctx, int rank, double t, const double cur[MC_COUNT], uint32_t op)
+{
+    counter_ctx *cc = vctx;
+    (void)op;
+    fprintf(cc->f, ",\n{\"ph\":\"C\",\"pid\":%d,\"name\":\"memory rank %d (GB)\",\"ts\":%.4f,\"args\":{",
+            rank / cc->dpn, rank, t * 1e6);
+    for (int c = 0; c < MC_COUNT; c++)
+        fprintf(cc->f, "%s\"%s\":%.6f", c ? "," : "", plan_memcat_name(c), cur[c] / 1e9);
+    fputs("}}", cc->f);
+}
+
+int rep_write_trace(const scenario *s, const plan *p, const eng_result *r, const char *path,
+                    cp_err *err)
+{
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    FILE *f = rf.f;
+    int dpn = s->plat.devices_per_node > 0 ? s->plat.devices_per_node : 1;
+    int first = 1;
+    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"cpsim\",\"model\":\"%s\",\"platform\":\"%s\"},\n\"traceEvents\":[\n",
+            s->model.name, s->plat.name);
+    write_metadata(f, s, p, &first);
+    for (size_t i = 0; i < r->nev; i++) {
+        const eng_event *e = &r->ev[i];
+        const plan_op *o = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
+        fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f,\"name\":\"%s\",\"cat\":\"%s\",\"args\":{",
+                e->rank / dpn, tid_of(e->rank, e->stream), e->t0 * 1e6, (e->t1 - e->t0) * 1e6,
+                o->name, op_category(o));
+        write_op_args(f, o);
+        fputs("}}", f);
+    }
+    /* memory counters: one series per rank, categories stacked */
+    counter_ctx cc = {f, dpn};
+    rep_mem_walk(r, counter_fn, &cc);
+    fputs("\n]}\n", f);
+    return rep_close(&rf, 1, err);
+}

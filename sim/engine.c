@@ -1,0 +1,421 @@
+/* engine: the plan on SimGrid (see engine.h). */
+#include "sim/engine.h"
+
+#include <simgrid/actor.h>
+#include <simgrid/cond.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mutex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xbt/config.h>
+#include <xbt/log.h>
+
+#include "collectives/sg_transport.h"
+
+/* Derived per-program indices, shared by the ranks that run the program. */
+typedef struct prog_index {
+    uint32_t *list[ST_COUNT];   /* op indices of each stream, in order */
+    uint32_t nlist[ST_COUNT];
+    uint32_t *pos;              /* [nops] position of the op in its stream */
+    double *issue_off;          /* [nops] host issue offset from step start (s) */
+    uint32_t *need;             /* [nops * ST_COUNT] for step ops: stream ops before it */
+} prog_index;
+
+typedef struct rank_st {
+    int rank;
+    const plan_prog *pg;
+    const prog_index *ix;
+    sg_host_t host;
+    double speed;               /* host flop/s: exec amount = cost_s * speed */
+    sg_mutex_t mu;
+    sg_cond_t cv;
+    uint32_t done[ST_COUNT];    /* ops completed per stream */
+    int32_t started_step;       /* last step whose step op completed, -1 before */
+    uint32_t at[ST_COUNT];      /* op each stream is working on (deadlock report) */
+    int finished[ST_COUNT];
+} rank_st;
+
+typedef struct stream_st {
+    rank_st *rs;
+    int stream;
+    sgt_ctx tctx;
+} stream_st;
+
+/* Whole-run state (one engine per process). */
+static struct {
+    const plan *p;
+    const eng_opts *o;
+    eng_result *res;
+    rank_st *ranks;
+    sgt_world *tw;
+} E;
+
+/* ---- recording -------------------------------------------------------- */
+
+static void push_event(int rank, int stream, uint32_t op, double t0, double t1)
+{
+    eng_result *r = E.res;
+    if (r->nev == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 4096;
+        r->ev = realloc(r->ev, r->cap * sizeof *r->ev);
+        if (!r->ev)
+            abort();
+    }
+    r->ev[r->nev++] = (eng_event){rank, (uint8_t)stream, op, t0, t1};
+    if (t1 > r->end_s)
+        r->end_s = t1;
+}
+
+static void push_mem(int rank, const plan_op *o, uint32_t op, double t)
+{
+    eng_result *r = E.res;
+    if (r->nmem == r->mcap) {
+        r->mcap = r->mcap ? 2 * r->mcap : 4096;
+        r->mem = realloc(r->mem, r->mcap * sizeof *r->mem);
+        if (!r->mem)
+            abort();
+    }
+    r->mem[r->nmem++] = (eng_mem){rank, o->mem_cat, op, t, o->mem_bytes};
+}
+
+/* ---- synchronisation --------------------------------------------------- */
+
+static int dep_done(const rank_st *rs, uint32_t op)
+{
+    const plan_op *o = &rs->pg->ops[op];
+    return rs->done[o->stream] > rs->ix->pos[op];
+}
+
+static int ready(const rank_st *rs, uint32_t i)
+{
+    const plan_op *o = &rs->pg->ops[i];
+    if (o->kind != OPK_STEP && o->step > rs->started_step)
+        return 0;
+    for (uint32_t k = 0; k < o->ndeps; k++)
+        if (!dep_done(rs, rs->pg->deps[o->dep_first + k]))
+            return 0;
+    if (o->kind == OPK_STEP)
+        for (int s = 0; s < ST_COUNT; s++)
+            if (s != o->stream && rs->done[s] < rs->ix->need[(size_t)i * ST_COUNT + s])
+                return 0;
+    return 1;
+}
+
+static void wait_ready(rank_st *rs, uint32_t i)
+{
+    sg_mutex_lock(rs->mu);
+    while (!ready(rs, i))
+        sg_cond_wait(rs->cv, rs->mu);
+    sg_mutex_unlock(rs->mu);
+}
+
+static void mark_done(rank_st *rs, int stream)
+{
+    sg_mutex_lock(rs->mu);
+    rs->done[stream]++;
+    sg_cond_notify_all(rs->cv);
+    sg_mutex_unlock(rs->mu);
+}
+
+static void sleep_until(double t)
+{
+    double now = simgrid_get_clock();
+    if (t > now)
+        sg_actor_sleep_for(t - now);
+}
+
+/* ---- ops ---------------------------------------------------------------- */
+
+static void run_coll(stream_st *ss, const plan_op *o)
+{
+    rank_st *rs = ss->rs;
+    int n = plan_group_size(&E.p->lay, (plan_group)o->group);
+    int stack[64];
+    int *members = n <= 64 ? stack : malloc((size_t)n * sizeof *members);
+    if (!members)
+        abort();
+    int me = 0;
+    plan_group_members(&E.p->lay, rs->rank, (plan_group)o->group, members, n, &me);
+    tr_port port = sgt_port(&ss->tctx);
+    if (o->kind == OPK_COLL) {
+        coll_call c = {.kind = (plan_coll)o->coll, .alg = (plan_alg)o->alg,
+                       .members = members, .n = n, .me = me,
+                       .bytes = o->comm_bytes, .graph = E.o->graph};
+        E.res->messages += coll_run(&port, E.o->cm, &c);
+    } else {
+        int to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;
+        int from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
+        E.res->messages += coll_sendrecv(&port, E.o->cm, to, o->comm_bytes, from, E.o->graph);
+    }
+    if (members != stack)
+        free(members);
+}
+
+static void stream_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    stream_st *ss = sg_actor_self_get_data();
+    rank_st *rs = ss->rs;
+    const prog_index *ix = rs->ix;
+    int s = ss->stream;
+    int nsteps = E.res->nsteps;
+    double *step_start = E.res->step_start + (size_t)rs->rank * nsteps;
+    double *step_end = E.res->step_end + (size_t)rs->rank * nsteps;
+
+    for (uint32_t k = 0; k < ix->nlist[s]; k++) {
+        uint32_t i = ix->list[s][k];
+        const plan_op *o = &rs->pg->ops[i];
+        rs->at[s] = i;
+        wait_ready(rs, i);
+        double base = o->step >= 0 ? step_start[o->step] : 0.0;
+        if (o->kind != OPK_STEP)
+            sleep_until(base + ix->issue_off[i]);
+        double t0 = simgrid_get_clock();
+        switch (o->kind) {
+        case OPK_COMPUTE:
+            if (o->cost_s > 0) {
+                sg_actor_execute(o->cost_s * rs->speed);
+                E.res->execs++;
+            }
+            break;
+        case OPK_COLL:
+        case OPK_P2P:
+            run_coll(ss, o);
+            break;
+        case OPK_MEM:
+            push_mem(rs->rank, o, i, t0);
+            break;
+        case OPK_STEP:
+            sleep_until(o->arrival_s);
+            t0 = simgrid_get_clock();
+            step_start[o->step] = t0;
+            sg_mutex_lock(rs->mu);
+            rs->started_step = o->step;
+            sg_mutex_unlock(rs->mu);
+            break;
+        default:
+            break;
+        }
+        double t1 = simgrid_get_clock();
+        if (o->kind != OPK_MEM)
+            push_event(rs->rank, s, i, t0, t1);
+        if (o->step >= 0 && t1 > step_end[o->step])
+            step_end[o->step] = t1;
+        mark_done(rs, s);
+    }
+    rs->finished[s] = 1;
+}
+
+/* ---- set-up --------------------------------------------------------------- */
+
+static void index_build(const plan_prog *pg, prog_index *ix)
+{
+    memset(ix, 0, sizeof *ix);
+    ix->pos = malloc((pg->nops + 1) * sizeof *ix->pos);
+    ix->issue_off = malloc((pg->nops + 1) * sizeof *ix->issue_off);
+    ix->need = calloc((size_t)(pg->nops + 1) * ST_COUNT, sizeof *ix->need);
+    for (int s = 0; s < ST_COUNT; s++)
+        ix->list[s] = malloc((pg->nops + 1) * sizeof *ix->list[s]);
+    if (!ix->pos || !ix->issue_off || !ix->need || !ix->list[0] || !ix->list[1] ||
+        !ix->list[2])
+        abort();
+    double off = 0;
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->kind == OPK_STEP) {
+            off = 0;
+            for (int s = 0; s < ST_COUNT; s++)
+                ix->need[(size_t)i * ST_COUNT + s] = ix->nlist[s];
+        }
+        off += o->launch_s;
+        ix->issue_off[i] = off;
+        ix->pos[i] = ix->nlist[o->stream];
+        ix->list[o->stream][ix->nlist[o->stream]++] = i;
+    }
+}
+
+static void index_free(prog_index *ix)
+{
+    free(ix->pos);
+    free(ix->issue_off);
+    free(ix->need);
+    for (int s = 0; s < ST_COUNT; s++)
+        free(ix->list[s]);
+}
+
+void eng_init(int *argc, char **argv)
+{
+    int user_log = 0;
+    for (int i = 1; i < *argc; i++)
+        if (strncmp(argv[i], "--log=", 6) == 0)
+            user_log = 1;
+    if (!user_log)
+        xbt_log_control_set("root.thres:warning");
+    simgrid_init(argc, argv);
+}
+
+static int write_platform(const platform *pl, char *path, size_t len, cp_err *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, len, "%s/cpsim-platform-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return cp_fail(err, CP_EXIT_INTERNAL, "cannot create a temporary platform file in %s",
+                       tmp && *tmp ? tmp : "/tmp");
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(path);
+        return cp_fail(err, CP_EXIT_INTERNAL, "cannot write the temporary platform file");
+    }
+    int rc = plat_write_xml(pl, f, err);
+    if (fclose(f) != 0 && rc == 0)
+        rc = cp_fail(err, CP_EXIT_INTERNAL, "cannot write the temporary platform file");
+    if (rc != 0)
+        unlink(path);
+    return rc;
+}
+
+static int report_unfinished(rank_st *ranks, int nranks, cp_err *err)
+{
+    char buf[512];
+    size_t off = 0;
+    int bad = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < nranks; r++) {
+        for (int s = 0; s < ST_COUNT; s++) {
+            if (ranks[r].ix->nlist[s] == 0 || ranks[r].finished[s])
+                continue;
+            if (bad++ < 4 && off < sizeof buf) {
+                const plan_op *o = &ranks[r].pg->ops[ranks[r].at[s]];
+                off += (size_t)snprintf(buf + off, sizeof buf - off,
+                                        "%s rank %d %s stream at op %u (%s, layer %d)",
+                                        bad > 1 ? ";" : "", r, plan_stream_name(s),
+                                        ranks[r].at[s], o->name, o->layer);
+            }
+        }
+    }
+    if (!bad)
+        return 0;
+    return cp_fail(err, CP_EXIT_INTERNAL,
+                   "simulation deadlocked: %d stream(s) did not finish:%s", bad, buf);
+}
+
+int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->nranks = p->nranks;
+    res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
+    res->step_start = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_start);
+    res->step_end = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_end);
+    if (!res->step_start || !res->step_end)
+        abort();
+    if (p->nranks > plat_devices(o->plat))
+        return cp_fail(err, CP_EXIT_INPUT, "the plan needs %d devices, platform %s has %d",
+                       p->nranks, o->plat->name, plat_devices(o->plat));
+
+    /* SimGrid settings that make collectives match their closed forms
+     * (simgrid-notes.md section 0): CM02 without cross-traffic, no TCP-gamma
+     * bound; or the ptask_L07 host model for fair sharing. */
+    if (o->l07)
+        sg_cfg_set_string("host/model", "ptask_L07");
+    else {
+        sg_cfg_set_string("network/model", "CM02");
+        sg_cfg_set_boolean("network/crosstraffic", "no");
+    }
+    sg_cfg_set_double("network/TCP-gamma", 0.0);
+
+    char xml[4096];
+    if (o->plat->raw_xml)
+        snprintf(xml, sizeof xml, "%s", o->plat->source);
+    else if (write_platform(o->plat, xml, sizeof xml, err) != 0)
+        return -1;
+    simgrid_load_platform(xml);
+    if (!o->plat->raw_xml)
+        unlink(xml);
+
+    prog_index *ix = calloc((size_t)p->nprogs, sizeof *ix);
+    rank_st *ranks = calloc((size_t)p->nranks, sizeof *ranks);
+    stream_st *streams = calloc((size_t)p->nranks * ST_COUNT, sizeof *streams);
+    if (!ix || !ranks || !streams)
+        abort();
+    for (int g = 0; g < p->nprogs; g++)
+        index_build(&p->progs[g], &ix[g]);
+
+    E.p = p;
+    E.o = o;
+    E.res = res;
+    E.ranks = ranks;
+    E.tw = sgt_new(p->nranks, ST_COUNT);
+
+    int rc = 0;
+    for (int r = 0; r < p->nranks && rc == 0; r++) {
+        rank_st *rs = &ranks[r];
+        char host[128];
+        plat_host_name(o->plat, r, host, sizeof host);
+        rs->rank = r;
+        rs->pg = &p->progs[p->prog_of_rank[r]];
+        rs->ix = &ix[p->prog_of_rank[r]];
+        rs->host = sg_host_by_name(host);
+        if (!rs->host) {
+            rc = cp_fail(err, CP_EXIT_INPUT, "%s: platform has no host \"%s\" for rank %d",
+                         o->plat->source, host, r);
+            break;
+        }
+        rs->speed = sg_host_get_speed(rs->host);
+        rs->mu = sg_mutex_init();
+        rs->cv = sg_cond_init();
+        rs->started_step = -1;
+        for (int s = 0; s < ST_COUNT; s++) {
+            if (rs->ix->nlist[s] == 0)
+                continue;
+            stream_st *ss = &streams[(size_t)r * ST_COUNT + s];
+            ss->rs = rs;
+            ss->stream = s;
+            sgt_ctx_init(&ss->tctx, E.tw, r, s);
+            char name[64];
+            snprintf(name, sizeof name, "r%d.%s", r, plan_stream_name(s));
+            sg_actor_t a = sg_actor_init(name, rs->host);
+            sg_actor_set_data(a, ss);
+            sg_actor_start(a, stream_main, 0, NULL);
+        }
+    }
+
+    if (rc == 0) {
+        struct timespec w0, w1;
+        clock_gettime(CLOCK_MONOTONIC, &w0);
+        simgrid_run();
+        clock_gettime(CLOCK_MONOTONIC, &w1);
+        res->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+        rc = report_unfinished(ranks, p->nranks, err);
+    }
+
+    for (int r = 0; r < p->nranks; r++) {
+        if (ranks[r].mu)
+            sg_mutex_destroy(ranks[r].mu);
+        if (ranks[r].cv)
+            sg_cond_destroy(ranks[r].cv);
+    }
+    for (int g = 0; g < p->nprogs; g++)
+        index_free(&ix[g]);
+    sgt_free(E.tw);
+    free(ix);
+    free(ranks);
+    free(streams);
+    memset(&E, 0, sizeof E);
+    return rc;
+}
+
+void eng_result_free(eng_result *res)
+{
+    free(res->ev);
+    free(res->mem);
+    free(res->step_start);
+    free(res->step_end);
+    memset(res, 0, sizeof *res);
+}

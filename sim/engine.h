@@ -1,0 +1,75 @@
+/* engine: runs a priced plan on SimGrid and records what happened.
+ *
+ * Each rank gets one actor per stream that has ops (compute, comm, ...), all
+ * on the rank's host.  A stream runs its ops in program order; before an op
+ * it waits
+ *   - for the host to have issued it: the host thread of the rank issues ops
+ *     in program order from the start of the step, each costing launch_s, so
+ *     op i is issued at step_start + sum(launch_s of the step's ops <= i);
+ *   - for its dependencies on other streams (like CUDA events);
+ *   - for a step op: for every stream of the rank to drain and for the
+ *     clock to reach the request's arrival time.
+ * Compute ops run as SimGrid execs of cost_s on the rank's host; collectives
+ * and hops run the algorithms of collectives/ over SimGrid mailboxes; memory
+ * ops are recorded with the current time.
+ *
+ * A run in which some stream does not finish its program (a deadlock) is an
+ * internal failure, reported with the blocked ops.
+ */
+#ifndef CP_ENGINE_H
+#define CP_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "collectives/coll.h"
+#include "models/plan.h"
+#include "platforms/platform.h"
+#include "workloads/diag.h"
+
+typedef struct eng_event {
+    int32_t rank;
+    uint8_t stream;
+    uint32_t op;       /* index in the rank's program */
+    double t0, t1;     /* simulated start and end (s) */
+} eng_event;
+
+typedef struct eng_mem {
+    int32_t rank;
+    uint8_t cat;       /* plan_memcat */
+    uint32_t op;
+    double t;          /* simulated time (s) */
+    double delta;      /* bytes, + allocated / - freed */
+} eng_mem;
+
+typedef struct eng_opts {
+    const platform *plat;
+    const coll_model *cm;
+    int graph;          /* 1: captured-graph collective latencies */
+    int l07;            /* 1: host/model ptask_L07 instead of CM02 */
+} eng_opts;
+
+typedef struct eng_result {
+    eng_event *ev;
+    size_t nev, cap;
+    eng_mem *mem;
+    size_t nmem, mcap;
+    int nranks;
+    double end_s;        /* last event end */
+    double *step_start;  /* [nranks * nsteps]: when each rank started each step */
+    double *step_end;    /* [nranks * nsteps]: when each rank finished each step */
+    int nsteps;
+    long messages;       /* simulated point-to-point messages */
+    long execs;          /* simulated compute activities */
+    double wall_s;       /* wall-clock seconds inside simgrid_run() */
+} eng_result;
+
+/* Initialise SimGrid once per process; consumes --cfg= and --log= options
+ * from argv.  Quiet (warnings only) unless the user passed --log=. */
+void eng_init(int *argc, char **argv);
+
+/* Run the plan.  The plan must be priced (cost_price_plan).  May be called
+ * once per process (SimGrid allows one platform per process). */
+int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err);
+void eng_result_free(eng_result *res);
+
+#endif

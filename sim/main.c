@@ -1,0 +1,30 @@
+/* cpsim: discrete-event simulation of LLM prefill on accelerator clusters.
+ * See README.md and `cpsim --help`. */
+#include <stdio.h>
+
+#include "sim/cli.h"
+
+int main(int argc, char **argv)
+{
+    cli_opts o;
+    cp_err err = {0};
+    if (cli_parse(argc, argv, &o, &err) != 0) {
+        fprintf(stderr, "cpsim: %s\nTry 'cpsim --help'.\n", err.msg);
+        return CP_EXIT_INPUT;
+    }
+    switch (o.cmd) {
+    case CMD_HELP:
+        cli_usage(stdout);
+        return CP_EXIT_OK;
+    case CMD_VERSION:
+        printf("cpsim %s\n", PACKAGE_VERSION);
+        return CP_EXIT_OK;
+    case CMD_VALIDATE:
+        return cli_validate(&o);
+    case CMD_PLAN:
+        return cli_plan(&o);
+    case CMD_RUN:
+    default:
+        return cli_run(&o, &argc, argv);
+    }
+}

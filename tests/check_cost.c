@@ -1,0 +1,681 @@
+/* check_cost: the compute cost model (models/cost.c) and the calibration
+ * table reader (models/calib.c), against the H200 profile. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "models/calib.h"
+#include "models/cost.h"
+
+#ifndef CP_SRCDIR
+#define CP_SRCDIR "."
+#endif
+
+/* Constants of models/cost.c that some checks below compute with. */
+#define KERNEL_T0 3.1e-6     /* T0: fixed time of a GEMM or bandwidth-bound kernel */
+#define ATTN_T0 11.5e-6      /* ATTN_T0: fixed time of an attention call */
+#define EAGER_GAP 1.6e-6     /* EAGER_GAP: device time added per eager kernel */
+
+/* H200 SXM as the calibration profile saw it.  Peaks and HBM bandwidth:
+ * models-hardware.md section 3.1; 132 SMs: platforms/calibration/h200/
+ * machine.json; launch_eager 13 us: calibration README ("launch rate
+ * ~12-14 us per call"); launch_graph 1 us: chosen below the smallest
+ * graph-replayed kernel (expert_down M=256, 5.42 us in gemm_graph.csv), as
+ * the device-side cost of a graph node is inside the kernel's fixed time;
+ * efficiencies: the fit documented in models/cost.c (cost_refs[]). */
+static platform h200(void)
+{
+    platform p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "h200-check");
+    snprintf(p.source, sizeof p.source, "tests/check_cost.c");
+    p.peak_flops[DT_BF16] = p.peak_flops[DT_FP16] = 989.4e12;
+    p.peak_flops[DT_FP8] = p.peak_flops[DT_INT8] = 1978.9e12;
+    p.hbm_bw = 4.8e12;
+    p.sm_count = 132;
+    p.launch_eager = 13e-6;
+    p.launch_graph = 1e-6;
+    p.eff_gemm = 0.737;
+    p.eff_attention = 0.364;
+    p.eff_memory = 0.889;
+    snprintf(p.calibration, sizeof p.calibration, "h200");
+    return p;
+}
+
+/* H100 SXM: same die and peaks, 3.35 TB/s HBM3 (models-hardware.md 3.1). */
+static platform h100(void)
+{
+    platform p = h200();
+    snprintf(p.name, sizeof p.name, "h100-check");
+    p.hbm_bw = 3.35e12;
+    return p;
+}
+
+static cost_model *model_of(const platform *p)
+{
+    cp_err err = {0};
+    cost_model *c = cost_new(p, &err);
+    ck_assert_msg(c != NULL, "cost_new: %s", err.msg);
+    return c;
+}
+
+static plan_op gemm_op(int64_t m, int64_t k, int64_t n, cp_dtype dt)
+{
+    plan_op op;
+    memset(&op, 0, sizeof op);
+    op.name = "gemm";
+    op.kind = OPK_COMPUTE;
+    op.kclass = KC_GEMM;
+    op.dtype = (uint8_t)dt;
+    op.m = m;
+    op.k = k;
+    op.n = n;
+    op.g = 1;
+    op.flops = 2.0 * (double)m * (double)k * (double)n;
+    op.bytes = dtype_bytes(dt) * (double)(m * k + k * n + m * n);
+    return op;
+}
+
+static plan_op grouped_op(int64_t g, int64_t m, int64_t k, int64_t n)
+{
+    plan_op op = gemm_op(m, k, n, DT_BF16);
+    op.kclass = KC_GROUPED_GEMM;
+    op.g = g;
+    op.flops *= (double)g;
+    op.bytes *= (double)g;
+    return op;
+}
+
+/* Attention call with q <= kv (bottom-right aligned causal mask). */
+static plan_op attn_op(int64_t q, int64_t kv, int causal, int64_t heads, int64_t kvh, int64_t d)
+{
+    plan_op op;
+    memset(&op, 0, sizeof op);
+    op.name = "attention";
+    op.kind = OPK_COMPUTE;
+    op.kclass = KC_ATTENTION;
+    op.dtype = DT_BF16;
+    op.attn.q_len = q;
+    op.attn.kv_len = kv;
+    op.attn.causal = (uint8_t)causal;
+    op.attn.heads = heads;
+    op.attn.kv_heads = kvh;
+    op.attn.d_qk = op.attn.d_v = d;
+    double off = (double)(kv - q);
+    op.attn.pairs = causal ? (double)q * off + (double)q * (double)(q + 1) / 2
+                           : (double)q * (double)kv;
+    op.flops = 4.0 * op.attn.pairs * (double)heads * (double)d;
+    op.bytes = 2.0 * (double)d * (double)(2 * q * heads + 2 * kv * kvh);
+    return op;
+}
+
+static plan_op bytes_op(plan_kclass kc, double bytes)
+{
+    plan_op op;
+    memset(&op, 0, sizeof op);
+    op.name = "bytes";
+    op.kind = OPK_COMPUTE;
+    op.kclass = (uint8_t)kc;
+    op.dtype = DT_BF16;
+    op.bytes = bytes;
+    return op;
+}
+
+/* ---- calibration accuracy ---------------------------------------------- */
+
+static double rel_err(double pred, double meas)
+{
+    return fabs(pred / meas - 1.0);
+}
+
+static const char *group_of(const cost_check_row *r)
+{
+    return strcmp(r->table, "elementwise") ? r->kclass : "elementwise";
+}
+
+/* An eager GEMM row whose repeat (same label, other machine start) differs
+ * from it by more than 25 %: the row's noise is as large as the bound, so
+ * such pairs are left out of the worst-row bound (they stay in the medians
+ * and are printed). */
+static int inconsistent(const cost_check_row *rows, int n, int i)
+{
+    if (strcmp(rows[i].kclass, "gemm_eager"))
+        return 0;
+    for (int j = 0; j < n; j++) {
+        double a = rows[i].measured_s, b = rows[j].measured_s;
+        if (j != i && !strcmp(rows[j].kclass, "gemm_eager") &&
+            !strcmp(rows[j].label, rows[i].label) && fmax(a, b) / fmin(a, b) > 1.25)
+            return 1;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct group_stats {
+    int n;
+    double med_table, worst_table, med_analytic, worst_analytic;
+    const char *worst_table_label, *worst_analytic_label;
+} group_stats;
+
+/* Statistics of the rows of one group ("" = all); worst over the rows not
+ * flagged inconsistent. */
+static group_stats stats_of(const cost_check_row *rows, int n, const char *group)
+{
+    group_stats s = {0};
+    double *et = calloc((size_t)n, sizeof *et), *ea = calloc((size_t)n, sizeof *ea);
+    ck_assert(et && ea);
+    for (int i = 0; i < n; i++) {
+        if (*group && strcmp(group_of(&rows[i]), group))
+            continue;
+        double t = rel_err(rows[i].table_s, rows[i].measured_s);
+        double a = rel_err(rows[i].analytic_s, rows[i].measured_s);
+        et[s.n] = t;
+        ea[s.n++] = a;
+        if (inconsistent(rows, n, i))
+            continue;
+        if (t > s.worst_table) {
+            s.worst_table = t;
+            s.worst_table_label = rows[i].label;
+        }
+        if (a > s.worst_analytic) {
+            s.worst_analytic = a;
+            s.worst_analytic_label = rows[i].label;
+        }
+    }
+    if (s.n) {
+        s.med_table = median(et, s.n);
+        s.med_analytic = median(ea, s.n);
+    }
+    free(et);
+    free(ea);
+    return s;
+}
+
+START_TEST(test_calibration_accuracy)
+{
+    platform p = h200();
+    cost_check_row *rows;
+    cp_err err = {0};
+    int n = cost_check_calibration(&p, &rows, &err);
+    ck_assert_msg(n > 0, "cost_check_calibration: %s", err.msg);
+    /* gemm.csv 81 eager rows, gemm_graph.csv 81 x (eager, graph), attention.csv
+     * 41 rows less 2 cuDNN, elementwise.csv 23 rows. */
+    ck_assert_int_eq(n, 81 + 162 + 39 + 23);
+
+    static const char *const groups[] = {"gemm_eager", "gemm_graph", "attention",
+                                         "elementwise", ""};
+    printf("\ncalibration h200: relative error of time per call (table model: row left out)\n");
+    printf("%-12s %4s  %-20s %-20s\n", "class", "rows", "table med / worst",
+           "analytic med / worst");
+    for (int g = 0; g < 5; g++) {
+        group_stats s = stats_of(rows, n, groups[g]);
+        printf("%-12s %4d  %6.1f%% / %6.1f%%     %6.1f%% / %6.1f%%\n",
+               *groups[g] ? groups[g] : "all", s.n, 100 * s.med_table, 100 * s.worst_table,
+               100 * s.med_analytic, 100 * s.worst_analytic);
+        ck_assert_int_gt(s.n, 0);
+        ck_assert_msg(s.med_table <= 0.10, "%s: table median %.3f", groups[g], s.med_table);
+        ck_assert_msg(s.med_analytic <= 0.10, "%s: analytic median %.3f", groups[g],
+                      s.med_analytic);
+        ck_assert_msg(s.worst_table <= 0.25, "%s: table worst %.3f (%s)", groups[g],
+                      s.worst_table, s.worst_table_label);
+        ck_assert_msg(s.worst_analytic <= 0.25, "%s: analytic worst %.3f (%s)", groups[g],
+                      s.worst_analytic, s.worst_analytic_label);
+        if (*groups[g])
+            printf("    worst table: %s\n    worst analytic: %s\n", s.worst_table_label,
+                   s.worst_analytic_label);
+    }
+    for (int i = 0; i < n; i++)
+        if (inconsistent(rows, n, i))
+            printf("left out of the worst-row bound (repeat differs > 25 %%): %s %s "
+                   "measured %.1f us, table %.1f, analytic %.1f\n",
+                   rows[i].table, rows[i].label, rows[i].measured_s * 1e6,
+                   rows[i].table_s * 1e6, rows[i].analytic_s * 1e6);
+    free(rows);
+}
+END_TEST
+
+/* ---- table model and cross-device rule ---------------------------------- */
+
+/* At a measured point the table returns the measurement: the graph kernel
+ * time of a GEMM, the eager time of an attention call (priced eagerly). */
+START_TEST(test_table_reproduces_rows)
+{
+    platform p = h200();
+    cost_model *c = model_of(&p);
+    plan_op q = gemm_op(4096, 2048, 5120, DT_BF16);   /* gemm_graph.csv qkv_proj */
+    ck_assert_double_eq_tol(cost_kernel_s(c, &q), 123.187e-6, 1e-12);
+
+    plan_op a = attn_op(16384, 16384, 1, 32, 4, 128); /* attention.csv causal_square */
+    plan_prog prog = {.ops = &a, .nops = 1, .cap = 1};
+    int rank0 = 0;
+    plan pl = {.nranks = 1, .progs = &prog, .nprogs = 1, .prog_of_rank = &rank0};
+    cost_price_plan(c, &pl, 0);
+    ck_assert_double_eq_tol(a.cost_s, 6405.06e-6, 1e-11);
+
+    /* Between rows the table differs from the analytic model, and stays
+     * between its neighbours. */
+    plan_op mid = gemm_op(2048, 2048, 5120, DT_BF16);
+    double t = cost_kernel_s(c, &mid);
+    ck_assert(t > 31.3899e-6 && t < 123.187e-6);
+    ck_assert(fabs(t / cost_kernel_analytic_s(c, &mid) - 1) > 1e-6);
+    cost_free(c);
+}
+END_TEST
+
+START_TEST(test_uncalibrated_is_analytic)
+{
+    platform p = h200();
+    p.calibration[0] = '\0';
+    cost_model *bare = model_of(&p);
+    platform pc = h200();
+    cost_model *cal = model_of(&pc);
+    plan_op ops[] = {gemm_op(4096, 2048, 5120, DT_BF16), attn_op(4096, 4096, 1, 32, 4, 128),
+                     bytes_op(KC_NORM, 134221824)};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        ck_assert_double_eq(cost_kernel_s(bare, &ops[i]), cost_kernel_analytic_s(bare, &ops[i]));
+        ck_assert_double_eq(cost_kernel_analytic_s(bare, &ops[i]),
+                            cost_kernel_analytic_s(cal, &ops[i]));
+        ck_assert(cost_kernel_s(cal, &ops[i]) != cost_kernel_s(bare, &ops[i]));
+    }
+    cost_free(bare);
+    cost_free(cal);
+}
+END_TEST
+
+START_TEST(test_h100_vs_h200)
+{
+    platform p2 = h200(), p1 = h100();
+    cost_model *c2 = model_of(&p2), *c1 = model_of(&p1);
+    plan_op ops[] = {   /* 8 compute ops, then 8 bandwidth-bound ones */
+        gemm_op(256, 2048, 128, DT_BF16),       gemm_op(65536, 2048, 128, DT_BF16),
+        gemm_op(16384, 6144, 4096, DT_BF16),    gemm_op(3000, 7168, 1536, DT_BF16),
+        gemm_op(8192, 8192, 8192, DT_FP8),      grouped_op(8, 300, 2048, 768),
+        attn_op(8192, 8192, 1, 32, 4, 128),     attn_op(5000, 20000, 1, 8, 1, 128),
+        bytes_op(KC_NORM, 1073745920),          bytes_op(KC_NORM, 4e6),
+        bytes_op(KC_ELEMENTWISE, 3221225472.0), bytes_op(KC_COPY, 2e8),
+        bytes_op(KC_ROPE, 268435456),           bytes_op(KC_LSE_MERGE, 4e8),
+        bytes_op(KC_KV_WRITE, 5e7),             bytes_op(KC_TOPK, 1e6),
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        double t1 = cost_kernel_s(c1, &ops[i]), t2 = cost_kernel_s(c2, &ops[i]);
+        ck_assert_msg(t1 >= t2, "op %zu: H100 %g s faster than H200 %g s", i, t1, t2);
+        ck_assert_msg(i < 8 || t1 > t2, "op %zu: bandwidth-bound, H100 not slower", i);
+    }
+    /* Memory-bound: slower by about the bandwidth ratio 4.8 / 3.35 = 1.43. */
+    plan_op norm = bytes_op(KC_NORM, 1073745920);
+    double r = cost_kernel_s(c1, &norm) / cost_kernel_s(c2, &norm);
+    ck_assert_msg(r > 1.35 && r < 1.44, "norm H100/H200 = %g", r);
+    plan_op router = gemm_op(65536, 2048, 128, DT_BF16);
+    ck_assert(cost_kernel_s(c1, &router) > 1.2 * cost_kernel_s(c2, &router));
+    /* Compute-bound: equal. */
+    plan_op big = gemm_op(16384, 6144, 4096, DT_BF16);
+    ck_assert_double_eq_tol(cost_kernel_s(c1, &big), cost_kernel_s(c2, &big), 1e-15);
+    plan_op att = attn_op(32768, 32768, 1, 32, 4, 128);
+    ck_assert_double_eq_tol(cost_kernel_s(c1, &att), cost_kernel_s(c2, &att), 1e-15);
+    cost_free(c1);
+    cost_free(c2);
+}
+END_TEST
+
+START_TEST(test_fp8_twice_bf16)
+{
+    platform p = h100();
+    cost_model *c = model_of(&p);
+    plan_op b = gemm_op(16384, 6144, 4096, DT_BF16), f = gemm_op(16384, 6144, 4096, DT_FP8);
+    double r = cost_kernel_s(c, &b) / cost_kernel_s(c, &f);
+    ck_assert_msg(r > 1.8 && r < 2.2, "bf16 / fp8 = %g", r);
+    /* fp8 never uses the bf16 tables: analytic. */
+    ck_assert_double_eq(cost_kernel_s(c, &f), cost_kernel_analytic_s(c, &f));
+    cost_free(c);
+}
+END_TEST
+
+/* ---- analytic model ------------------------------------------------------ */
+
+START_TEST(test_grouped_gemm)
+{
+    platform p = h200();
+    cost_model *c = model_of(&p);
+    /* 8 experts of 100 rows (qwen3-30b-a3b expert gate_up, K 2048, N 1536). */
+    plan_op grp = grouped_op(8, 100, 2048, 1536), one = gemm_op(100, 2048, 1536, DT_BF16);
+    plan_op all = gemm_op(800, 2048, 1536, DT_BF16);
+    double tg = cost_kernel_s(c, &grp);
+    ck_assert(tg + p.launch_eager < 8 * (cost_kernel_s(c, &one) + p.launch_eager));
+    ck_assert(tg < 8 * cost_kernel_s(c, &one));
+    /* Each group pads its rows to whole tiles: more than one GEMM of 800 rows. */
+    ck_assert(tg > cost_kernel_s(c, &all));
+    ck_assert(cost_kernel_analytic_s(c, &grp) > cost_kernel_analytic_s(c, &all));
+    /* Whole tiles per group, compute-bound: the same as one GEMM. */
+    plan_op grp2 = grouped_op(4, 4096, 4096, 4096), all2 = gemm_op(16384, 4096, 4096, DT_BF16);
+    ck_assert_double_eq_tol(cost_kernel_analytic_s(c, &grp2), cost_kernel_analytic_s(c, &all2),
+                            1e-15);
+    cost_free(c);
+}
+END_TEST
+
+START_TEST(test_gemm_small_shapes)
+{
+    platform p = h200();
+    p.calibration[0] = '\0';
+    cost_model *c = model_of(&p);
+    /* 1/16 of the work on 8 instead of 128 tiles: the fixed costs and the
+     * split-k fix-ups keep it well above 1/16 of the time. */
+    plan_op small = gemm_op(128, 4096, 1024, DT_BF16), full = gemm_op(2048, 4096, 1024, DT_BF16);
+    double ts = cost_kernel_s(c, &small), tf = cost_kernel_s(c, &full);
+    ck_assert_msg(tf / ts < 8.0, "full / small = %g", tf / ts);
+    /* Without an SM count, compute-bound time is proportional to work. */
+    p.sm_count = 0;
+    cost_model *flat = model_of(&p);
+    plan_op a = gemm_op(1024, 8192, 1024, DT_BF16), b = gemm_op(16384, 8192, 1024, DT_BF16);
+    double r = (cost_kernel_s(flat, &b) - KERNEL_T0) / (cost_kernel_s(flat, &a) - KERNEL_T0);
+    ck_assert_double_eq_tol(r, 16.0, 1e-9);
+    ck_assert(cost_kernel_s(flat, &small) < ts);
+    /* N = 576 is tiled 3 x 192, not 5 x 128: no padded tile. */
+    plan_op n576 = gemm_op(4096, 6144, 576, DT_BF16), n640 = gemm_op(4096, 6144, 640, DT_BF16);
+    ck_assert(cost_kernel_s(c, &n576) < 0.95 * cost_kernel_s(c, &n640));
+    cost_free(c);
+    cost_free(flat);
+}
+END_TEST
+
+START_TEST(test_attention_ramp)
+{
+    platform p = h200();
+    p.calibration[0] = '\0';
+    cost_model *c = model_of(&p);
+    /* Achieved flop/s grows with length and is lower for causal masks. */
+    double prev = 0;
+    for (int64_t l = 1024; l <= 65536; l *= 4) {
+        plan_op a = attn_op(l, l, 1, 32, 4, 128);
+        double fps = a.flops / cost_kernel_s(c, &a);
+        ck_assert_msg(fps > prev, "L=%lld: %g flop/s", (long long)l, fps);
+        prev = fps;
+    }
+    plan_op cz = attn_op(2048, 2048, 1, 32, 4, 128), nc = attn_op(2048, 2048, 0, 32, 4, 128);
+    ck_assert(cz.flops / cost_kernel_s(c, &cz) < 0.8 * nc.flops / cost_kernel_s(c, &nc));
+    /* 33 heads x 8 query blocks fill the 264 CTA slots once; 34 heads need a
+     * second round. */
+    plan_op w1 = attn_op(1024, 1024, 0, 33, 1, 128), w2 = attn_op(1024, 1024, 0, 34, 1, 128);
+    double r2 = (cost_kernel_s(c, &w2) - ATTN_T0) / (cost_kernel_s(c, &w1) - ATTN_T0);
+    ck_assert_double_eq_tol(r2, 2.0, 1e-9);
+    /* A mask attending half the pairs of its shape costs about half. */
+    plan_op half = nc;
+    half.attn.pairs /= 2;
+    half.flops /= 2;
+    double r = (cost_kernel_s(c, &half) - ATTN_T0) / (cost_kernel_s(c, &nc) - ATTN_T0);
+    ck_assert_msg(r > 0.45 && r < 0.6, "half mask ratio %g", r);
+    /* Very large grids take the balanced bound: continuous at the switch. */
+    plan_op below = attn_op(65536, 65536, 1, 128, 8, 128);
+    plan_op above = attn_op(65536 + 128, 65536 + 128, 1, 128, 8, 128);
+    double ta = cost_kernel_s(c, &above), tb = cost_kernel_s(c, &below);
+    ck_assert_msg(fabs(ta / tb - 1) < 0.01, "%g vs %g", ta, tb);
+    cost_free(c);
+}
+END_TEST
+
+START_TEST(test_roofline_kinds)
+{
+    platform p = h200();
+    cost_model *c = model_of(&p);
+    plan_op ix = bytes_op(KC_INDEXER, 1e8);
+    ix.flops = 1e14;
+    ix.dtype = DT_FP8;
+    double t8 = cost_kernel_s(c, &ix);
+    ck_assert_double_eq_tol(t8, KERNEL_T0 + 1e14 / (1978.9e12 * 0.364), 1e-12);
+    ix.dtype = DT_BF16;
+    ck_assert_double_eq_tol(cost_kernel_s(c, &ix), KERNEL_T0 + 1e14 / (989.4e12 * 0.364), 1e-12);
+    plan_op sp = bytes_op(KC_SPARSE_ATTN, 4e10);   /* bytes-bound */
+    sp.flops = 1e9;
+    ck_assert_double_eq_tol(cost_kernel_s(c, &sp), KERNEL_T0 + 4e10 / (4.8e12 * 0.889), 1e-12);
+    /* int4 has no tensor rate: computes at bf16. */
+    plan_op w4 = gemm_op(8192, 8192, 8192, DT_INT4), w16 = gemm_op(8192, 8192, 8192, DT_BF16);
+    ck_assert_double_eq(cost_kernel_analytic_s(c, &w4), cost_kernel_analytic_s(c, &w16));
+    cost_free(c);
+}
+END_TEST
+
+/* ---- launch and plan pricing --------------------------------------------- */
+
+START_TEST(test_price_plan)
+{
+    platform p = h200();
+    cost_model *c = model_of(&p);
+    plan_op ops[6];
+    memset(ops, 0, sizeof ops);
+    ops[0].kind = OPK_STEP;
+    ops[1].kind = OPK_MEM;
+    ops[1].mem_bytes = 1e9;
+    ops[2] = gemm_op(4096, 4096, 4096, DT_BF16);
+    ops[3].kind = OPK_COLL;
+    ops[3].comm_bytes = 1e6;
+    ops[4].kind = OPK_P2P;
+    ops[4].comm_bytes = 1e6;
+    ops[5] = bytes_op(KC_NORM, 1e8);
+    ops[5].eager = 1;
+    plan_op ops2[2] = {ops[0], attn_op(4096, 4096, 1, 32, 4, 128)};
+    plan_prog progs[2] = {{.ops = ops, .nops = 6, .cap = 6}, {.ops = ops2, .nops = 2, .cap = 2}};
+    int por[2] = {0, 1};
+    plan pl = {.nranks = 2, .progs = progs, .nprogs = 2, .prog_of_rank = por};
+    for (int graph = 1; graph >= 0; graph--) {
+        for (int i = 0; i < 6; i++)
+            ops[i].cost_s = ops[i].launch_s = -1;
+        ops2[1].cost_s = ops2[1].launch_s = -1;
+        cost_price_plan(c, &pl, graph);
+        double l = graph ? p.launch_graph : p.launch_eager;
+        ck_assert(ops[0].cost_s == 0 && ops[0].launch_s == 0);
+        ck_assert(ops[1].cost_s == 0 && ops[1].launch_s == 0);
+        ck_assert(ops[2].cost_s > 0 && ops[2].launch_s == l);
+        ck_assert(ops[3].cost_s == 0 && ops[3].launch_s == l);
+        ck_assert(ops[4].cost_s == 0 && ops[4].launch_s == l);
+        ck_assert(ops[5].cost_s > 0 && ops[5].launch_s == p.launch_eager);
+        ck_assert(ops2[0].cost_s == 0 && ops2[1].cost_s > 0 && ops2[1].launch_s == l);
+        /* Eager kernels pay the eager gap; kernels flagged eager always do. */
+        double gap = graph ? 0 : EAGER_GAP;
+        ck_assert_double_eq_tol(ops[2].cost_s, cost_kernel_s(c, &ops[2]) + gap, 1e-15);
+        ck_assert_double_eq_tol(ops[5].cost_s, cost_kernel_s(c, &ops[5]) + EAGER_GAP, 1e-15);
+        ck_assert_double_eq(cost_launch_s(c, &ops[5], graph), p.launch_eager);
+    }
+    cost_free(c);
+}
+END_TEST
+
+/* ---- errors -------------------------------------------------------------- */
+
+START_TEST(test_bad_profile)
+{
+    platform p = h200();
+    snprintf(p.calibration, sizeof p.calibration, "h2000");
+    cp_err err = {0};
+    ck_assert_ptr_null(cost_new(&p, &err));
+    ck_assert_int_eq(err.code, CP_EXIT_INPUT);
+    ck_assert_msg(strstr(err.msg, CP_SRCDIR "/platforms/calibration/h2000"), "%s", err.msg);
+
+    cost_check_row *rows;
+    cp_err err2 = {0};
+    ck_assert_int_eq(cost_check_calibration(&p, &rows, &err2), -1);
+    ck_assert_ptr_null(rows);
+    ck_assert_ptr_nonnull(strstr(err2.msg, "h2000"));
+
+    platform q = h200();
+    snprintf(q.calibration, sizeof q.calibration, "../h200");
+    cp_err err3 = {0};
+    ck_assert_ptr_null(cost_new(&q, &err3));
+    ck_assert_ptr_nonnull(strstr(err3.msg, "\"../h200\""));
+
+    platform z = h200();
+    z.hbm_bw = 0;
+    cp_err err4 = {0};
+    ck_assert_ptr_null(cost_new(&z, &err4));
+    ck_assert_ptr_nonnull(strstr(err4.msg, "hbm_bw"));
+}
+END_TEST
+
+/* ---- calib reader -------------------------------------------------------- */
+
+START_TEST(test_calib_profile_tables)
+{
+    cp_err err = {0};
+    calib_table *t = calib_load("h200", "gemm_graph", &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_int_eq(calib_rows(t), 81);
+    int m = calib_num_col(t, "M", &err), tg = calib_num_col(t, "time_us_graph", &err);
+    int name = calib_col(t, "name", &err);
+    ck_assert(m >= 0 && tg >= 0 && name >= 0);
+    ck_assert_double_eq(calib_num(t, 0, m), 256);
+    ck_assert_double_eq(calib_num(t, 80, tg), 1722.91);
+    ck_assert_str_eq(calib_str(t, 80, name), "square_8192");
+    ck_assert_int_lt(calib_num_col(t, "name", &err), 0);     /* text column */
+    ck_assert_ptr_nonnull(strstr(err.msg, "gemm_graph.csv:2:15: column \"name\""));
+    cp_err e2 = {0};
+    ck_assert_int_lt(calib_col(t, "time_us_grph", &e2), 0);
+    ck_assert_ptr_nonnull(strstr(e2.msg, "did you mean \"time_us_graph\""));
+    calib_free(t);
+
+    /* Quoted notes hold commas. */
+    cp_err e3 = {0};
+    calib_table *a = calib_load("h200", "attention", &e3);
+    ck_assert_msg(a != NULL, "%s", e3.msg);
+    int note = calib_col(a, "note", &e3), impl = calib_col(a, "impl", &e3);
+    int found = 0;
+    for (int r = 0; r < calib_rows(a); r++)
+        if (!strcmp(calib_str(a, r, impl), "cudnn_sdpa")) {
+            ck_assert_str_eq(calib_str(a, r, note),
+                             "public SDPA API, cuDNN backend forced, K/V expanded (not timed)");
+            found++;
+        }
+    ck_assert_int_eq(found, 2);
+    calib_free(a);
+
+    cp_err e4 = {0};
+    ck_assert_ptr_null(calib_load("h200", "nope", &e4));
+    ck_assert_ptr_nonnull(strstr(e4.msg, "platforms/calibration/h200/nope.csv"));
+}
+END_TEST
+
+/* Write `text` to dir/t.csv; returns that path (static buffer). */
+static const char *write_tmp(const char *dir, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/t.csv", dir);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* `text` is rejected, by the reader or by calib_num_col(.., "b", ..), with an
+ * input error that starts "<path><where>" and mentions `what`. */
+static void expect_bad(const char *dir, const char *text, const char *where, const char *what)
+{
+    const char *path = write_tmp(dir, text);
+    cp_err err = {0};
+    calib_table *t = calib_load_file(path, &err);
+    int bad = !t;
+    if (t) {
+        bad = calib_num_col(t, "b", &err) < 0;
+        calib_free(t);
+    }
+    ck_assert_msg(bad, "accepted: %s", text);
+    char loc[300];
+    snprintf(loc, sizeof loc, "%s%s", path, where);
+    ck_assert_msg(strstr(err.msg, loc) && strstr(err.msg, what), "%s", err.msg);
+    ck_assert_int_eq(err.code, CP_EXIT_INPUT);
+}
+
+START_TEST(test_calib_bad_files)
+{
+    char dir[] = "/tmp/check_cost_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    expect_bad(dir, "a,b\n1,2\n3,1x\n", ":3:3:", "column \"b\": expected a number, found \"1x\"");
+    expect_bad(dir, "a,b\n1, 2\n", ":2:3:", "expected a number");
+    expect_bad(dir, "a,b\n1,inf\n", ":2:3:", "expected a number");
+    expect_bad(dir, "a,b\n1,\n", ":2:3:", "expected a number, found \"\"");
+    expect_bad(dir, "a,b\n1,2,3\n", ":2:1:", "3 fields, the header has 2");
+    expect_bad(dir, "a,b\n1\n", ":2:1:", "1 fields, the header has 2");
+    expect_bad(dir, "a,b\n\"x,1\n", ":2:1:", "unterminated quoted field");
+    expect_bad(dir, "a,b\n\"x\"y,1\n", ":2:4:", "expected ',' or end of line");
+    expect_bad(dir, "a,b\nx\"y,1\n", ":2:2:", "quote inside an unquoted field");
+    expect_bad(dir, "a,a\n1,2\n", ":1:3:", "column \"a\" appears twice");
+    expect_bad(dir, "a,,b\n1,2,3\n", ":1:3:", "empty column name");
+    expect_bad(dir, "", ":", "empty table");
+    expect_bad(dir, "a,c\n1,2\n", ":1:1:", "no column \"b\"");
+
+    /* Good: CRLF, quotes with "" escapes and commas, blank lines, no final
+     * newline. */
+    const char *path =
+        write_tmp(dir, "a,b,note\r\n1,-2.5e3,\"say \"\"hi\"\", x\"\r\n\r\n3,4,\n5,6e-1,z");
+    cp_err err = {0};
+    calib_table *t = calib_load_file(path, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_int_eq(calib_rows(t), 3);
+    int b = calib_num_col(t, "b", &err), note = calib_col(t, "note", &err);
+    ck_assert(b == 1 && note == 2);
+    ck_assert_double_eq(calib_num(t, 0, b), -2500);
+    ck_assert_double_eq(calib_num(t, 2, b), 0.6);
+    ck_assert_str_eq(calib_str(t, 0, note), "say \"hi\", x");
+    ck_assert_str_eq(calib_str(t, 1, note), "");
+    ck_assert(isnan(calib_num(t, 2, note)));
+    cp_loc loc = calib_loc(t, 2, b);
+    ck_assert_int_eq(loc.line, 5);
+    ck_assert_int_eq(loc.col, 3);
+    calib_free(t);
+
+    cp_err e2 = {0};
+    char missing[300];
+    snprintf(missing, sizeof missing, "%s/none.csv", dir);
+    ck_assert_ptr_null(calib_load_file(missing, &e2));
+    ck_assert_ptr_nonnull(strstr(e2.msg, missing));
+    cp_err e3 = {0};
+    ck_assert_ptr_null(calib_load("no-such-profile", "gemm", &e3));
+    ck_assert_ptr_nonnull(strstr(e3.msg, "platforms/calibration/no-such-profile"));
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+static Suite *cost_suite(void)
+{
+    Suite *s = suite_create("cost");
+    TCase *tc = tcase_create("cost");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_calibration_accuracy);
+    tcase_add_test(tc, test_table_reproduces_rows);
+    tcase_add_test(tc, test_uncalibrated_is_analytic);
+    tcase_add_test(tc, test_h100_vs_h200);
+    tcase_add_test(tc, test_fp8_twice_bf16);
+    tcase_add_test(tc, test_grouped_gemm);
+    tcase_add_test(tc, test_gemm_small_shapes);
+    tcase_add_test(tc, test_attention_ramp);
+    tcase_add_test(tc, test_roofline_kinds);
+    tcase_add_test(tc, test_price_plan);
+    tcase_add_test(tc, test_bad_profile);
+    tcase_add_test(tc, test_calib_profile_tables);
+    tcase_add_test(tc, test_calib_bad_files);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    setenv("CPSIM_DATADIR", CP_SRCDIR, 1);
+    SRunner *sr = srunner_create(cost_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

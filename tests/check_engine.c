@@ -1,0 +1,262 @@
+/* check_engine: the SimGrid engine on small hand-made plans (launch rate,
+ * cross-stream waits, overlap, steps, deadlock detection) and on the
+ * default workload. One simulation per test (check's fork mode). */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+#include "models/build.h"
+#include "models/cost.h"
+#include "sim/engine.h"
+#include "tests/testutil.h"
+
+static platform plat;
+static coll_model cm;
+
+/* An h100-sxm-8 node; collectives with efficiency 1 and no fixed latency so
+ * that times are easy to predict. */
+static void setup(void)
+{
+    static char arg0[] = "check_engine";
+    static char *argv[] = {arg0, NULL};
+    int argc = 1;
+    cp_err err = {0};
+    tu_setup();
+    ck_assert_msg(plat_load("h100-sxm-8", NULL, NULL, &plat, &err) == 0, "%s", err.msg);
+    memset(&cm, 0, sizeof cm);
+    cm.eff_default = 1.0;
+    cm.oneshot_max = 0;
+    eng_init(&argc, argv);
+}
+
+static plan_op compute_op(const char *name, double cost, double launch)
+{
+    plan_op o = {0};
+    o.name = name;
+    o.kind = OPK_COMPUTE;
+    o.stream = ST_COMPUTE;
+    o.kclass = KC_ELEMENTWISE;
+    o.cost_s = cost;
+    o.launch_s = launch;
+    o.layer = -1;
+    return o;
+}
+
+static plan_op step_op(double arrival)
+{
+    plan_op o = {0};
+    o.name = "step";
+    o.kind = OPK_STEP;
+    o.stream = ST_COMPUTE;
+    o.arrival_s = arrival;
+    o.layer = -1;
+    return o;
+}
+
+static plan_op allreduce_op(double bytes)
+{
+    plan_op o = {0};
+    o.name = "all_reduce";
+    o.kind = OPK_COLL;
+    o.stream = ST_COMM;
+    o.coll = CK_ALL_REDUCE;
+    o.group = G_TP;
+    o.alg = ALG_RING;
+    o.comm_bytes = bytes;
+    o.layer = -1;
+    return o;
+}
+
+static void one_prog_plan(plan *p, int tp)
+{
+    plan_layout_cfg lay = {.tp = tp, .sp = 1, .ep = 1, .dp = 1, .devices_per_node = 8};
+    plan_init(p, &lay);
+    plan_add_prog(p);
+    p->nsteps = 1;
+    p->nrequests = 1;
+}
+
+static void run(const plan *p, eng_result *r)
+{
+    cp_err err = {0};
+    eng_opts o = {.plat = &plat, .cm = &cm};
+    ck_assert_msg(eng_run(p, &o, r, &err) == 0, "%s", err.msg);
+}
+
+/* Short kernels run at the host's launch rate, long ones back to back. */
+START_TEST(launch_rate_bounds_short_kernels)
+{
+    plan p;
+    one_prog_plan(&p, 1);
+    plan_op st = step_op(0);
+    plan_push(&p.progs[0], &st);
+    for (int i = 0; i < 100; i++) {
+        plan_op o = compute_op("tiny", 1e-6, 13e-6);
+        plan_push(&p.progs[0], &o);
+    }
+    for (int i = 0; i < 10; i++) {
+        plan_op o = compute_op("long", 1e-3, 13e-6);
+        plan_push(&p.progs[0], &o);
+    }
+    eng_result r;
+    run(&p, &r);
+    /* the 100 tiny kernels run as they are issued, every 13 us, the last
+     * ending at 100 * 13 us + 1 us; the first long one is issued 13 us later
+     * (the GPU idles until then), and the rest, issued meanwhile, follow it
+     * back to back */
+    double expect = 101 * 13e-6 + 10 * 1e-3;
+    ck_assert_double_eq_tol(r.end_s, expect, 1e-9);
+    ck_assert_int_eq(r.nev, 111);
+    eng_result_free(&r);
+    plan_free(&p);
+}
+END_TEST
+
+/* A collective that depends on nothing overlaps the compute before it; the
+ * compute after it waits for it. */
+START_TEST(cross_stream_waits_and_overlap)
+{
+    plan p;
+    one_prog_plan(&p, 8);
+    plan_prog *pg = &p.progs[0];
+    plan_op st = step_op(0);
+    plan_push(pg, &st);
+    plan_op a = compute_op("A", 5e-3, 0);
+    plan_push(pg, &a);
+    plan_op c = allreduce_op(1e9);
+    uint32_t ic = plan_push(pg, &c);
+    plan_op b = compute_op("B", 1e-3, 0);
+    uint32_t ib = plan_push(pg, &b);
+    plan_dep(pg, ib, ic);
+    for (int r = 0; r < 8; r++)
+        p.prog_of_rank[r] = 0;
+    eng_result r;
+    run(&p, &r);
+    /* ring all-reduce of 1 GB on 8 ranks: 2 * 7/8 GB at the NVLink port
+     * rate plus 14 steps of one GPU-to-GPU route latency (h100-sxm-8.yaml) */
+    double bw = plat.intra.bandwidth, lat = plat.intra.latency;
+    double t_ar = 2.0 * 7.0 / 8.0 * 1e9 / bw + 14 * lat;
+    double expect = fmax(5e-3, t_ar) + 1e-3;
+    ck_assert_double_eq_tol(r.end_s, expect, 1e-9 * expect);
+    double t_b0 = -1;
+    for (size_t i = 0; i < r.nev; i++)
+        if (r.ev[i].rank == 0 && r.ev[i].op == ib)
+            t_b0 = r.ev[i].t0;
+    ck_assert_double_eq_tol(t_b0, fmax(5e-3, t_ar), 1e-12);
+    eng_result_free(&r);
+    plan_free(&p);
+}
+END_TEST
+
+/* A later request starts at its arrival time. */
+START_TEST(step_waits_for_arrival)
+{
+    plan p;
+    one_prog_plan(&p, 1);
+    p.nsteps = 2;
+    plan_prog *pg = &p.progs[0];
+    plan_op s0 = step_op(0);
+    s0.step = 0;
+    plan_push(pg, &s0);
+    plan_op a = compute_op("A", 1e-3, 0);
+    plan_push(pg, &a);
+    plan_op s1 = step_op(0.5);
+    s1.step = 1;
+    plan_push(pg, &s1);
+    plan_op b = compute_op("B", 1e-3, 0);
+    b.step = 1;
+    plan_push(pg, &b);
+    eng_result r;
+    run(&p, &r);
+    ck_assert_double_eq_tol(r.step_start[1], 0.5, 1e-12);
+    ck_assert_double_eq_tol(r.step_end[0], 1e-3, 1e-12);
+    ck_assert_double_eq_tol(r.end_s, 0.501, 1e-12);
+    eng_result_free(&r);
+    plan_free(&p);
+}
+END_TEST
+
+/* Rank 0 waits in an all-reduce that rank 1 never joins: the run must fail
+ * as an internal error naming the blocked op, not end quietly. */
+START_TEST(deadlock_is_an_internal_failure)
+{
+    plan p;
+    plan_layout_cfg lay = {.tp = 2, .sp = 1, .ep = 1, .dp = 1, .devices_per_node = 8};
+    plan_init(&p, &lay);
+    plan_add_prog(&p);
+    plan_add_prog(&p);
+    p.nsteps = 1;
+    plan_op st = step_op(0);
+    plan_push(&p.progs[0], &st);
+    plan_push(&p.progs[1], &st);
+    plan_op c = allreduce_op(1e6);
+    plan_push(&p.progs[0], &c);
+    p.prog_of_rank[0] = 0;
+    p.prog_of_rank[1] = 1;
+    eng_result r;
+    cp_err err = {0};
+    eng_opts o = {.plat = &plat, .cm = &cm};
+    ck_assert_int_ne(eng_run(&p, &o, &r, &err), 0);
+    ck_assert_int_eq(err.code, CP_EXIT_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "deadlock"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "all_reduce"));
+    eng_result_free(&r);
+    plan_free(&p);
+}
+END_TEST
+
+/* The default workload end to end: every rank finishes every op. */
+START_TEST(default_workload_runs)
+{
+    scenario s;
+    plan p;
+    cp_err err = {0};
+    ck_assert_msg(wl_load(NULL, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_msg(build_plan(&s, &p, &err) == 0, "%s", err.msg);
+    cost_model *cost = cost_new(&s.plat, &err);
+    ck_assert_ptr_nonnull(cost);
+    cost_price_plan(cost, &p, 0);
+    cost_free(cost);
+    coll_model m;
+    ck_assert_msg(coll_model_init(&m, &s.plat, &err) == 0, "%s", err.msg);
+    eng_opts o = {.plat = &s.plat, .cm = &m};
+    eng_result r;
+    ck_assert_msg(eng_run(&p, &o, &r, &err) == 0, "%s", err.msg);
+    size_t expect = 0;
+    for (uint32_t i = 0; i < p.progs[0].nops; i++)
+        expect += p.progs[0].ops[i].kind != OPK_MEM;
+    ck_assert_uint_eq(r.nev, expect * 8);
+    ck_assert_double_gt(r.end_s, 0.05);
+    ck_assert_double_lt(r.end_s, 5.0);
+    ck_assert_int_gt(r.messages, 48 * 2 * 14 * 8);
+    eng_result_free(&r);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("engine");
+    TCase *tc = tcase_create("engine");
+    tcase_add_checked_fixture(tc, setup, NULL);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, launch_rate_bounds_short_kernels);
+    tcase_add_test(tc, cross_stream_waits_and_overlap);
+    tcase_add_test(tc, step_waits_for_arrival);
+    tcase_add_test(tc, deadlock_is_an_internal_failure);
+    tcase_add_test(tc, default_workload_runs);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,331 @@
+/* check_plan: the tensor-parallel baseline plan, without SimGrid.
+ * Shapes, collectives (kind, group, bytes), memory balance and dependencies
+ * per layer, compared with closed forms from the model config. */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/build.h"
+#include "models/memory.h"
+#include "tests/testutil.h"
+
+static const char *THINKER =
+    "model: qwen3-omni-30b-a3b-thinker\n"
+    "platform: h100-sxm-8\n"
+    "parallel: {tp: 8}\n"
+    "requests:\n  - prompt_tokens: 32768\n";
+
+/* Collective ops of program 0 of a given kind in layer l. */
+static int count_coll(const plan *p, int layer, plan_coll kind, double *bytes)
+{
+    int n = 0;
+    const plan_prog *pg = &p->progs[0];
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->kind == OPK_COLL && o->layer == layer && o->coll == kind) {
+            n++;
+            if (bytes)
+                *bytes = o->comm_bytes;
+        }
+    }
+    return n;
+}
+
+START_TEST(thinker_tp8_layer_contract)
+{
+    scenario s;
+    plan p;
+    tu_plan(&s, &p, THINKER, NULL, 0);
+    const int64_t T = 32768, h = 2048, d = 128;
+    ck_assert_int_eq(p.nranks, 8);
+    ck_assert_int_eq(p.nprogs, 1);
+    for (int l = 0; l < 48; l++) {
+        double bytes = 0;
+        /* two all-reduces per layer: after o_proj and after the MoE */
+        ck_assert_int_eq(count_coll(&p, l, CK_ALL_REDUCE, &bytes), 2);
+        ck_assert_double_eq(bytes, (double)T * h * 2.0);
+        ck_assert_int_eq(count_coll(&p, l, CK_ALL_TO_ALL, NULL), 0);
+    }
+    const plan_op *qkv = tu_find(&p, 0, "qkv_proj", 0);
+    ck_assert_ptr_nonnull(qkv);
+    /* 32 q heads / 8 = 4; 4 kv heads over 8 ranks: one replicated kv head */
+    ck_assert_int_eq(qkv->m, T);
+    ck_assert_int_eq(qkv->k, h);
+    ck_assert_int_eq(qkv->n, (4 + 2 * 1) * d);
+    const plan_op *at = tu_find(&p, 0, "attention", 0);
+    ck_assert_int_eq(at->attn.heads, 4);
+    ck_assert_int_eq(at->attn.kv_heads, 1);
+    ck_assert_double_eq(at->attn.pairs, (double)T * (T + 1) / 2.0);
+    ck_assert_double_eq_tol(at->flops, 4.0 * at->attn.pairs * 4 * d, 1.0);
+    ck_assert_int_eq(at->layout, TL_FULL);
+    const plan_op *o = tu_find(&p, 0, "o_proj", 47);
+    ck_assert_int_eq(o->k, 4 * d);
+    ck_assert_int_eq(o->n, h);
+    /* router replicated, experts sharded in the intermediate dimension */
+    const plan_op *router = tu_find(&p, 0, "router", 3);
+    ck_assert_int_eq(router->n, 128);
+    const plan_op *gu = tu_find(&p, 0, "expert_gate_up", 3);
+    ck_assert_int_eq(gu->kclass, KC_GROUPED_GEMM);
+    ck_assert_int_eq(gu->g, 128);
+    ck_assert_int_eq(gu->n, 2 * 768 / 8);
+    ck_assert_int_eq(gu->m * gu->g, T * 8); /* every token to top-8 experts */
+    const plan_op *dn = tu_find(&p, 0, "expert_down", 3);
+    ck_assert_int_eq(dn->k, 768 / 8);
+    ck_assert_int_eq(dn->n, h);
+    /* around the layers: vocabulary-parallel embedding and the LM head */
+    ck_assert_int_eq(count_coll(&p, -1, CK_ALL_REDUCE, NULL), 1);
+    ck_assert_int_eq(count_coll(&p, -1, CK_ALL_GATHER, NULL), 1);
+    const plan_op *lm = tu_find(&p, 0, "lm_head", -1);
+    ck_assert_int_eq(lm->m, 1);
+    ck_assert_int_eq(lm->n, 152064 / 8);
+    ck_assert_int_eq(tu_count(&p, 0, "attention", -2), 48);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(tp1_has_no_collectives)
+{
+    scenario s;
+    plan p;
+    const char *sets[] = {"parallel.tp=1"};
+    tu_plan(&s, &p, THINKER, sets, 1);
+    const plan_prog *pg = &p.progs[0];
+    for (uint32_t i = 0; i < pg->nops; i++)
+        ck_assert_int_ne(pg->ops[i].kind, OPK_COLL);
+    ck_assert_int_eq(tu_find(&p, 0, "attention", 0)->attn.kv_heads, 4);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(ep_uses_all_to_all)
+{
+    scenario s;
+    plan p;
+    const char *sets[] = {"parallel.ep=8"};
+    tu_plan(&s, &p, THINKER, sets, 1);
+    const int64_t T = 32768, h = 2048;
+    double bytes = 0;
+    ck_assert_int_eq(count_coll(&p, 5, CK_ALL_TO_ALL, &bytes), 2);
+    /* each rank dispatches its T/8 tokens to 8 experts each, bf16 */
+    ck_assert_double_eq(bytes, (double)(T / 8) * 8 * h * 2.0);
+    ck_assert_int_eq(count_coll(&p, 5, CK_ALL_REDUCE, NULL), 1); /* attention only */
+    ck_assert_int_eq(count_coll(&p, 5, CK_ALL_GATHER, &bytes), 1);
+    ck_assert_double_eq(bytes, (double)T * h * 2.0);
+    const plan_op *gu = tu_find(&p, 0, "expert_gate_up", 5);
+    ck_assert_int_eq(gu->g, 128 / 8);
+    ck_assert_int_eq(gu->n, 2 * 768);
+    ck_assert_int_eq(tu_find(&p, 0, "router", 5)->m, T / 8);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(dense_model_mlp_sharding)
+{
+    scenario s;
+    plan p;
+    tu_plan(&s, &p,
+            "model: qwen3-32b\nplatform: h100-sxm-8\nparallel: {tp: 4}\n"
+            "requests: [{prompt_tokens: 4096}]\n",
+            NULL, 0);
+    const plan_op *gu = tu_find(&p, 0, "mlp_gate_up", 10);
+    ck_assert_int_eq(gu->n, 2 * 25600 / 4);
+    ck_assert_int_eq(tu_find(&p, 0, "mlp_down", 10)->k, 25600 / 4);
+    ck_assert_int_eq(tu_find(&p, 0, "attention", 10)->attn.kv_heads, 2);
+    ck_assert_ptr_null(tu_find(&p, 0, "router", -2));
+    ck_assert_int_eq(p.nranks, 4);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* Every allocation of a step is freed by its end; KV is freed when the
+ * request leaves; the weights equal the static accounting. */
+START_TEST(memory_ops_balance)
+{
+    scenario s;
+    plan p;
+    const char *sets[] = {"requests.0.decode_tokens=2", "requests.1.prompt_tokens=1000",
+                          "requests.1.arrival_s=0.5"};
+    tu_plan(&s, &p, THINKER, sets, 3);
+    double sum[MC_COUNT] = {0}, peak_kv = 0;
+    const plan_prog *pg = &p.progs[0];
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->kind == OPK_STEP) {
+            ck_assert_double_eq_tol(sum[MC_ACTIVATIONS], 0, 1e-3);
+            ck_assert_double_eq_tol(sum[MC_COMM_BUFFER], 0, 1e-3);
+        }
+        if (o->kind == OPK_MEM) {
+            sum[o->mem_cat] += o->mem_bytes;
+            ck_assert_double_ge(sum[o->mem_cat], -1e-3);
+            if (sum[MC_KV_CACHE] > peak_kv)
+                peak_kv = sum[MC_KV_CACHE];
+        }
+    }
+    ck_assert_double_eq_tol(sum[MC_ACTIVATIONS], 0, 1e-3);
+    ck_assert_double_eq_tol(sum[MC_KV_CACHE], 0, 1e-3);
+    mem_weights w;
+    mem_weights_per_rank(&s.model, (mem_shard){.tp = 8, .ep = 1}, DT_BF16, &w);
+    ck_assert_double_eq(sum[MC_WEIGHTS], w.total);
+    /* the thinker's 30.5 B parameters in bf16 over 8 ranks: ~7.6 GB */
+    ck_assert_double_gt(w.total, 7.0e9);
+    ck_assert_double_lt(w.total, 8.2e9);
+    /* KV: 48 layers x 1 replicated kv head x 128 x 2 (k, v) x 2 B per token */
+    ck_assert_double_eq_tol(peak_kv, (32768.0 + 2) * 48 * 2 * 128 * 2, 1.0);
+    ck_assert_int_eq(p.nsteps, 4);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(decode_steps_attend_the_prefix)
+{
+    scenario s;
+    plan p;
+    const char *sets[] = {"requests.0.decode_tokens=3"};
+    tu_plan(&s, &p, THINKER, sets, 1);
+    int seen = 0;
+    const plan_prog *pg = &p.progs[0];
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (strcmp(o->name, "attention") != 0 || o->layer != 0)
+            continue;
+        int64_t q = seen == 0 ? 32768 : 1;
+        int64_t kv = seen == 0 ? 32768 : 32768 + seen;
+        ck_assert_int_eq(o->attn.q_len, q);
+        ck_assert_int_eq(o->attn.kv_len, kv);
+        ck_assert_int_eq(o->step, seen);
+        seen++;
+    }
+    ck_assert_int_eq(seen, 4);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* Cross-stream waits: each collective waits for the compute op before it,
+ * and the next op of the compute stream waits for the collective. */
+START_TEST(collectives_are_fenced)
+{
+    scenario s;
+    plan p;
+    tu_plan(&s, &p, THINKER, NULL, 0);
+    const plan_prog *pg = &p.progs[0];
+    int checked = 0;
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->kind != OPK_COLL)
+            continue;
+        ck_assert_int_eq(o->stream, ST_COMM);
+        ck_assert_uint_ge(o->ndeps, 1);
+        const plan_op *prod = &pg->ops[pg->deps[o->dep_first]];
+        ck_assert_int_eq(prod->stream, ST_COMPUTE);
+        ck_assert_int_eq(prod->kind, OPK_COMPUTE);
+        uint32_t j = i + 1;
+        while (j < pg->nops && pg->ops[j].stream != ST_COMPUTE)
+            j++;
+        ck_assert_uint_lt(j, pg->nops);
+        int waits = 0;
+        for (uint32_t k = 0; k < pg->ops[j].ndeps; k++)
+            waits |= pg->deps[pg->ops[j].dep_first + k] == i;
+        ck_assert_msg(waits, "op %u (%s) does not wait for %s", j, pg->ops[j].name, o->name);
+        checked++;
+    }
+    ck_assert_int_eq(checked, 48 * 2 + 2);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(plan_json_fields)
+{
+    scenario s;
+    plan p;
+    cp_err err = {0};
+    tu_plan(&s, &p, THINKER, NULL, 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_int_eq(plan_write_json(&p, f, &err), 0);
+    fclose(f);
+    json_error_t je;
+    json_t *j = json_loads(buf, 0, &je);
+    ck_assert_msg(j != NULL, "plan JSON does not parse: %s", je.text);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "cpsim.plan/1");
+    json_t *ops = json_object_get(json_array_get(json_object_get(j, "programs"), 0), "ops");
+    int found = 0;
+    for (size_t i = 0; i < json_array_size(ops); i++) {
+        json_t *o = json_array_get(ops, i);
+        if (strcmp(json_string_value(json_object_get(o, "name")), "qkv_proj") != 0)
+            continue;
+        found = 1;
+        ck_assert_str_eq(json_string_value(json_object_get(o, "class")), "gemm");
+        ck_assert_str_eq(json_string_value(json_object_get(o, "stream")), "compute");
+        ck_assert_str_eq(json_string_value(json_object_get(o, "tokens")), "full");
+        ck_assert_str_eq(json_string_value(json_object_get(o, "dtype")), "bf16");
+        ck_assert_int_eq(json_array_size(json_object_get(o, "in")), 2);
+        ck_assert(json_real_value(json_object_get(o, "flops")) > 0);
+        ck_assert(json_real_value(json_object_get(o, "bytes")) > 0);
+        ck_assert(json_real_value(json_object_get(o, "cost_s")) > 0);
+        break;
+    }
+    ck_assert(found);
+    json_decref(j);
+    free(buf);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(layout_groups)
+{
+    plan_layout_cfg lay = {.tp = 4, .sp = 2, .ep = 8, .dp = 2, .devices_per_node = 8};
+    int m[16], me = -1;
+    /* rank 13 = dp 1, sp 1, tp 1 */
+    ck_assert_int_eq(plan_group_members(&lay, 13, G_TP, m, 16, &me), 4);
+    ck_assert_int_eq(m[0], 12);
+    ck_assert_int_eq(me, 1);
+    ck_assert_int_eq(plan_group_members(&lay, 13, G_SP, m, 16, &me), 2);
+    ck_assert_int_eq(m[0], 9);
+    ck_assert_int_eq(m[1], 13);
+    ck_assert_int_eq(me, 1);
+    ck_assert_int_eq(plan_group_members(&lay, 13, G_EP, m, 16, &me), 8);
+    ck_assert_int_eq(m[0], 8);
+    ck_assert_int_eq(me, 5);
+    ck_assert_int_eq(plan_group_members(&lay, 13, G_NODE, m, 16, &me), 8);
+    ck_assert_int_eq(m[7], 15);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("plan");
+    TCase *tc = tcase_create("tp");
+    tcase_add_checked_fixture(tc, tu_setup, NULL);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, thinker_tp8_layer_contract);
+    tcase_add_test(tc, tp1_has_no_collectives);
+    tcase_add_test(tc, ep_uses_all_to_all);
+    tcase_add_test(tc, dense_model_mlp_sharding);
+    tcase_add_test(tc, memory_ops_balance);
+    tcase_add_test(tc, decode_steps_attend_the_prefix);
+    tcase_add_test(tc, collectives_are_fenced);
+    tcase_add_test(tc, plan_json_fields);
+    tcase_add_test(tc, layout_groups);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

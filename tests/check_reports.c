@@ -1,0 +1,264 @@
+/* check_reports: figures and files from hand-made event records. */
+#include <check.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reports/report.h"
+#include "tests/testutil.h"
+
+/* A two-rank plan: compute ops 0..1, a collective 2, memory ops 3..6. */
+static void make_plan(plan *p)
+{
+    plan_layout_cfg lay = {.tp = 2, .sp = 1, .ep = 1, .dp = 1, .devices_per_node = 8};
+    plan_init(p, &lay);
+    plan_add_prog(p);
+    p->nsteps = 1;
+    p->nrequests = 1;
+    const char *names[] = {"A", "B", "ar", "alloc", "alloc", "free", "alloc", "C"};
+    for (int i = 0; i < 8; i++) {
+        plan_op o = {0};
+        o.name = names[i];
+        o.layer = i == 7 ? 3 : -1;
+        o.kind = i == 2 ? OPK_COLL : (i >= 3 && i <= 6) ? OPK_MEM : OPK_COMPUTE;
+        o.stream = i == 2 ? ST_COMM : ST_COMPUTE;
+        plan_push(&p->progs[0], &o);
+    }
+}
+
+static void make_scenario(scenario *s, double capacity)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->path, sizeof s->path, "test.yaml");
+    snprintf(s->model.name, sizeof s->model.name, "m");
+    snprintf(s->plat.name, sizeof s->plat.name, "p");
+    s->plat.hbm_bytes = capacity;
+    s->plat.devices_per_node = 8;
+    s->plat.nodes = 1;
+    s->par.tp = 2;
+    s->par.sp = s->par.ep = s->par.dp = 1;
+    s->nreqs = 1;
+    s->reqs = calloc(1, sizeof *s->reqs);
+    s->reqs[0].prompt_tokens = 100;
+    s->reqs[0].arrival_s = 1.0;
+}
+
+static void add_ev(eng_result *r, int rank, int stream, uint32_t op, double t0, double t1)
+{
+    r->ev = realloc(r->ev, (r->nev + 1) * sizeof *r->ev);
+    r->ev[r->nev++] = (eng_event){rank, (uint8_t)stream, op, t0, t1};
+}
+
+static void add_mem(eng_result *r, int rank, int cat, uint32_t op, double t, double d)
+{
+    r->mem = realloc(r->mem, (r->nmem + 1) * sizeof *r->mem);
+    r->mem[r->nmem++] = (eng_mem){rank, (uint8_t)cat, op, t, d};
+}
+
+static void make_result(eng_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->nranks = 2;
+    r->nsteps = 1;
+    r->step_start = calloc(2, sizeof(double));
+    r->step_end = calloc(2, sizeof(double));
+    r->step_end[0] = 21.0;
+    r->step_end[1] = 23.0;
+    /* rank 0: compute [0,10] and [12,20], comm [5,15] */
+    add_ev(r, 0, ST_COMPUTE, 0, 0, 10);
+    add_ev(r, 0, ST_COMPUTE, 1, 12, 20);
+    add_ev(r, 0, ST_COMM, 2, 5, 15);
+    /* rank 1: compute [0,4], comm [4,8]: no overlap */
+    add_ev(r, 1, ST_COMPUTE, 0, 0, 4);
+    add_ev(r, 1, ST_COMM, 2, 4, 8);
+    /* rank 0 memory: 5 weights, +3 activations, -3, +4 -> peak 9 at t=3 */
+    add_mem(r, 0, MC_WEIGHTS, 3, 0, 5);
+    add_mem(r, 0, MC_ACTIVATIONS, 4, 1, 3);
+    add_mem(r, 0, MC_ACTIVATIONS, 5, 2, -3);
+    add_mem(r, 0, MC_ACTIVATIONS, 6, 3, 4);
+    add_mem(r, 1, MC_WEIGHTS, 3, 0, 5);
+    r->end_s = 23.0;
+}
+
+START_TEST(overlap_and_busy_times)
+{
+    plan p;
+    scenario s;
+    eng_result r;
+    rep_summary sm;
+    cp_err err = {0};
+    make_plan(&p);
+    make_scenario(&s, 100);
+    make_result(&r);
+    ck_assert_int_eq(rep_summarize(&s, &p, &r, &sm, &err), 0);
+    ck_assert_double_eq(sm.ranks[0].compute_s, 18);
+    ck_assert_double_eq(sm.ranks[0].comm_s, 10);
+    ck_assert_double_eq(sm.ranks[0].overlap_s, 8);
+    ck_assert_double_eq(sm.ranks[1].overlap_s, 0);
+    ck_assert_double_eq_tol(sm.overlap_fraction, 8.0 / 14.0, 1e-12);
+    /* TTFT: the last rank to finish the prefill step, minus the arrival */
+    ck_assert_double_eq(sm.ttft_s, 22.0);
+    ck_assert_double_eq(sm.ranks[0].peak_bytes, 9);
+    ck_assert_double_eq(sm.ranks[0].peak_t, 3);
+    ck_assert_double_eq(sm.ranks[0].peak_by_cat[MC_ACTIVATIONS], 4);
+    ck_assert_int_eq(sm.oom, 0);
+    rep_summary_free(&sm);
+    free(r.ev);
+    free(r.mem);
+    free(r.step_start);
+    free(r.step_end);
+    free(s.reqs);
+    plan_free(&p);
+}
+END_TEST
+
+START_TEST(oom_verdict_names_rank_and_phase)
+{
+    plan p;
+    scenario s;
+    eng_result r;
+    rep_summary sm;
+    cp_err err = {0};
+    make_plan(&p);
+    make_scenario(&s, 8.5);
+    make_result(&r);
+    ck_assert_int_eq(rep_summarize(&s, &p, &r, &sm, &err), 0);
+    ck_assert_int_eq(sm.oom, 1);
+    ck_assert_int_eq(sm.oom_rank, 0);
+    /* the allocation at op 6 happens right before op C of layer 3 */
+    ck_assert_str_eq(sm.oom_phase, "step 0 layer 3 C");
+    rep_summary_free(&sm);
+    free(r.ev);
+    free(r.mem);
+    free(r.step_start);
+    free(r.step_end);
+    free(s.reqs);
+    plan_free(&p);
+}
+END_TEST
+
+static int count_tmp_files(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strstr(e->d_name, ".tmp-") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+START_TEST(files_parse_and_are_atomic)
+{
+    plan p;
+    scenario s;
+    eng_result r;
+    rep_summary sm;
+    cp_err err = {0};
+    make_plan(&p);
+    make_scenario(&s, 100);
+    make_result(&r);
+    ck_assert_int_eq(rep_summarize(&s, &p, &r, &sm, &err), 0);
+    char dir[] = "/tmp/cpsim-rep-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    ck_assert_int_eq(rep_write_summary(&sm, &s, path, &err), 0);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    ck_assert_msg(j != NULL, "%s", je.text);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "cpsim.summary/1");
+    ck_assert_double_eq(json_real_value(json_object_get(j, "ttft_s")), 22.0);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "ranks")), 2);
+    json_t *r0 = json_array_get(json_object_get(j, "ranks"), 0);
+    ck_assert_double_eq(json_real_value(json_object_get(r0, "overlap_s")), 8);
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(r0, "peak_by_category"), "kv_cache"));
+    ck_assert(json_is_false(json_object_get(j, "oom")));
+    ck_assert_ptr_nonnull(json_object_get(j, "overlap_fraction"));
+    ck_assert_ptr_nonnull(json_object_get(j, "capacity_bytes"));
+    json_t *rq = json_array_get(json_object_get(j, "requests"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(rq, "prompt_tokens")), 100);
+    json_decref(j);
+
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    ck_assert_int_eq(rep_write_trace(&s, &p, &r, path, &err), 0);
+    j = json_load_file(path, 0, &je);
+    ck_assert_msg(j != NULL, "trace: %s at %d:%d", je.text, je.line, je.column);
+    json_t *evs = json_object_get(j, "traceEvents");
+    int nx = 0, nc = 0;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        const char *ph = json_string_value(json_object_get(json_array_get(evs, i), "ph"));
+        nx += strcmp(ph, "X") == 0;
+        nc += strcmp(ph, "C") == 0;
+    }
+    ck_assert_int_eq(nx, 5);
+    ck_assert_int_eq(nc, 5); /* 4 instants on rank 0, 1 on rank 1 */
+    json_decref(j);
+
+    snprintf(path, sizeof path, "%s/memory.csv", dir);
+    ck_assert_int_eq(rep_write_memory_csv(&p, &r, path, &err), 0);
+    FILE *f = fopen(path, "r");
+    char line[512];
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_ptr_nonnull(strstr(line, "rank,t_s,weights_bytes"));
+    int rows = 0;
+    double last_total = 0;
+    while (fgets(line, sizeof line, f)) {
+        rows++;
+        last_total = atof(strrchr(line, ',') + 1);
+    }
+    fclose(f);
+    ck_assert_int_eq(rows, 5);
+    ck_assert_double_eq(last_total, 5);
+
+    /* a failed write leaves neither the target nor a temporary behind */
+    snprintf(path, sizeof path, "%s/missing/summary.json", dir);
+    ck_assert_int_ne(rep_write_summary(&sm, &s, path, &err), 0);
+    ck_assert_int_eq(err.code, CP_EXIT_INPUT);
+    ck_assert_int_eq(count_tmp_files(dir), 0);
+    rep_file rf;
+    snprintf(path, sizeof path, "%s/half.json", dir);
+    ck_assert_int_eq(rep_open(&rf, path, &err), 0);
+    fputs("{\"half\":", rf.f);
+    ck_assert_int_ne(rep_close(&rf, 0, &err), 0);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    ck_assert_int_eq(count_tmp_files(dir), 0);
+
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    rep_summary_free(&sm);
+    free(r.ev);
+    free(r.mem);
+    free(r.step_start);
+    free(r.step_end);
+    free(s.reqs);
+    plan_free(&p);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("reports");
+    TCase *tc = tcase_create("reports");
+    tcase_add_checked_fixture(tc, tu_setup, NULL);
+    tcase_add_test(tc, overlap_and_busy_times);
+    tcase_add_test(tc, oom_verdict_names_rank_and_phase);
+    tcase_add_test(tc, files_parse_and_are_atomic);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,632 @@
+/* check_workload: the scenario loader (workloads/workload.c) on real model
+ * configs and platform presets: parsed values and defaults, --set and
+ * --platform, every validation rule on both sides, the resolved dump, and
+ * the bad-input corpus tests/bad/<case>.yaml. */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "workloads/workload.h"
+
+#ifndef CP_SRCDIR
+#define CP_SRCDIR "."
+#endif
+
+#define CONFIGS CP_SRCDIR "/tests/bad/configs/"
+
+static char tmpdir[64];
+static char wpath[128];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/check_workload_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    snprintf(wpath, sizeof wpath, "%s/w.yaml", tmpdir);
+}
+
+static void remove_tmpdir(void)
+{
+    unlink(wpath);
+    rmdir(tmpdir);
+}
+
+/* Write text to <tmpdir>/w.yaml and load it with the given --set list. */
+static int load_text(const char *text, const char *const *sets, int nsets, const char *plat,
+                     scenario *s, cp_err *err)
+{
+    FILE *f = fopen(wpath, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    return wl_load(wpath, sets, nsets, plat, s, err);
+}
+
+static void assert_msg(const cp_err *err, const char *want)
+{
+    ck_assert_int_eq(err->code, CP_EXIT_INPUT);
+    ck_assert_msg(strstr(err->msg, want), "message \"%s\" lacks \"%s\"", err->msg, want);
+}
+
+static const char *const base =
+    "model: qwen3-omni-30b-a3b-thinker\n"
+    "platform: h100-sxm-8\n"
+    "requests:\n"
+    "  - prompt_tokens: 4096\n";
+
+START_TEST(test_workload_example_sp_ring)
+{
+    scenario s;
+    cp_err err = { 0 };
+    int rc = wl_load(CP_SRCDIR "/workloads/examples/sp-ring.yaml", NULL, 0, NULL, &s, &err);
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    ck_assert_str_eq(s.path, CP_SRCDIR "/workloads/examples/sp-ring.yaml");
+    ck_assert_str_eq(s.model.name, "qwen3-omni-30b-a3b-thinker");
+    ck_assert_int_eq(s.model.heads, 32);
+    ck_assert_str_eq(s.plat.name, "h100-sxm-8");
+    ck_assert_int_eq(plat_devices(&s.plat), 8);
+    ck_assert_int_eq(s.w_dtype, DT_BF16);
+    ck_assert_int_eq(s.a_dtype, DT_BF16);
+    ck_assert_int_eq(s.kv_dtype, DT_FP8);
+    ck_assert_int_eq(s.par.tp, 4);
+    ck_assert_int_eq(s.par.sp, 2);
+    ck_assert_int_eq(s.par.ep, 1);
+    ck_assert_int_eq(s.par.dp, 1);
+    ck_assert_int_eq(s.par.kv_storage, KV_BY_POSITION);
+    ck_assert_int_eq(s.par.exchange, EX_RING);
+    ck_assert_int_eq(s.par.min_tokens, 4096);
+    ck_assert_int_eq(s.par.split, SPLIT_STRIPED);
+    ck_assert_int_eq(s.par.ring_overlap, 1);
+    ck_assert_int_eq(s.par.sequence_parallel, 0);
+    ck_assert_int_eq(s.par.dsa_cp, -1);
+    ck_assert_int_eq(s.par.n_layer_sharding, 0);
+    ck_assert_int_eq(s.graph, GRAPH_EAGER);
+    ck_assert_int_eq(s.net_model, NET_CM02);
+    ck_assert_int_eq(s.nreqs, 2);
+    ck_assert_int_eq(s.reqs[0].prompt_tokens, 131072);
+    ck_assert(s.reqs[0].arrival_s == 0.0);
+    ck_assert_int_eq(s.reqs[1].prompt_tokens, 512);
+    ck_assert(s.reqs[1].arrival_s == 0.25);
+    ck_assert_int_eq(s.reqs[1].decode_tokens, 128);
+    wl_free(&s);
+    ck_assert_ptr_null(s.doc);
+    ck_assert_ptr_null(s.reqs);
+}
+END_TEST
+
+START_TEST(test_workload_example_dsa_cp)
+{
+    scenario s;
+    cp_err err = { 0 };
+    int rc = wl_load(CP_SRCDIR "/workloads/examples/dsa-cp.yaml", NULL, 0, NULL, &s, &err);
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    ck_assert(s.model.has_dsa);
+    ck_assert_str_eq(s.plat.name, "h200-sxm-8");
+    ck_assert_int_eq(s.plat.nodes, 2);
+    ck_assert_int_eq(plat_devices(&s.plat), 16);
+    ck_assert_int_eq(s.w_dtype, DT_FP8);
+    ck_assert_int_eq(s.kv_dtype, DT_BF16);
+    ck_assert_int_eq(s.par.tp, 16);
+    ck_assert_int_eq(s.par.ep, 16);
+    ck_assert_int_eq(s.par.dsa_cp, 1);
+    ck_assert_int_eq(s.par.sequence_parallel, 1);
+    ck_assert_int_eq(s.par.n_layer_sharding, 3);
+    ck_assert_str_eq(s.par.layer_sharding[0], "q_b_proj");
+    ck_assert_str_eq(s.par.layer_sharding[1], "kv_b_proj");
+    ck_assert_str_eq(s.par.layer_sharding[2], "o_proj");
+    ck_assert_int_eq(s.graph, GRAPH_CAPTURED);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(test_workload_defaults)
+{
+    scenario s;
+    cp_err err = { 0 };
+    ck_assert_msg(load_text(base, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(s.path, wpath);
+    ck_assert_int_eq(s.w_dtype, DT_BF16);
+    ck_assert_int_eq(s.a_dtype, DT_BF16);
+    ck_assert_int_eq(s.kv_dtype, DT_BF16);
+    ck_assert_int_eq(s.par.tp, 1);
+    ck_assert_int_eq(s.par.sp, 1);
+    ck_assert_int_eq(s.par.ep, 1);
+    ck_assert_int_eq(s.par.dp, 1);
+    ck_assert_int_eq(s.par.kv_storage, KV_BY_HEAD);
+    ck_assert_int_eq(s.par.exchange, EX_AUTO);
+    ck_assert_int_eq(s.par.min_tokens, 0);
+    ck_assert_int_eq(s.par.split, SPLIT_STRIPED);
+    ck_assert_int_eq(s.par.all_gather_tensors, AGT_QKV);
+    ck_assert_int_eq(s.par.ring_overlap, 0);
+    ck_assert_int_eq(s.par.sequence_parallel, 0);
+    ck_assert_int_eq(s.par.dsa_cp, -1);
+    ck_assert_int_eq(s.par.n_layer_sharding, 0);
+    ck_assert_int_eq(s.graph, GRAPH_EAGER);
+    ck_assert_int_eq(s.chunked_prefill, 0);
+    ck_assert_int_eq(s.net_model, NET_CM02);
+    ck_assert_int_eq(s.nreqs, 1);
+    ck_assert_int_eq(s.reqs[0].prompt_tokens, 4096);
+    ck_assert(s.reqs[0].arrival_s == 0.0);
+    ck_assert_int_eq(s.reqs[0].decode_tokens, 0);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(test_workload_every_key)
+{
+    static const char *const text =
+        "model: qwen3-omni-30b-a3b-thinker\n"
+        "platform: {name: h100-sxm-8}\n"
+        "precision: {weights: int8, kv_cache: fp8}\n"
+        "parallel:\n"
+        "  tp: 2\n  sp: 2\n  ep: 4\n  dp: 2\n"
+        "  kv_storage: by_position\n  exchange: all_gather\n  min_tokens: 1_024\n"
+        "  split: zigzag\n  all_gather_tensors: kv\n  ring_overlap: no\n"
+        "  sequence_parallel: yes\n  dsa_cp: off\n  layer_sharding: [o_proj]\n"
+        "engine: {graph: captured, chunked_prefill: false}\n"
+        "simulation: {network_model: l07}\n"
+        "requests:\n"
+        "  - {prompt_tokens: 1e6, arrival_s: 0, decode_tokens: 10}\n"
+        "  - {prompt_tokens: 7, arrival_s: 0}\n"
+        "  - {prompt_tokens: 8, arrival_s: 1.5e2}\n";
+    scenario s;
+    cp_err err = { 0 };
+    ck_assert_msg(load_text(text, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s.w_dtype, DT_INT8);
+    ck_assert_int_eq(s.a_dtype, DT_BF16);
+    ck_assert_int_eq(s.kv_dtype, DT_FP8);
+    ck_assert_int_eq(s.par.tp, 2);
+    ck_assert_int_eq(s.par.sp, 2);
+    ck_assert_int_eq(s.par.ep, 4);
+    ck_assert_int_eq(s.par.dp, 2);
+    ck_assert_int_eq(s.par.kv_storage, KV_BY_POSITION);
+    ck_assert_int_eq(s.par.exchange, EX_ALL_GATHER);
+    ck_assert_int_eq(s.par.min_tokens, 1024);
+    ck_assert_int_eq(s.par.split, SPLIT_ZIGZAG);
+    ck_assert_int_eq(s.par.all_gather_tensors, AGT_KV);
+    ck_assert_int_eq(s.par.ring_overlap, 0);
+    ck_assert_int_eq(s.par.sequence_parallel, 1);
+    ck_assert_int_eq(s.par.dsa_cp, 0);
+    ck_assert_int_eq(s.par.n_layer_sharding, 1);
+    ck_assert_str_eq(s.par.layer_sharding[0], "o_proj");
+    ck_assert_int_eq(s.graph, GRAPH_CAPTURED);
+    ck_assert_int_eq(s.net_model, NET_L07);
+    ck_assert_int_eq(s.nreqs, 3);
+    ck_assert_int_eq(s.reqs[0].prompt_tokens, 1000000);
+    ck_assert_int_eq(s.reqs[0].decode_tokens, 10);
+    ck_assert(s.reqs[2].arrival_s == 150.0);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(test_workload_default_file)
+{
+    scenario s;
+    cp_err err = { 0 };
+    ck_assert_msg(wl_load(NULL, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+    const char *tail = "/workloads/default.yaml";
+    ck_assert_str_eq(s.path + strlen(s.path) - strlen(tail), tail);
+    ck_assert_str_eq(s.model.name, "qwen3-omni-30b-a3b-thinker");
+    ck_assert_str_eq(s.plat.name, "h100-sxm-8");
+    ck_assert_int_eq(s.par.tp, 8);
+    ck_assert_int_eq(s.nreqs, 1);
+    ck_assert_int_eq(s.reqs[0].prompt_tokens, 32768);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(test_workload_set_and_platform)
+{
+    static const char *const sets[] = {
+        "parallel.tp=2",        "parallel.tp=4",          "parallel.sp=2",
+        "precision=fp8",        "requests.1.prompt_tokens=100",
+        "requests.1.arrival_s=3", "engine={graph: captured}",
+    };
+    scenario s;
+    cp_err err = { 0 };
+    ck_assert_msg(load_text(base, sets, 7, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s.par.tp, 4);
+    ck_assert_int_eq(s.par.sp, 2);
+    ck_assert_int_eq(s.w_dtype, DT_FP8);
+    ck_assert_int_eq(s.kv_dtype, DT_FP8);
+    ck_assert_int_eq(s.nreqs, 2);
+    ck_assert_int_eq(s.reqs[1].prompt_tokens, 100);
+    ck_assert(s.reqs[1].arrival_s == 3.0);
+    ck_assert_int_eq(s.graph, GRAPH_CAPTURED);
+    wl_free(&s);
+
+    /* a scalar platform grows overrides; --platform replaces the name only */
+    static const char *const nodes[] = { "platform.nodes=2", "parallel.tp=16" };
+    ck_assert_msg(load_text(base, nodes, 2, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(s.plat.name, "h100-sxm-8");
+    ck_assert_int_eq(plat_devices(&s.plat), 16);
+    wl_free(&s);
+    ck_assert_msg(load_text(base, nodes, 2, "h200-sxm-8", &s, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(s.plat.name, "h200-sxm-8");
+    ck_assert_int_eq(plat_devices(&s.plat), 16);
+    wl_free(&s);
+    ck_assert_msg(load_text("model: qwen3-32b\nrequests: [{prompt_tokens: 1}]\n", NULL, 0,
+                            "b200-8", &s, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(s.plat.name, "b200-8");
+    wl_free(&s);
+
+    ck_assert_int_eq(load_text(base, NULL, 0, "h100-sxm-80", &s, &err), -1);
+    assert_msg(&err, "--platform h100-sxm-80: platform: unknown platform preset");
+    ck_assert_ptr_null(s.doc);
+}
+END_TEST
+
+/* One validation case: --set assignments on `base`, and the expected
+ * outcome (want == NULL: accepted). */
+typedef struct vcase {
+    const char *sets[5];
+    const char *want;
+} vcase;
+
+static const vcase vcases[] = {
+    /* heads and KV heads (32 heads, 4 KV heads) */
+    { { "parallel.tp=8" }, NULL },
+    { { "parallel.tp=2" }, NULL },
+    { { "parallel.tp=3" }, "--set parallel.tp=3: parallel.tp: tp = 3 does not divide the 32 "
+                           "attention heads" },
+    { { "model=" CONFIGS "gqa-24h-8kv.json", "parallel.tp=4" }, NULL },
+    { { "model=" CONFIGS "gqa-24h-8kv.json", "parallel.tp=6" },
+      "parallel.tp: tp = 6 and the 8 KV heads of gqa-24h-8kv: one must divide the other" },
+    /* devices */
+    { { "parallel.tp=2", "parallel.sp=2", "parallel.dp=2" }, NULL },
+    { { "parallel.tp=4", "parallel.dp=4" },
+      "parallel: tp*sp*dp = 16 needs 16 devices, platform h100-sxm-8 has 8" },
+    { { "parallel.dp=9" }, "--set parallel.dp=9: parallel: tp*sp*dp = 9 needs 9 devices" },
+    /* MoE and EP */
+    { { "parallel.tp=8", "parallel.ep=8" }, NULL },
+    { { "parallel.tp=8", "parallel.ep=3" }, "parallel.ep: ep = 3 does not divide tp*sp*dp = 8" },
+    { { "model=" CONFIGS "moe-60e.json", "parallel.tp=4" }, NULL },
+    { { "model=" CONFIGS "moe-60e.json", "parallel.tp=8" },
+      "parallel.tp: tp = 8 does not divide moe_intermediate_size 1100 of moe-60e" },
+    { { "model=" CONFIGS "moe-60e.json", "parallel.tp=8", "parallel.ep=2" }, NULL },
+    { { "model=" CONFIGS "moe-60e.json", "parallel.tp=8", "parallel.ep=8" },
+      "parallel.ep: ep = 8 does not divide the 60 experts of moe-60e" },
+    { { "model=qwen3-32b", "parallel.tp=8" }, NULL },
+    { { "model=qwen3-32b", "parallel.tp=8", "parallel.ep=2" },
+      "parallel.ep: ep = 2 needs a MoE model; qwen3-32b has no routed experts" },
+    /* exchange x kv_storage (cp-exchange.md table), sp = 2 */
+    { { "parallel.tp=4", "parallel.sp=2" }, NULL },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.exchange=ulysses" }, NULL },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.exchange=all_gather" },
+      "parallel.exchange: \"all_gather\" needs kv_storage by_position; with kv_storage by_head "
+      "the accepted values are auto, ulysses (and none when sp = 1)" },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.exchange=ring" },
+      "--set parallel.exchange=ring: parallel.exchange: \"ring\" needs kv_storage by_position" },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.exchange=none" },
+      "parallel.exchange: \"none\" with kv_storage by_head needs sp = 1 (parallel.sp = 2)" },
+    { { "parallel.tp=4", "parallel.exchange=none" }, NULL },
+    { { "parallel.tp=4", "parallel.exchange=ring" },
+      "\"ring\" needs kv_storage by_position" },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position" }, NULL },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+        "parallel.exchange=all_gather" }, NULL },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+        "parallel.exchange=ring" }, NULL },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+        "parallel.exchange=none" }, NULL },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+        "parallel.exchange=ulysses" },
+      "parallel.exchange: \"ulysses\" needs kv_storage by_head; with kv_storage by_position the "
+      "accepted values are auto, all_gather, ring, none" },
+    /* Ulysses: heads per TP rank divisible by sp */
+    { { "parallel.tp=2", "parallel.sp=4" }, NULL },
+    { { "parallel.tp=2", "parallel.sp=3" },
+      "--set parallel.sp=3: parallel.sp: Ulysses (exchange auto, kv_storage by_head) spreads the "
+      "16 heads of a TP rank (32 heads / tp 2) over sp = 3" },
+    { { "parallel.tp=2", "parallel.sp=3", "parallel.kv_storage=by_position" }, NULL },
+    /* chunked prefill */
+    { { "engine.chunked_prefill=true" }, NULL },
+    { { "engine.chunked_prefill=true", "parallel.tp=4", "parallel.sp=2" },
+      "engine.chunked_prefill: chunked prefill is off on SP nodes (parallel.sp = 2)" },
+    /* DSA CP */
+    { { "model=deepseek-v3.2-exp", "parallel.tp=8", "parallel.dsa_cp=on" }, NULL },
+    { { "parallel.tp=8", "parallel.dsa_cp=off" }, NULL },
+    { { "parallel.tp=8", "parallel.dsa_cp=on" },
+      "parallel.dsa_cp: on needs a model with a DSA indexer" },
+    /* layer sharding */
+    { { "model=deepseek-v3", "parallel.tp=8",
+        "parallel.layer_sharding=[q_b_proj, kv_b_proj, o_proj, q_a_proj, kv_a_proj]" }, NULL },
+    { { "parallel.layer_sharding=[o_proj]" }, NULL },
+    { { "parallel.layer_sharding=[kv_a_proj]" },
+      "parallel.layer_sharding.0: kv_a_proj needs an MLA model; qwen3-omni-30b-a3b-thinker uses "
+      "GQA attention" },
+    { { "model=" CONFIGS "mla-no-qlora.json", "parallel.layer_sharding=[kv_b_proj, kv_a_proj]" },
+      NULL },
+    { { "model=" CONFIGS "mla-no-qlora.json", "parallel.layer_sharding=[o_proj, q_a_proj]" },
+      "parallel.layer_sharding.1: q_a_proj needs q_lora_rank > 0" },
+    { { "parallel.layer_sharding=[o_proj, o_proj]" }, "\"o_proj\" is listed twice" },
+    { { "parallel.layer_sharding=[a, b, c, d, e, f, g, h, i]" },
+      "parallel.layer_sharding: at most 8 names, got 9" },
+    /* prompts beyond the model's positions are what-if studies */
+    { { "requests.0.prompt_tokens=16777216" }, NULL },
+    { { "requests.0.prompt_tokens=16777217" }, "expected an integer in [1, 16777216]" },
+};
+
+START_TEST(test_workload_validation)
+{
+    const vcase *c = &vcases[_i];
+    int n = 0;
+    while (n < 5 && c->sets[n])
+        n++;
+    scenario s;
+    cp_err err = { 0 };
+    int rc = load_text(base, c->sets, n, NULL, &s, &err);
+    if (!c->want) {
+        ck_assert_msg(rc == 0, "case %d (%s): %s", _i, c->sets[0], err.msg);
+        wl_free(&s);
+        return;
+    }
+    ck_assert_msg(rc == -1, "case %d (%s): accepted", _i, c->sets[0]);
+    assert_msg(&err, c->want);
+}
+END_TEST
+
+START_TEST(test_workload_silent_beyond_max_position)
+{
+    static const char *const sets[] = { "requests.0.prompt_tokens=1000000" };
+    fflush(stderr);
+    int saved = dup(2);
+    char errpath[128];
+    snprintf(errpath, sizeof errpath, "%s/stderr", tmpdir);
+    int fd = open(errpath, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    dup2(fd, 2);
+    close(fd);
+    scenario s;
+    cp_err err = { 0 };
+    int rc = load_text(base, sets, 1, NULL, &s, &err);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    ck_assert_int_gt(s.reqs[0].prompt_tokens, s.model.max_position);
+    wl_free(&s);
+    FILE *f = fopen(errpath, "r");
+    fseek(f, 0, SEEK_END);
+    ck_assert_int_eq(ftell(f), 0);
+    fclose(f);
+    unlink(errpath);
+}
+END_TEST
+
+START_TEST(test_workload_locations)
+{
+    scenario s;
+    cp_err err = { 0 };
+    static const char *const text =
+        "model: qwen3-omni-30b-a3b-thinker\n"
+        "platform: h100-sxm-8\n"
+        "parallel:\n"
+        "  sp: 1\n"
+        "  tp: 3\n"
+        "requests:\n"
+        "  - prompt_tokens: 4096\n";
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+    char want[256];
+    snprintf(want, sizeof want, "%s:5:7: parallel.tp: tp = 3", wpath);
+    assert_msg(&err, want);
+
+    cp_err e2 = { 0 };
+    ck_assert_int_eq(load_text("model: no-such-model\nplatform: h100-sxm-8\n"
+                               "requests: [{prompt_tokens: 1}]\n", NULL, 0, NULL, &s, &e2), -1);
+    snprintf(want, sizeof want, "%s:1:8: model: unknown model \"no-such-model\"", wpath);
+    assert_msg(&e2, want);
+
+    /* a message that already points into the workload is not prefixed twice */
+    cp_err e3 = { 0 };
+    ck_assert_int_eq(load_text("model: qwen3-32b\nplatform:\n  name: h100-sxm-8\n  nodez: 2\n"
+                               "requests: [{prompt_tokens: 1}]\n", NULL, 0, NULL, &s, &e3), -1);
+    snprintf(want, sizeof want, "%s:4:3: unknown key \"nodez\"", wpath);
+    ck_assert_msg(strncmp(e3.msg, want, strlen(want)) == 0, "%s", e3.msg);
+
+    cp_err e4 = { 0 };
+    static const char *const sets[] = { "model=qwen3-3b" };
+    ck_assert_int_eq(load_text(base, sets, 1, NULL, &s, &e4), -1);
+    assert_msg(&e4, "--set model=qwen3-3b: model: unknown model \"qwen3-3b\"");
+
+    cp_err e5 = { 0 };
+    ck_assert_int_eq(load_text("model: qwen3-32b\nplatform: {nodes: 2}\n"
+                               "requests: [{prompt_tokens: 1}]\n", NULL, 0, NULL, &s, &e5), -1);
+    snprintf(want, sizeof want, "%s:2:11: platform: the mapping needs a name", wpath);
+    assert_msg(&e5, want);
+    ck_assert_ptr_null(s.doc);
+}
+END_TEST
+
+START_TEST(test_workload_dump)
+{
+    scenario s;
+    cp_err err = { 0 };
+    int rc = wl_load(CP_SRCDIR "/workloads/examples/sp-ring.yaml", NULL, 0, NULL, &s, &err);
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wl_dump(&s, f);
+    fclose(f);
+    wl_free(&s);
+
+    ydoc *doc = yio_parse_string(text, len, "dump", &err);
+    ck_assert_msg(doc != NULL, "%s\n%s", err.msg, text);
+    const ynode *root = yio_root(doc);
+    ck_assert_str_eq(yio_key(yio_key(root, "parallel"), "exchange")->str, "ring");
+    const ynode *res = yio_key(root, "resolved");
+    ck_assert_ptr_nonnull(res);
+    const ynode *model = yio_key(res, "model");
+    ck_assert_str_eq(yio_key(model, "name")->str, "qwen3-omni-30b-a3b-thinker");
+    ck_assert_str_eq(yio_key(model, "heads")->str, "32");
+    ck_assert_str_eq(yio_key(model, "kv_heads")->str, "4");
+    ck_assert_str_eq(yio_key(model, "moe")->str, "true");
+    ck_assert_str_eq(yio_key(model, "dsa")->str, "false");
+    const ynode *plat = yio_key(res, "platform");
+    ck_assert_str_eq(yio_key(plat, "devices")->str, "8");
+    ck_assert_str_eq(yio_key(plat, "device")->str, "H100 SXM5");
+    const ynode *par = yio_key(res, "parallel");
+    ck_assert_str_eq(yio_key(par, "sp")->str, "2");
+    ck_assert_str_eq(yio_key(par, "dp")->str, "1");
+    ck_assert_str_eq(yio_key(par, "kv_storage")->str, "by_position");
+    ck_assert_str_eq(yio_key(par, "all_gather_tensors")->str, "qkv");
+    ck_assert_str_eq(yio_key(par, "dsa_cp")->str, "auto");
+    ck_assert_int_eq(yio_key(par, "layer_sharding")->kind, YN_SEQ);
+    ck_assert_str_eq(yio_key(yio_key(res, "precision"), "kv_cache")->str, "fp8");
+    ck_assert_str_eq(yio_key(yio_key(res, "engine"), "chunked_prefill")->str, "false");
+    ck_assert_str_eq(yio_key(yio_key(res, "simulation"), "network_model")->str, "cm02");
+    const ynode *reqs = yio_key(res, "requests");
+    ck_assert_int_eq(reqs->n, 2);
+    ck_assert_str_eq(yio_key(reqs->kids[1], "arrival_s")->str, "0.25");
+    yio_free(doc);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_workload_names)
+{
+    ck_assert_str_eq(wl_exchange_name(EX_AUTO), "auto");
+    ck_assert_str_eq(wl_exchange_name(EX_ULYSSES), "ulysses");
+    ck_assert_str_eq(wl_exchange_name(EX_ALL_GATHER), "all_gather");
+    ck_assert_str_eq(wl_exchange_name(EX_RING), "ring");
+    ck_assert_str_eq(wl_exchange_name(EX_NONE), "none");
+    ck_assert_str_eq(wl_exchange_name((wl_exchange)5), "?");
+    ck_assert_str_eq(wl_kv_storage_name(KV_BY_HEAD), "by_head");
+    ck_assert_str_eq(wl_kv_storage_name(KV_BY_POSITION), "by_position");
+    ck_assert_str_eq(wl_kv_storage_name((wl_kv_storage)2), "?");
+    ck_assert_str_eq(wl_split_name(SPLIT_STRIPED), "striped");
+    ck_assert_str_eq(wl_split_name(SPLIT_CONTIGUOUS), "contiguous");
+    ck_assert_str_eq(wl_split_name(SPLIT_ZIGZAG), "zigzag");
+    ck_assert_str_eq(wl_split_name((wl_split)3), "?");
+}
+END_TEST
+
+/* ---- the bad-input corpus ------------------------------------------------ */
+
+#define MAX_CORPUS 256
+static char corpus[MAX_CORPUS][256];
+static int ncorpus;
+
+static int is_yaml(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return n > 5 && strcmp(d->d_name + n - 5, ".yaml") == 0;
+}
+
+/* Sorted names of tests/bad/<case>.yaml (read by main, before forking). */
+static void find_corpus(void)
+{
+    struct dirent **list;
+    int n = scandir(CP_SRCDIR "/tests/bad", &list, is_yaml, alphasort);
+    for (int i = 0; i < n; i++) {
+        if (ncorpus < MAX_CORPUS)
+            snprintf(corpus[ncorpus++], sizeof corpus[0], "%s", list[i]->d_name);
+        free(list[i]);
+    }
+    if (n >= 0)
+        free(list);
+}
+
+/* Header lines of a corpus file: "# expect-exit: N", "# expect: text" (one
+ * or more) and "# set: key=value" (any). */
+typedef struct corpus_case {
+    int exit_code;
+    int nexpect, nset;
+    char expect[8][512];
+    char set[8][512];
+} corpus_case;
+
+static void read_header(const char *path, corpus_case *c)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char line[512];
+    memset(c, 0, sizeof *c);
+    c->exit_code = -1;
+    while (fgets(line, sizeof line, f) && line[0] == '#') {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "# expect-exit: ", 15) == 0)
+            c->exit_code = atoi(line + 15);
+        else if (strncmp(line, "# expect: ", 10) == 0 && c->nexpect < 8)
+            snprintf(c->expect[c->nexpect++], sizeof c->expect[0], "%s", line + 10);
+        else if (strncmp(line, "# set: ", 7) == 0 && c->nset < 8)
+            snprintf(c->set[c->nset++], sizeof c->set[0], "%s", line + 7);
+    }
+    fclose(f);
+    ck_assert_msg(c->exit_code > 0 && c->nexpect > 0,
+                  "%s: the header needs \"# expect-exit: N\" and \"# expect: ...\"", path);
+}
+
+START_TEST(test_workload_corpus)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/bad/%s", CP_SRCDIR, corpus[_i]);
+    corpus_case c;
+    read_header(path, &c);
+    const char *sets[8];
+    for (int i = 0; i < c.nset; i++)
+        sets[i] = c.set[i];
+    scenario s;
+    cp_err err = { 0 };
+    int rc = wl_load(path, sets, c.nset, NULL, &s, &err);
+    ck_assert_msg(rc == -1, "%s: loaded without error", corpus[_i]);
+    ck_assert_msg(err.code == c.exit_code, "%s: exit code %d, expected %d (%s)", corpus[_i],
+                  err.code, c.exit_code, err.msg);
+    for (int i = 0; i < c.nexpect; i++)
+        ck_assert_msg(strstr(err.msg, c.expect[i]), "%s: message \"%s\" lacks \"%s\"",
+                      corpus[_i], err.msg, c.expect[i]);
+    ck_assert_ptr_null(s.doc);
+}
+END_TEST
+
+START_TEST(test_workload_corpus_size)
+{
+    ck_assert_int_ge(ncorpus, 30);
+    ck_assert_int_lt(ncorpus, MAX_CORPUS);
+}
+END_TEST
+
+static Suite *workload_suite(void)
+{
+    Suite *s = suite_create("workload");
+    TCase *core = tcase_create("Core");
+    tcase_add_checked_fixture(core, make_tmpdir, remove_tmpdir);
+    tcase_set_timeout(core, 60);
+    tcase_add_test(core, test_workload_example_sp_ring);
+    tcase_add_test(core, test_workload_example_dsa_cp);
+    tcase_add_test(core, test_workload_defaults);
+    tcase_add_test(core, test_workload_every_key);
+    tcase_add_test(core, test_workload_default_file);
+    tcase_add_test(core, test_workload_set_and_platform);
+    tcase_add_test(core, test_workload_dump);
+    tcase_add_test(core, test_workload_names);
+    suite_add_tcase(s, core);
+    TCase *limits = tcase_create("Limits");
+    tcase_add_checked_fixture(limits, make_tmpdir, remove_tmpdir);
+    tcase_set_timeout(limits, 120);
+    tcase_add_loop_test(limits, test_workload_validation, 0,
+                        (int)(sizeof vcases / sizeof vcases[0]));
+    tcase_add_test(limits, test_workload_silent_beyond_max_position);
+    suite_add_tcase(s, limits);
+    TCase *errs = tcase_create("Errors");
+    tcase_add_checked_fixture(errs, make_tmpdir, remove_tmpdir);
+    tcase_set_timeout(errs, 120);
+    tcase_add_test(errs, test_workload_locations);
+    tcase_add_test(errs, test_workload_corpus_size);
+    tcase_add_loop_test(errs, test_workload_corpus, 0, ncorpus);
+    suite_add_tcase(s, errs);
+    return s;
+}
+
+int main(void)
+{
+    find_corpus();
+    SRunner *sr = srunner_create(workload_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

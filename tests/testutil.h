@@ -1,0 +1,27 @@
+/* testutil: helpers shared by the scenario-level check programs. */
+#ifndef CP_TESTUTIL_H
+#define CP_TESTUTIL_H
+
+#include "models/plan.h"
+#include "workloads/workload.h"
+
+/* Point CPSIM_DATADIR at the source tree (CP_SRCDIR). */
+void tu_setup(void);
+
+/* Load a workload from YAML text plus --set assignments; fails the test on
+ * error. */
+void tu_load(scenario *s, const char *yaml, const char *const *sets, int nsets);
+
+/* Same, returning the error instead (for refusal tests). */
+int tu_try_load(scenario *s, const char *yaml, const char *const *sets, int nsets,
+                cp_err *err);
+
+/* Load and build the plan (priced); fails the test on error. */
+void tu_plan(scenario *s, plan *p, const char *yaml, const char *const *sets, int nsets);
+
+/* Ops of program g whose name is `name` and layer is `layer` (-2: any). */
+int tu_count(const plan *p, int g, const char *name, int layer);
+/* First such op, or NULL. */
+const plan_op *tu_find(const plan *p, int g, const char *name, int layer);
+
+#endif

@@ -1,0 +1,671 @@
+/* workload: the scenario loader (see workload.h).  YAML plus --set
+ * assignments become a scenario whose model and platform are resolved and
+ * whose settings are checked against both before anything is simulated.
+ * The schema tables below drive parsing, defaults, unknown-key messages and
+ * the resolved dump of the parallel, engine and simulation sections.
+ */
+#include "workloads/workload.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workloads/datadir.h"
+
+/* Bounds of the workload format (our own sanity limits, far beyond any
+ * bundled model or preset, chosen so that sizes never overflow int64):
+ * parallel degrees up to 4096 devices; prompts up to 2^24 tokens, about 80x
+ * the longest bundled context (202752, glm-5.json max_position_embeddings);
+ * arrivals within 1e6 s; decode lengths up to 1e6 tokens. */
+#define WL_MAX_DEGREE 4096
+#define WL_MAX_PROMPT 16777216LL
+#define WL_MAX_ARRIVAL 1e6
+#define WL_MAX_DECODE 1000000LL
+
+static const char *const kv_storage_names[] = { "by_head", "by_position", NULL };
+static const char *const exchange_names[] = { "auto", "ulysses", "all_gather", "ring", "none",
+                                              NULL };
+static const char *const split_names[] = { "striped", "contiguous", "zigzag", NULL };
+static const char *const agt_names[] = { "qkv", "kv", NULL };
+static const char *const graph_names[] = { "eager", "captured", NULL };
+static const char *const net_names[] = { "cm02", "l07", NULL };
+static const char *const dsa_cp_names[] = { "auto", "on", "off", NULL };
+static const int dsa_cp_values[] = { -1, 1, 0 };
+static const char *const sharding_names[] = { "q_b_proj", "o_proj", "kv_b_proj", "q_a_proj",
+                                              "kv_a_proj", NULL };
+
+static const char *const top_keys[] = { "model", "platform", "precision", "parallel", "engine",
+                                        "requests", "simulation", NULL };
+static const char *const precision_keys[] = { "weights", "activations", "kv_cache", NULL };
+static const char *const request_keys[] = { "prompt_tokens", "arrival_s", "decode_tokens", NULL };
+
+/* Enum fields are written through an int (field_set). */
+_Static_assert(sizeof(wl_kv_storage) == sizeof(int), "enum size");
+_Static_assert(sizeof(wl_exchange) == sizeof(int), "enum size");
+_Static_assert(sizeof(wl_split) == sizeof(int), "enum size");
+_Static_assert(sizeof(wl_ag_tensors) == sizeof(int), "enum size");
+_Static_assert(sizeof(wl_graph) == sizeof(int), "enum size");
+_Static_assert(sizeof(wl_netmodel) == sizeof(int), "enum size");
+
+typedef enum { F_INT, F_I64, F_BOOL, F_ENUM } wl_ftype;
+
+/* One scalar key of a section. */
+typedef struct wl_field {
+    const char *key;
+    wl_ftype type;
+    long long lo, hi;           /* F_INT, F_I64: inclusive range */
+    long long def;              /* default (F_ENUM: the stored value) */
+    const char *const *names;   /* F_ENUM: accepted values */
+    const int *values;          /* F_ENUM: value stored per name; NULL: its index */
+    size_t off;                 /* offset of the field in scenario */
+} wl_field;
+
+#define PAR(f) offsetof(scenario, par.f)
+
+static const wl_field parallel_fields[] = {
+    { "tp", F_INT, 1, WL_MAX_DEGREE, 1, NULL, NULL, PAR(tp) },
+    { "sp", F_INT, 1, WL_MAX_DEGREE, 1, NULL, NULL, PAR(sp) },
+    { "ep", F_INT, 1, WL_MAX_DEGREE, 1, NULL, NULL, PAR(ep) },
+    { "dp", F_INT, 1, WL_MAX_DEGREE, 1, NULL, NULL, PAR(dp) },
+    { "kv_storage", F_ENUM, 0, 0, KV_BY_HEAD, kv_storage_names, NULL, PAR(kv_storage) },
+    { "exchange", F_ENUM, 0, 0, EX_AUTO, exchange_names, NULL, PAR(exchange) },
+    { "min_tokens", F_I64, 0, INT64_MAX, 0, NULL, NULL, PAR(min_tokens) },
+    { "split", F_ENUM, 0, 0, SPLIT_STRIPED, split_names, NULL, PAR(split) },
+    { "all_gather_tensors", F_ENUM, 0, 0, AGT_QKV, agt_names, NULL, PAR(all_gather_tensors) },
+    { "ring_overlap", F_BOOL, 0, 1, 0, NULL, NULL, PAR(ring_overlap) },
+    { "sequence_parallel", F_BOOL, 0, 1, 0, NULL, NULL, PAR(sequence_parallel) },
+    { "dsa_cp", F_ENUM, 0, 0, -1, dsa_cp_names, dsa_cp_values, PAR(dsa_cp) },
+};
+
+static const wl_field engine_fields[] = {
+    { "graph", F_ENUM, 0, 0, GRAPH_EAGER, graph_names, NULL, offsetof(scenario, graph) },
+    { "chunked_prefill", F_BOOL, 0, 1, 0, NULL, NULL, offsetof(scenario, chunked_prefill) },
+};
+
+static const wl_field simulation_fields[] = {
+    { "network_model", F_ENUM, 0, 0, NET_CM02, net_names, NULL, offsetof(scenario, net_model) },
+};
+
+static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err);
+
+/* A section of scalar keys; `extra` is a key read by its own function. */
+typedef struct wl_section {
+    const char *key;
+    const wl_field *fields;
+    size_t n;
+    const char *extra;
+    int (*read_extra)(const ynode *map, scenario *s, cp_err *err);
+} wl_section;
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const wl_section sections[] = {
+    { "parallel", parallel_fields, COUNT(parallel_fields), "layer_sharding", read_layer_sharding },
+    { "engine", engine_fields, COUNT(engine_fields), NULL, NULL },
+    { "simulation", simulation_fields, COUNT(simulation_fields), NULL, NULL },
+};
+
+static void field_set(scenario *s, const wl_field *f, long long v)
+{
+    char *p = (char *)s + f->off;
+    if (f->type == F_I64) {
+        int64_t x = v;
+        memcpy(p, &x, sizeof x);
+    } else {
+        int x = (int)v;
+        memcpy(p, &x, sizeof x);
+    }
+}
+
+static long long field_get(const scenario *s, const wl_field *f)
+{
+    const char *p = (const char *)s + f->off;
+    if (f->type == F_I64) {
+        int64_t x;
+        memcpy(&x, p, sizeof x);
+        return x;
+    }
+    int x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
+/* Name of an enum field's stored value. */
+static const char *field_name(const wl_field *f, long long v)
+{
+    for (int i = 0; f->names[i]; i++)
+        if ((f->values ? f->values[i] : i) == v)
+            return f->names[i];
+    return "?";
+}
+
+static int read_field(const ynode *map, const char *prefix, const wl_field *f, scenario *s,
+                      cp_err *err)
+{
+    long long v = field_get(s, f);
+    int b = (int)v, idx = -1, rc = 0;
+    switch (f->type) {
+    case F_INT:
+    case F_I64:
+        rc = yio_opt_int(map, prefix, f->key, f->lo, f->hi, &v, err);
+        break;
+    case F_BOOL:
+        rc = yio_opt_bool(map, prefix, f->key, &b, err);
+        v = b;
+        break;
+    case F_ENUM:
+        rc = yio_opt_enum(map, prefix, f->key, f->names, &idx, err);
+        if (idx >= 0)
+            v = f->values ? f->values[idx] : idx;
+        break;
+    }
+    if (rc == 0)
+        field_set(s, f, v);
+    return rc;
+}
+
+static int read_section(const ynode *root, const wl_section *sec, scenario *s, cp_err *err)
+{
+    const ynode *map = yio_key(root, sec->key);
+    if (!map)
+        return 0;
+    if (yio_want_map(map, sec->key, err) < 0)
+        return -1;
+    const char *known[24];
+    size_t nk = 0;
+    for (size_t i = 0; i < sec->n; i++) {
+        if (read_field(map, sec->key, &sec->fields[i], s, err) < 0)
+            return -1;
+        known[nk++] = sec->fields[i].key;
+    }
+    if (sec->read_extra) {
+        if (sec->read_extra(map, s, err) < 0)
+            return -1;
+        known[nk++] = sec->extra;
+    }
+    known[nk] = NULL;
+    return yio_no_unknown(map, sec->key, known, err);
+}
+
+static void set_defaults(scenario *s)
+{
+    for (size_t i = 0; i < COUNT(sections); i++)
+        for (size_t k = 0; k < sections[i].n; k++)
+            field_set(s, &sections[i].fields[k], sections[i].fields[k].def);
+    s->w_dtype = s->a_dtype = s->kv_dtype = DT_BF16;
+}
+
+/* parallel.layer_sharding: distinct names of full-layout projections. */
+static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err)
+{
+    const ynode *n = yio_key(par, "layer_sharding");
+    if (!n)
+        return 0;
+    if (yio_want_seq(n, "parallel.layer_sharding", err) < 0)
+        return -1;
+    if (n->n > WL_MAX_SHARDED)
+        return cp_fail_at(err, n->loc, "parallel.layer_sharding: at most %d names, got %zu",
+                          WL_MAX_SHARDED, n->n);
+    wl_parallel *p = &s->par;
+    for (size_t i = 0; i < n->n; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "parallel.layer_sharding.%zu", i);
+        int k;
+        if (yio_enum(n->kids[i], what, sharding_names, &k, err) < 0)
+            return -1;
+        for (int j = 0; j < p->n_layer_sharding; j++)
+            if (strcmp(p->layer_sharding[j], sharding_names[k]) == 0)
+                return cp_fail_at(err, n->kids[i]->loc, "%s: \"%s\" is listed twice", what,
+                                  sharding_names[k]);
+        snprintf(p->layer_sharding[p->n_layer_sharding++], sizeof p->layer_sharding[0], "%s",
+                 sharding_names[k]);
+    }
+    return 0;
+}
+
+/* precision: one dtype for everything, or {weights, activations, kv_cache}. */
+static int read_precision(const ynode *root, scenario *s, cp_err *err)
+{
+    const ynode *n = yio_key(root, "precision");
+    if (!n)
+        return 0;
+    int w = s->w_dtype, a = s->a_dtype, kv = s->kv_dtype;
+    if (n->kind == YN_MAP) {
+        if (yio_opt_enum(n, "precision", "weights", dtype_names, &w, err) < 0 ||
+            yio_opt_enum(n, "precision", "activations", dtype_names, &a, err) < 0 ||
+            yio_opt_enum(n, "precision", "kv_cache", dtype_names, &kv, err) < 0 ||
+            yio_no_unknown(n, "precision", precision_keys, err) < 0)
+            return -1;
+    } else {
+        if (yio_enum(n, "precision", dtype_names, &w, err) < 0)
+            return -1;
+        a = kv = w;
+    }
+    s->w_dtype = (cp_dtype)w;
+    s->a_dtype = (cp_dtype)a;
+    s->kv_dtype = (cp_dtype)kv;
+    return 0;
+}
+
+static int read_request(const ynode *item, size_t i, wl_request *r, cp_err *err)
+{
+    char what[48];
+    snprintf(what, sizeof what, "requests.%zu", i);
+    if (yio_want_map(item, what, err) < 0)
+        return -1;
+    long long prompt = 0, decode = 0;
+    double arrival = 0;
+    if (yio_opt_int(item, what, "prompt_tokens", 1, WL_MAX_PROMPT, &prompt, err) < 0 ||
+        yio_opt_double(item, what, "arrival_s", 0, WL_MAX_ARRIVAL, &arrival, err) < 0 ||
+        yio_opt_int(item, what, "decode_tokens", 0, WL_MAX_DECODE, &decode, err) < 0 ||
+        yio_no_unknown(item, what, request_keys, err) < 0)
+        return -1;
+    if (!yio_key(item, "prompt_tokens"))
+        return cp_fail_at(err, item->loc, "%s: prompt_tokens is required", what);
+    r->prompt_tokens = prompt;
+    r->arrival_s = arrival;
+    r->decode_tokens = decode;
+    return 0;
+}
+
+/* requests: a non-empty list sorted by arrival time. */
+static int read_requests(const ynode *root, scenario *s, cp_err *err)
+{
+    const ynode *n = yio_key(root, "requests");
+    if (!n)
+        return cp_fail_at(err, (cp_loc){ s->path, 0, 0 },
+                          "requests: required key is missing (a list of {prompt_tokens, "
+                          "arrival_s, decode_tokens})");
+    if (yio_want_seq(n, "requests", err) < 0)
+        return -1;
+    if (n->n == 0)
+        return cp_fail_at(err, n->loc, "requests: the list is empty; give at least one request");
+    s->reqs = calloc(n->n, sizeof *s->reqs);
+    if (!s->reqs)
+        return cp_fail(err, CP_EXIT_INTERNAL, "out of memory for %zu requests", n->n);
+    s->nreqs = (int)n->n;
+    for (size_t i = 0; i < n->n; i++) {
+        if (read_request(n->kids[i], i, &s->reqs[i], err) < 0)
+            return -1;
+        if (i > 0 && s->reqs[i].arrival_s < s->reqs[i - 1].arrival_s)
+            return cp_fail_at(err, yio_key(n->kids[i], "arrival_s")->loc,
+                              "requests.%zu.arrival_s: requests must be sorted by arrival_s; "
+                              "%g comes after %g of requests.%zu",
+                              i, s->reqs[i].arrival_s, s->reqs[i - 1].arrival_s, i - 1);
+    }
+    return 0;
+}
+
+/* Every section that needs no file other than the workload. */
+static int read_doc(scenario *s, cp_err *err)
+{
+    const ynode *root = yio_root(s->doc);
+    if (yio_want_map(root, "the workload", err) < 0)
+        return -1;
+    set_defaults(s);
+    /* model and platform are read when they are resolved; mark every known
+     * key now so that a misspelt top-level key is reported first */
+    for (size_t i = 0; top_keys[i]; i++)
+        yio_key(root, top_keys[i]);
+    if (yio_no_unknown(root, "", top_keys, err) < 0 || read_precision(root, s, err) < 0)
+        return -1;
+    for (size_t i = 0; i < COUNT(sections); i++)
+        if (read_section(root, &sections[i], s, err) < 0)
+            return -1;
+    return read_requests(root, s, err);
+}
+
+/* "origin:line:col: " (or "origin: ") of loc into buf. */
+static const char *loc_prefix(char *buf, size_t len, cp_loc loc)
+{
+    if (loc.line > 0)
+        snprintf(buf, len, "%s:%d:%d: ", loc.origin, loc.line, loc.col);
+    else
+        snprintf(buf, len, "%s: ", loc.origin);
+    return buf;
+}
+
+/* Report another loader's error `in` as caused by workload key `key` at
+ * loc, keeping its message and exit code.  A message that already points
+ * into the workload (platform overrides) is passed on as it is. */
+static int blame(const scenario *s, cp_err *err, const cp_err *in, cp_loc loc, const char *key)
+{
+    int code = in->code ? in->code : CP_EXIT_INTERNAL;
+    size_t plen = strlen(s->path);
+    if ((strncmp(in->msg, s->path, plen) == 0 && in->msg[plen] == ':') ||
+        strncmp(in->msg, "--set ", 6) == 0)
+        return cp_fail(err, code, "%s", in->msg);
+    char where[600];
+    return cp_fail(err, code, "%s%s: %s", loc_prefix(where, sizeof where, loc), key, in->msg);
+}
+
+static int resolve_model(scenario *s, cp_err *err)
+{
+    const ynode *n = yio_key(yio_root(s->doc), "model");
+    if (!n)
+        return cp_fail_at(err, (cp_loc){ s->path, 0, 0 },
+                          "model: required key is missing (a bundled model name or a path to "
+                          "a config.json)");
+    const char *spec = yio_str(n, "model", err);
+    if (!spec)
+        return -1;
+    char dir[1024];
+    cp_err in = { 0 };
+    if (arch_load(spec, cp_dirname(dir, sizeof dir, s->path), &s->model, &in) < 0)
+        return blame(s, err, &in, n->loc, "model");
+    return 0;
+}
+
+/* platform: a name, or {name, overrides...}; --platform replaces the name. */
+static int resolve_platform(scenario *s, const char *override, cp_err *err)
+{
+    const ynode *n = yio_key(yio_root(s->doc), "platform");
+    if (n && n->kind != YN_MAP && n->kind != YN_SCALAR)
+        return yio_str(n, "platform", err) ? 0 : -1;
+    const ynode *over = n && n->kind == YN_MAP ? n : NULL;
+    const ynode *name_node = over ? yio_key(over, "name") : n;
+    char origin[300];
+    cp_loc loc = { s->path, 0, 0 };
+    const char *name;
+    if (override) {
+        snprintf(origin, sizeof origin, "--platform %s", override);
+        loc.origin = origin;
+        name = override;
+    } else if (!n) {
+        return cp_fail_at(err, loc, "platform: required key is missing (a preset name, a path, "
+                                    "or a mapping with a name and overrides)");
+    } else if (!name_node) {
+        return cp_fail_at(err, n->loc, "platform: the mapping needs a name (a preset or a path)");
+    } else {
+        name = yio_str(name_node, over ? "platform.name" : "platform", err);
+        if (!name)
+            return -1;
+        loc = name_node->loc;
+    }
+    char dir[1024];
+    cp_err in = { 0 };
+    if (plat_load(name, cp_dirname(dir, sizeof dir, s->path), over, &s->plat, &in) < 0)
+        return blame(s, err, &in, loc, "platform");
+    return 0;
+}
+
+/* Where a value was written: the node of section.key, else the section,
+ * else the workload file. */
+static cp_loc loc_of(const scenario *s, const char *section, const char *key)
+{
+    const ynode *sec = yio_key(yio_root(s->doc), section);
+    const ynode *n = yio_key(sec, key);
+    if (n)
+        return n->loc;
+    return sec ? sec->loc : (cp_loc){ s->path, 0, 0 };
+}
+
+static int check_devices(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    long long need = (long long)p->tp * p->sp * p->dp;
+    int have = plat_devices(&s->plat);
+    if (need <= have)
+        return 0;
+    const char *key = p->tp > 1 ? "tp" : p->sp > 1 ? "sp" : "dp";
+    return cp_fail_at(err, loc_of(s, "parallel", key),
+                      "parallel: tp*sp*dp = %lld needs %lld devices, platform %s has %d", need,
+                      need, s->plat.name, have);
+}
+
+static int check_heads(const scenario *s, cp_err *err)
+{
+    const arch *m = &s->model;
+    int tp = s->par.tp;
+    cp_loc at = loc_of(s, "parallel", "tp");
+    if (m->heads % tp)
+        return cp_fail_at(err, at, "parallel.tp: tp = %d does not divide the %lld attention "
+                                   "heads of %s", tp, (long long)m->heads, m->name);
+    if (m->kv_heads % tp && tp % m->kv_heads)
+        return cp_fail_at(err, at, "parallel.tp: tp = %d and the %lld KV heads of %s: one must "
+                                   "divide the other", tp, (long long)m->kv_heads, m->name);
+    return 0;
+}
+
+static int check_experts(const scenario *s, cp_err *err)
+{
+    const arch *m = &s->model;
+    const wl_parallel *p = &s->par;
+    cp_loc ep_at = loc_of(s, "parallel", "ep");
+    if (!m->has_moe)
+        return p->ep > 1 ? cp_fail_at(err, ep_at, "parallel.ep: ep = %d needs a MoE model; %s "
+                                                  "has no routed experts", p->ep, m->name)
+                         : 0;
+    if (p->ep == 1 && m->moe_intermediate % p->tp)
+        return cp_fail_at(err, loc_of(s, "parallel", "tp"),
+                          "parallel.tp: tp = %d does not divide moe_intermediate_size %lld of "
+                          "%s (or shard the experts instead with parallel.ep > 1)",
+                          p->tp, (long long)m->moe_intermediate, m->name);
+    long long ranks = (long long)p->tp * p->sp * p->dp;
+    if (ranks % p->ep)
+        return cp_fail_at(err, ep_at, "parallel.ep: ep = %d does not divide tp*sp*dp = %lld",
+                          p->ep, ranks);
+    if (m->experts % p->ep)
+        return cp_fail_at(err, ep_at, "parallel.ep: ep = %d does not divide the %lld experts "
+                                      "of %s", p->ep, (long long)m->experts, m->name);
+    return 0;
+}
+
+/* The exchange x kv_storage table of the SP design (cp-exchange.md). */
+static int check_exchange(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    wl_exchange ex = p->exchange;
+    int by_head = p->kv_storage == KV_BY_HEAD;
+    int ok = ex == EX_AUTO || (ex == EX_ULYSSES && by_head) ||
+             ((ex == EX_ALL_GATHER || ex == EX_RING) && !by_head) ||
+             (ex == EX_NONE && (!by_head || p->sp == 1));
+    if (ok)
+        return 0;
+    const char *accepted = by_head ? "auto, ulysses (and none when sp = 1)"
+                                   : "auto, all_gather, ring, none";
+    char needs[96];
+    if (ex == EX_NONE)
+        snprintf(needs, sizeof needs, "with kv_storage by_head needs sp = 1 (parallel.sp = %d)",
+                 p->sp);
+    else
+        snprintf(needs, sizeof needs, "needs kv_storage %s", by_head ? "by_position" : "by_head");
+    return cp_fail_at(err, loc_of(s, "parallel", "exchange"),
+                      "parallel.exchange: \"%s\" %s; with kv_storage %s the accepted values are "
+                      "%s", exchange_names[ex], needs, kv_storage_names[p->kv_storage], accepted);
+}
+
+/* Ulysses turns token-split q/k/v into head-split: the heads of a TP rank
+ * must divide by sp. */
+static int check_ulysses(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    int ulysses = p->sp > 1 && p->kv_storage == KV_BY_HEAD &&
+                  (p->exchange == EX_ULYSSES || p->exchange == EX_AUTO);
+    long long per_rank = (long long)s->model.heads / p->tp;
+    if (!ulysses || per_rank % p->sp == 0)
+        return 0;
+    return cp_fail_at(err, loc_of(s, "parallel", "sp"),
+                      "parallel.sp: Ulysses (exchange %s, kv_storage by_head) spreads the %lld "
+                      "heads of a TP rank (%lld heads / tp %d) over sp = %d, which does not "
+                      "divide them", exchange_names[p->exchange], per_rank,
+                      (long long)s->model.heads, p->tp, p->sp);
+}
+
+static int check_engine(const scenario *s, cp_err *err)
+{
+    if (s->chunked_prefill && s->par.sp > 1)
+        return cp_fail_at(err, loc_of(s, "engine", "chunked_prefill"),
+                          "engine.chunked_prefill: chunked prefill is off on SP nodes "
+                          "(parallel.sp = %d)", s->par.sp);
+    return 0;
+}
+
+static int check_dsa(const scenario *s, cp_err *err)
+{
+    if (s->par.dsa_cp == 1 && !s->model.has_dsa)
+        return cp_fail_at(err, loc_of(s, "parallel", "dsa_cp"),
+                          "parallel.dsa_cp: on needs a model with a DSA indexer (index_topk in "
+                          "its config); %s has none", s->model.name);
+    return 0;
+}
+
+/* Every sharded projection must exist: all but o_proj are MLA's, and the q
+ * ones need a q LoRA (q_lora_rank > 0). */
+static int check_sharding(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    const arch *m = &s->model;
+    for (int i = 0; i < p->n_layer_sharding; i++) {
+        const char *t = p->layer_sharding[i];
+        char lacks[200] = "";
+        if (strcmp(t, "o_proj") != 0 && m->attn != ATTN_MLA)
+            snprintf(lacks, sizeof lacks, "an MLA model; %s uses GQA attention", m->name);
+        else if ((strcmp(t, "q_b_proj") == 0 || strcmp(t, "q_a_proj") == 0) && m->q_lora_rank <= 0)
+            snprintf(lacks, sizeof lacks, "q_lora_rank > 0; %s projects q directly "
+                                          "(q_lora_rank = 0)", m->name);
+        if (!lacks[0])
+            continue;
+        const ynode *list = yio_key(yio_key(yio_root(s->doc), "parallel"), "layer_sharding");
+        return cp_fail_at(err, list->kids[i]->loc, "parallel.layer_sharding.%d: %s needs %s", i,
+                          t, lacks);
+    }
+    return 0;
+}
+
+/* Checks that need the model and the platform.  A prompt longer than the
+ * model's max_position is accepted on purpose (what-if studies). */
+static int validate(const scenario *s, cp_err *err)
+{
+    if (check_devices(s, err) < 0 || check_heads(s, err) < 0 || check_experts(s, err) < 0 ||
+        check_exchange(s, err) < 0 || check_ulysses(s, err) < 0 || check_engine(s, err) < 0 ||
+        check_dsa(s, err) < 0 || check_sharding(s, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* Order: parse, apply --set, read every section (so that a typo in the
+ * workload is reported before any other file is opened), resolve the model
+ * and the platform, then the cross-checks.  On error *out is freed and
+ * zeroed, so wl_free on it stays harmless. */
+int wl_load(const char *path, const char *const *sets, int nsets, const char *platform_override,
+            scenario *out, cp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (path)
+        snprintf(out->path, sizeof out->path, "%s", path);
+    else
+        cp_data_path(out->path, sizeof out->path, "workloads/default.yaml");
+    out->doc = yio_parse_file(out->path, err);
+    int rc = out->doc ? 0 : -1;
+    for (int i = 0; rc == 0 && i < nsets; i++)
+        rc = yio_set(out->doc, sets[i], err);
+    if (rc == 0)
+        rc = read_doc(out, err);
+    if (rc == 0)
+        rc = resolve_model(out, err);
+    if (rc == 0)
+        rc = resolve_platform(out, platform_override, err);
+    if (rc == 0)
+        rc = validate(out, err);
+    if (rc < 0)
+        wl_free(out);
+    return rc;
+}
+
+void wl_free(scenario *s)
+{
+    if (!s)
+        return;
+    yio_free(s->doc);
+    free(s->reqs);
+    memset(s, 0, sizeof *s);
+}
+
+const char *wl_exchange_name(wl_exchange e)
+{
+    return (unsigned)e < COUNT(exchange_names) - 1 ? exchange_names[e] : "?";
+}
+
+const char *wl_kv_storage_name(wl_kv_storage k)
+{
+    return (unsigned)k < COUNT(kv_storage_names) - 1 ? kv_storage_names[k] : "?";
+}
+
+const char *wl_split_name(wl_split sp)
+{
+    return (unsigned)sp < COUNT(split_names) - 1 ? split_names[sp] : "?";
+}
+
+/* "<indent>key: "value"\n" with the value quoted as YAML needs. */
+static void put_str(FILE *out, int indent, const char *key, const char *value)
+{
+    ynode n = { .kind = YN_SCALAR, .str = (char *)value, .quoted = 1 };
+    fprintf(out, "%*s%s: ", indent, "", key);
+    yio_dump(&n, out, 0);
+}
+
+static void dump_model(const arch *m, FILE *out)
+{
+    fputs("  model:\n", out);
+    put_str(out, 4, "name", m->name);
+    put_str(out, 4, "config", m->path);
+    fprintf(out, "    hidden: %lld\n    layers: %lld\n    attention: %s\n"
+                 "    heads: %lld\n    kv_heads: %lld\n    head_dim: %lld\n",
+            (long long)m->hidden, (long long)m->layers, m->attn == ATTN_MLA ? "mla" : "gqa",
+            (long long)m->heads, (long long)m->kv_heads, (long long)m->head_dim);
+    fprintf(out, "    moe: %s\n", m->has_moe ? "true" : "false");
+    if (m->has_moe)
+        fprintf(out, "    experts: %lld\n    top_k: %lld\n    moe_intermediate: %lld\n",
+                (long long)m->experts, (long long)m->top_k, (long long)m->moe_intermediate);
+    fprintf(out, "    mla: %s\n    dsa: %s\n    max_position: %lld\n",
+            m->attn == ATTN_MLA ? "true" : "false", m->has_dsa ? "true" : "false",
+            (long long)m->max_position);
+}
+
+static void dump_section(const scenario *s, const wl_section *sec, FILE *out)
+{
+    fprintf(out, "  %s:\n", sec->key);
+    for (size_t i = 0; i < sec->n; i++) {
+        const wl_field *f = &sec->fields[i];
+        long long v = field_get(s, f);
+        fprintf(out, "    %s: ", f->key);
+        if (f->type == F_ENUM)
+            fprintf(out, "%s\n", field_name(f, v));
+        else if (f->type == F_BOOL)
+            fprintf(out, "%s\n", v ? "true" : "false");
+        else
+            fprintf(out, "%lld\n", v);
+    }
+    if (sec->read_extra == read_layer_sharding) {
+        fputs("    layer_sharding: [", out);
+        for (int i = 0; i < s->par.n_layer_sharding; i++)
+            fprintf(out, "%s%s", i ? ", " : "", s->par.layer_sharding[i]);
+        fputs("]\n", out);
+    }
+}
+
+/* The workload as written (after --set), then a `resolved:` section with
+ * what the loaders made of it, every default filled in. */
+void wl_dump(const scenario *s, FILE *out)
+{
+    yio_dump(yio_root(s->doc), out, 0);
+    fputs("resolved:\n", out);
+    put_str(out, 2, "workload", s->path);
+    dump_model(&s->model, out);
+    fputs("  platform:\n", out);
+    put_str(out, 4, "name", s->plat.name);
+    fprintf(out, "    devices: %d\n    nodes: %d\n    devices_per_node: %d\n",
+            plat_devices(&s->plat), s->plat.nodes, s->plat.devices_per_node);
+    put_str(out, 4, "device", s->plat.device);
+    fprintf(out, "  precision:\n    weights: %s\n    activations: %s\n    kv_cache: %s\n",
+            dtype_name(s->w_dtype), dtype_name(s->a_dtype), dtype_name(s->kv_dtype));
+    for (size_t i = 0; i < COUNT(sections); i++)
+        dump_section(s, &sections[i], out);
+    fputs("  requests:\n", out);
+    for (int i = 0; i < s->nreqs; i++)
+        fprintf(out, "    - {prompt_tokens: %lld, arrival_s: %.17g, decode_tokens: %lld}\n",
+                (long long)s->reqs[i].prompt_tokens, s->reqs[i].arrival_s,
+                (long long)s->reqs[i].decode_tokens);
+}

@@ -1,0 +1,91 @@
+/* workload: a scenario to simulate, loaded from YAML with --set overrides,
+ * resolved against its model config and platform, and validated.
+ *
+ * Top-level keys (README "Workload format" documents each):
+ *   model       bundled name or path to a config.json
+ *   platform    preset name, path, or a map {name, nodes, devices_per_node,
+ *               ...preset keys to override}
+ *   precision   scalar dtype or {weights, activations, kv_cache}
+ *   parallel    {tp, sp, ep, dp, kv_storage, exchange, min_tokens, split,
+ *                all_gather_tensors, ring_overlap, sequence_parallel,
+ *                dsa_cp, layer_sharding}
+ *   engine      {graph: eager|captured, chunked_prefill}
+ *   requests    list of {prompt_tokens, arrival_s, decode_tokens}
+ *   simulation  {network_model: cm02|l07}
+ */
+#ifndef CP_WORKLOAD_H
+#define CP_WORKLOAD_H
+
+#include <stdint.h>
+#include "models/arch.h"
+#include "models/dtype.h"
+#include "platforms/platform.h"
+#include "workloads/diag.h"
+#include "workloads/yamlio.h"
+
+typedef enum { KV_BY_HEAD, KV_BY_POSITION } wl_kv_storage;
+typedef enum { EX_AUTO, EX_ULYSSES, EX_ALL_GATHER, EX_RING, EX_NONE } wl_exchange;
+typedef enum { SPLIT_STRIPED, SPLIT_CONTIGUOUS, SPLIT_ZIGZAG } wl_split;
+typedef enum { AGT_QKV, AGT_KV } wl_ag_tensors;
+typedef enum { GRAPH_EAGER, GRAPH_CAPTURED } wl_graph;
+typedef enum { NET_CM02, NET_L07 } wl_netmodel;
+
+#define WL_MAX_SHARDED 8
+
+typedef struct wl_parallel {
+    int tp, sp, ep, dp;
+    wl_kv_storage kv_storage;       /* default by_head */
+    wl_exchange exchange;           /* default auto */
+    int64_t min_tokens;             /* default 0: every multi-token step splits */
+    wl_split split;                 /* default striped */
+    wl_ag_tensors all_gather_tensors; /* default qkv */
+    int ring_overlap;               /* default 0 */
+    int sequence_parallel;          /* RFC SP over the TP group, default 0 */
+    int dsa_cp;                     /* -1 auto (default), 0 off, 1 on */
+    int n_layer_sharding;
+    char layer_sharding[WL_MAX_SHARDED][32];
+} wl_parallel;
+
+typedef struct wl_request {
+    int64_t prompt_tokens;
+    double arrival_s;
+    int64_t decode_tokens;
+} wl_request;
+
+typedef struct scenario {
+    char path[1024];        /* workload file (the bundled default.yaml when none given) */
+    ydoc *doc;              /* resolved YAML (after --set), owned */
+
+    arch model;
+    platform plat;
+
+    cp_dtype w_dtype;       /* weights */
+    cp_dtype a_dtype;       /* activations */
+    cp_dtype kv_dtype;      /* KV cache */
+
+    wl_parallel par;
+    wl_graph graph;
+    int chunked_prefill;
+    wl_netmodel net_model;
+
+    wl_request *reqs;
+    int nreqs;
+} scenario;
+
+/* Load `path` (NULL: the bundled workloads/default.yaml), apply the --set
+ * assignments in order, resolve model and platform (`platform_override`, the
+ * --platform option, replaces the platform key when not NULL), and validate
+ * everything that can be checked before simulating.  On error returns -1 with
+ * err naming file:line:col or the offending key. */
+int wl_load(const char *path, const char *const *sets, int nsets,
+            const char *platform_override, scenario *out, cp_err *err);
+void wl_free(scenario *s);
+
+/* Print the resolved scenario as YAML (cpsim validate). */
+void wl_dump(const scenario *s, FILE *out);
+
+const char *wl_exchange_name(wl_exchange e);
+const char *wl_kv_storage_name(wl_kv_storage k);
+const char *wl_split_name(wl_split s);
+
+#endif
