@@ -28,6 +28,6 @@ int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path, c
     for (int c = 0; c < MC_COUNT; c++)
         fprintf(f, ",%s_bytes", plan_memcat_name(c));
     fputs(",total_bytes\n", f);
-    rep_mem_walk(r, row_fn, f);
+    rep_mem_walk(r, 0, row_fn, f);
     return rep_close(&rf, 1, err);
 }

@@ -129,7 +129,7 @@ static int cmp_mem(const void *a, const void *b)
     return (x->op > y->op) - (x->op < y->op);
 }
 
-void rep_mem_walk(const eng_result *r, rep_mem_fn fn, void *ctx)
+void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx)
 {
     eng_mem *m = malloc((r->nmem + 1) * sizeof *m);
     if (!m)
@@ -145,7 +145,7 @@ void rep_mem_walk(const eng_result *r, rep_mem_fn fn, void *ctx)
         }
         cur[m[i].cat] += m[i].delta;
         /* report an instant once all of its changes are applied */
-        if (i + 1 < r->nmem && m[i + 1].rank == rank && m[i + 1].t == m[i].t)
+        if (!every_event && i + 1 < r->nmem && m[i + 1].rank == rank && m[i + 1].t == m[i].t)
             continue;
         fn(ctx, rank, m[i].t, cur, m[i].op);
     }
@@ -172,7 +172,16 @@ static void peak_fn(void *vctx, int rank, double t, const double cur[MC_COUNT], 
         memcpy(rr->peak_by_cat, cur, MC_COUNT * sizeof *cur);
         rr->peak_op = op;
     }
-    /* the first instant at which any rank holds more than the capacity */
+}
+
+/* The first allocation that takes any rank above the capacity. */
+static void oom_fn(void *vctx, int rank, double t, const double cur[MC_COUNT], uint32_t op)
+{
+    peak_ctx *pc = vctx;
+    rep_summary *sm = pc->sm;
+    double tot = 0;
+    for (int c = 0; c < MC_COUNT; c++)
+        tot += cur[c];
     if (tot > sm->capacity_bytes && (pc->first_oom_t < 0 || t < pc->first_oom_t)) {
         pc->first_oom_t = t;
         sm->oom_rank = rank;
@@ -184,7 +193,8 @@ static void memory_peaks(const plan *p, const eng_result *r, rep_summary *sm)
 {
     peak_ctx pc = {sm, p, -1.0};
     sm->oom_rank = -1;
-    rep_mem_walk(r, peak_fn, &pc);
+    rep_mem_walk(r, 0, peak_fn, &pc);
+    rep_mem_walk(r, 1, oom_fn, &pc);
     sm->peak_bytes_max = 0;
     sm->peak_rank = 0;
     for (int rk = 0; rk < p->nranks; rk++) {
@@ -199,6 +209,10 @@ static void memory_peaks(const plan *p, const eng_result *r, rep_summary *sm)
 static void phase_name(const plan *p, int rank, uint32_t i, char *buf, size_t len)
 {
     const plan_prog *pg = &p->progs[p->prog_of_rank[rank]];
+    if (i < pg->nops && pg->ops[i].step < 0) {
+        snprintf(buf, len, "set-up (resident %s)", plan_memcat_name(pg->ops[i].mem_cat));
+        return;
+    }
     uint32_t j = i;
     while (j < pg->nops && pg->ops[j].kind == OPK_MEM)
         j++;

@@ -110,7 +110,7 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r, const
     }
     /* memory counters: one series per rank, categories stacked */
     counter_ctx cc = {f, dpn};
-    rep_mem_walk(r, counter_fn, &cc);
+    rep_mem_walk(r, 0, counter_fn, &cc);
     fputs("\n]}\n", f);
     return rep_close(&rf, 1, err);
 }

@@ -282,6 +282,58 @@ START_TEST(plan_json_fields)
 }
 END_TEST
 
+/* MLA under TP: replicated q_a / kv_a, q_b and kv_b sharded over heads,
+ * un-absorbed prefill over the whole context; DSA: indexer over the full
+ * causal prefix, sparse attention over at most index_topk keys, in bf16. */
+START_TEST(mla_and_dsa_under_tp)
+{
+    scenario s;
+    plan p;
+    tu_plan(&s, &p,
+            "model: deepseek-v3\nplatform: h200-sxm-8\nparallel: {tp: 8}\n"
+            "precision: fp8\nrequests: [{prompt_tokens: 4096}]\n",
+            NULL, 0);
+    const int64_t T = 4096, H = 128 / 8;
+    ck_assert_int_eq(tu_find(&p, 0, "q_a_proj", 0)->n, 1536);
+    ck_assert_int_eq(tu_find(&p, 0, "q_b_proj", 0)->n, H * 192);
+    ck_assert_int_eq(tu_find(&p, 0, "kv_a_proj", 0)->n, 576);
+    const plan_op *kvb = tu_find(&p, 0, "kv_b_proj", 0);
+    ck_assert_int_eq(kvb->m, T);
+    ck_assert_int_eq(kvb->n, H * (128 + 128));
+    const plan_op *at = tu_find(&p, 0, "mla_attention", 0);
+    ck_assert_int_eq(at->attn.heads, H);
+    ck_assert_int_eq(at->attn.d_qk, 192);
+    ck_assert_int_eq(at->attn.d_v, 128);
+    ck_assert_int_eq(tu_find(&p, 0, "o_proj", 0)->k, H * 128);
+    /* first 3 layers dense, then MoE with one shared expert */
+    ck_assert_ptr_nonnull(tu_find(&p, 0, "mlp_gate_up", 2));
+    ck_assert_ptr_null(tu_find(&p, 0, "router", 2));
+    ck_assert_ptr_nonnull(tu_find(&p, 0, "shared_gate_up", 3));
+    ck_assert_ptr_null(tu_find(&p, 0, "indexer_topk", -2));
+    plan_free(&p);
+    wl_free(&s);
+
+    tu_plan(&s, &p,
+            "model: glm-5.1\nplatform: h200-sxm-8\nparallel: {tp: 8}\n"
+            "precision: fp8\nrequests: [{prompt_tokens: 8192}]\n",
+            NULL, 0);
+    const int64_t T2 = 8192, topk = 2048;
+    const plan_op *ix = tu_find(&p, 0, "indexer_topk", 0);
+    ck_assert_int_eq(ix->kclass, KC_INDEXER);
+    ck_assert_double_eq(ix->attn.pairs, (double)T2 * (T2 + 1) / 2.0);
+    const plan_op *sfa = tu_find(&p, 0, "mla_sparse_attention", 77);
+    ck_assert_int_eq(sfa->kclass, KC_SPARSE_ATTN);
+    ck_assert_int_eq(sfa->dtype, DT_BF16);
+    ck_assert_int_eq(sfa->attn.heads, 64 / 8);
+    /* queries 0..2047 see i+1 keys, the other 6144 see 2048 */
+    ck_assert_double_eq(sfa->attn.pairs, 2048.0 * 2049 / 2 + (double)(T2 - topk) * topk);
+    ck_assert_ptr_null(tu_find(&p, 0, "kv_b_proj", -2));
+    ck_assert_int_eq(tu_count(&p, 0, "mla_sparse_attention", -2), 78);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
 START_TEST(layout_groups)
 {
     plan_layout_cfg lay = {.tp = 4, .sp = 2, .ep = 8, .dp = 2, .devices_per_node = 8};
@@ -316,6 +368,7 @@ static Suite *suite(void)
     tcase_add_test(tc, decode_steps_attend_the_prefix);
     tcase_add_test(tc, collectives_are_fenced);
     tcase_add_test(tc, plan_json_fields);
+    tcase_add_test(tc, mla_and_dsa_under_tp);
     tcase_add_test(tc, layout_groups);
     suite_add_tcase(s, tc);
     return s;

@@ -1,0 +1,178 @@
+/* emit: the plan builder's emitters (see emit.h). */
+#include "models/emit.h"
+
+#include <stdlib.h>
+
+void em_wait_for(bld *b, uint32_t op)
+{
+    if (op == EM_NONE)
+        return;
+    if (b->npending == EM_MAX_PENDING)
+        abort(); /* builder bug: too many outstanding cross-stream waits */
+    b->pending[b->npending++] = op;
+}
+
+uint32_t em_emit(bld *b, plan_op *o)
+{
+    o->layer = b->layer;
+    o->step = b->step;
+    o->request = b->request;
+    uint32_t i = plan_push(b->pg, o);
+    if (o->stream == ST_COMPUTE) {
+        for (int k = 0; k < b->npending; k++)
+            plan_dep(b->pg, i, b->pending[k]);
+        b->npending = 0;
+        if (o->kind == OPK_COMPUTE)
+            b->last_compute = i;
+    }
+    return i;
+}
+
+uint32_t em_compute(bld *b, const char *name, plan_kclass kc, double flops,
+                        double bytes, plan_shape in, plan_shape w, plan_shape out)
+{
+    plan_op o = {0};
+    o.name = name;
+    o.kind = OPK_COMPUTE;
+    o.stream = ST_COMPUTE;
+    o.kclass = (uint8_t)kc;
+    o.dtype = (uint8_t)b->adt;
+    o.layout = b->layout;
+    o.flops = flops;
+    o.bytes = bytes;
+    o.in = in;
+    o.w = w;
+    o.out = out;
+    o.g = 1;
+    return em_emit(b, &o);
+}
+
+/* y[m, n] = x[m, k] W[n, k]^T, g groups of m rows (g = 1: plain GEMM). */
+uint32_t em_gemm(bld *b, const char *name, int64_t m, int64_t k, int64_t n, int64_t g)
+{
+    plan_op o = {0};
+    o.name = name;
+    o.kind = OPK_COMPUTE;
+    o.stream = ST_COMPUTE;
+    o.kclass = g > 1 ? KC_GROUPED_GEMM : KC_GEMM;
+    o.dtype = (uint8_t)b->gdt;
+    o.layout = b->layout;
+    o.m = m;
+    o.k = k;
+    o.n = n;
+    o.g = g;
+    double gm = (double)g * (double)m;
+    o.flops = 2.0 * gm * (double)k * (double)n;
+    o.bytes = gm * (double)k * b->ab + (double)g * (double)k * (double)n * b->wb +
+              gm * (double)n * b->ab;
+    o.in = shp(2, g * m, k, 0);
+    o.w = g > 1 ? shp(3, g, k, n) : shp(2, k, n, 0);
+    o.out = shp(2, g * m, n, 0);
+    return em_emit(b, &o);
+}
+
+/* Memory event on a stream: + allocates, - frees. */
+void em_mem(bld *b, plan_memcat cat, double bytes, int stream)
+{
+    if (bytes == 0)
+        return;
+    plan_op o = {0};
+    o.name = bytes > 0 ? "alloc" : "free";
+    o.kind = OPK_MEM;
+    o.stream = (uint8_t)stream;
+    o.mem_cat = (uint8_t)cat;
+    o.mem_bytes = bytes;
+    em_emit(b, &o);
+}
+
+void em_act_alloc(bld *b, double bytes)
+{
+    em_mem(b, MC_ACTIVATIONS, bytes, ST_COMPUTE);
+}
+
+void em_act_free(bld *b, double bytes)
+{
+    em_mem(b, MC_ACTIVATIONS, -bytes, ST_COMPUTE);
+}
+
+void em_buf_alloc(bld *b, double bytes)
+{
+    em_mem(b, MC_COMM_BUFFER, bytes, ST_COMPUTE);
+}
+
+void em_buf_free(bld *b, double bytes)
+{
+    em_mem(b, MC_COMM_BUFFER, -bytes, ST_COMPUTE);
+}
+
+/* A collective on the comm stream after the last compute op; the next
+ * compute op waits for it.  Returns EM_NONE when the group has one member. */
+uint32_t em_coll(bld *b, const char *name, plan_coll kind, plan_group g,
+                     double bytes, plan_shape out)
+{
+    if (plan_group_size(&b->lay, g) <= 1)
+        return EM_NONE;
+    plan_op o = {0};
+    o.name = name;
+    o.kind = OPK_COLL;
+    o.stream = ST_COMM;
+    o.coll = (uint8_t)kind;
+    o.group = (uint8_t)g;
+    o.alg = ALG_AUTO;
+    o.dtype = (uint8_t)b->adt;
+    o.layout = b->layout;
+    o.comm_bytes = bytes;
+    o.out = out;
+    uint32_t i = em_emit(b, &o);
+    if (b->last_compute != EM_NONE)
+        plan_dep(b->pg, i, b->last_compute);
+    em_wait_for(b, i);
+    return i;
+}
+
+void em_rms_norm(bld *b, const char *name, int64_t m, int64_t h, int with_add)
+{
+    double mh = (double)m * (double)h;
+    double bytes = (with_add ? 4.0 : 2.0) * mh * b->ab + (double)h * b->wb;
+    em_compute(b, name, KC_NORM, (with_add ? 5.0 : 4.0) * mh, bytes, shp(2, m, h, 0),
+            shp(1, h, 0, 0), shp(2, m, h, 0));
+}
+
+void em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int64_t n_in,
+                        int64_t n_out, double flops_per_out)
+{
+    double bytes = ((double)m * n_in + (double)m * n_out) * b->ab;
+    em_compute(b, name, kc, flops_per_out * (double)m * n_out, bytes, shp(2, m, n_in, 0),
+            shp(0, 0, 0, 0), shp(2, m, n_out, 0));
+}
+
+uint32_t em_attention(bld *b, const char *name, plan_kclass kc, const plan_attn *at,
+                      double flops, double bytes)
+{
+    plan_op o = {0};
+    o.name = name;
+    o.kind = OPK_COMPUTE;
+    o.stream = ST_COMPUTE;
+    o.kclass = (uint8_t)kc;
+    o.dtype = (uint8_t)b->adt;
+    o.layout = b->layout;
+    o.g = 1;
+    o.attn = *at;
+    o.flops = flops;
+    o.bytes = bytes;
+    o.in = shp(3, at->q_len, at->heads, at->d_qk);
+    o.w = shp(3, at->kv_len, at->kv_heads, at->d_qk);
+    o.out = shp(3, at->q_len, at->heads, at->d_v);
+    return em_emit(b, &o);
+}
+
+double em_causal_pairs(int64_t t, int64_t prefix, int64_t cap)
+{
+    double td = (double)t, p = (double)prefix;
+    if (cap <= 0 || prefix + t <= cap)
+        return td * p + td * (td + 1.0) / 2.0;
+    /* queries 0..n-1 see prefix + i + 1 <= cap keys, the rest see cap */
+    int64_t n = cap - prefix > 0 ? cap - prefix : 0;
+    double nd = (double)n;
+    return nd * p + nd * (nd + 1.0) / 2.0 + (td - nd) * (double)cap;
+}

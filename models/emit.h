@@ -1,0 +1,84 @@
+/* emit: the plan builder's context and the emitters every layer builder
+ * uses (models/build.c drives them; models/layer_*.c, models/mla.c, ...
+ * describe the layers with them).
+ *
+ * The context stamps each new op with the current layer, step, request and
+ * token layout, keeps cross-stream waits (a collective waits for the kernel
+ * before it; the next op of the compute stream waits for the collective)
+ * and writes memory ops around the tensors the builders allocate.
+ */
+#ifndef CP_EMIT_H
+#define CP_EMIT_H
+
+#include <stdint.h>
+
+#include "models/plan.h"
+#include "workloads/workload.h"
+
+#define EM_MAX_PENDING 16
+#define EM_NONE UINT32_MAX
+
+typedef struct bld {
+    const scenario *s;
+    const arch *a;
+    plan_prog *pg;
+    plan_layout_cfg lay;     /* the plan's layout (group sizes) */
+    int32_t layer, step, request;
+    int tp, ep;              /* = lay.tp, lay.ep */
+    uint8_t layout;          /* token layout stamped on new ops (plan_layout) */
+    cp_dtype adt;            /* activation dtype */
+    cp_dtype gdt;            /* GEMM compute dtype */
+    double ab, wb, kvb;      /* bytes per element: activations, weights, KV */
+    uint32_t last_compute;   /* last kernel on the compute stream (or EM_NONE) */
+    uint32_t pending[EM_MAX_PENDING]; /* ops the next compute-stream op waits for */
+    int npending;
+} bld;
+
+static inline plan_shape shp(int nd, int64_t d0, int64_t d1, int64_t d2)
+{
+    plan_shape s = {.nd = (uint8_t)nd, .d = {d0, d1, d2, 0}};
+    return s;
+}
+
+/* Push an op stamped with the context; compute-stream ops take the pending
+ * waits.  Returns its index. */
+uint32_t em_emit(bld *b, plan_op *o);
+/* The next compute-stream op waits for op (EM_NONE: nothing). */
+void em_wait_for(bld *b, uint32_t op);
+
+/* A kernel of class kc on the compute stream. */
+uint32_t em_compute(bld *b, const char *name, plan_kclass kc, double flops, double bytes,
+                    plan_shape in, plan_shape w, plan_shape out);
+/* y[m, n] = x[m, k] W[n, k]^T; g groups of m rows each (g = 1: one GEMM). */
+uint32_t em_gemm(bld *b, const char *name, int64_t m, int64_t k, int64_t n, int64_t g);
+/* RMSNorm over m rows of width h, fused with the residual add when with_add
+ * (reads x and the residual, writes both). */
+void em_rms_norm(bld *b, const char *name, int64_t m, int64_t h, int with_add);
+/* An elementwise kernel reading [m, n_in] and writing [m, n_out]. */
+void em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int64_t n_in,
+                    int64_t n_out, double flops_per_out);
+
+/* An attention-class kernel (KC_ATTENTION, KC_SPARSE_ATTN, KC_INDEXER)
+ * described by *at; shapes in [q_len, heads, d_qk], w [kv_len, kv_heads,
+ * d_qk], out [q_len, heads, d_v]. */
+uint32_t em_attention(bld *b, const char *name, plan_kclass kc, const plan_attn *at,
+                      double flops, double bytes);
+/* (query, key) pairs of t causal queries after `prefix` cached keys: query
+ * i (0-based) sees prefix + i + 1 keys; with cap > 0 each query sees at
+ * most cap of them (sparse attention over top-k keys). */
+double em_causal_pairs(int64_t t, int64_t prefix, int64_t cap);
+
+/* Memory event on a stream: + allocates, - frees (0: nothing). */
+void em_mem(bld *b, plan_memcat cat, double bytes, int stream);
+void em_act_alloc(bld *b, double bytes);
+void em_act_free(bld *b, double bytes);
+/* Receive buffers of token exchanges (all-to-all), held until consumed. */
+void em_buf_alloc(bld *b, double bytes);
+void em_buf_free(bld *b, double bytes);
+
+/* A collective over group g on the comm stream, after the last kernel; the
+ * next compute-stream op waits for it.  EM_NONE when g has one member. */
+uint32_t em_coll(bld *b, const char *name, plan_coll kind, plan_group g, double bytes,
+                 plan_shape out);
+
+#endif

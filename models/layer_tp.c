@@ -1,0 +1,145 @@
+/* layer_tp: the tensor-parallel decoder layer pieces (see layers.h):
+ * GQA attention with column/row parallel projections, the dense SwiGLU MLP
+ * and the MoE block (experts sharded by TP in the intermediate dimension,
+ * or by EP with all-to-all dispatch/combine). */
+#include "models/layers.h"
+
+#include <math.h>
+
+#include "models/memory.h"
+
+const mlp_names MLP_DENSE = {"mlp_gate_up", "mlp_act", "mlp_down"};
+const mlp_names MLP_EXPERTS = {"expert_gate_up", "expert_act", "expert_down"};
+const mlp_names MLP_SHARED = {"shared_gate_up", "shared_act", "shared_down"};
+
+void layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter, int64_t g)
+{
+    const arch *a = b->a;
+    double rows = (double)m * (double)g;
+    const char *n_gu = nm->gate_up, *n_act = nm->act, *n_dn = nm->down;
+    em_act_alloc(b, rows * 2.0 * inter * b->ab);
+    em_gemm(b, n_gu, m, a->hidden, 2 * inter, g);
+    em_act_alloc(b, rows * inter * b->ab);
+    em_elementwise(b, n_act, KC_ELEMENTWISE, m * g, 2 * inter, inter, 5.0);
+    em_act_free(b, rows * 2.0 * inter * b->ab);
+    em_act_alloc(b, rows * a->hidden * b->ab);
+    em_gemm(b, n_dn, m, inter, a->hidden, g);
+    em_act_free(b, rows * inter * b->ab);
+}
+
+void layer_attention_gqa(bld *b, int64_t t, int64_t prefix)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden, d = a->head_dim;
+    int64_t hq = a->heads / b->tp;
+    int64_t hkv = mem_kv_heads_per_rank(a, b->tp);
+    int64_t qkv_w = (hq + 2 * hkv) * d;
+    double td = (double)t;
+
+    em_act_alloc(b, td * qkv_w * b->ab);
+    em_gemm(b, "qkv_proj", t, h, qkv_w, 1);
+    if (a->qk_norm)
+        em_compute(b, "qk_norm", KC_NORM, 4.0 * td * (hq + hkv) * d,
+                2.0 * td * (hq + hkv) * d * b->ab, shp(3, t, hq + hkv, d),
+                shp(1, d, 0, 0), shp(3, t, hq + hkv, d));
+    em_compute(b, "rope", KC_ROPE, 3.0 * td * (hq + hkv) * d,
+            2.0 * td * (hq + hkv) * d * b->ab, shp(3, t, hq + hkv, d), shp(0, 0, 0, 0),
+            shp(3, t, hq + hkv, d));
+    double kv_bytes = td * mem_kv_bytes_per_token_layer(a, b->tp, b->s->kv_dtype);
+    em_compute(b, "kv_write", KC_KV_WRITE, 0, td * 2.0 * hkv * d * b->ab + kv_bytes,
+            shp(3, t, 2 * hkv, d), shp(0, 0, 0, 0), shp(3, t, 2 * hkv, d));
+    em_mem(b, MC_KV_CACHE, kv_bytes, ST_COMPUTE);
+
+    plan_attn at = {.q_len = t, .kv_len = prefix + t, .heads = hq, .kv_heads = hkv,
+                    .d_qk = d, .d_v = d, .causal = 1,
+                    .pairs = em_causal_pairs(t, prefix, 0)};
+    em_act_alloc(b, td * hq * d * b->ab);
+    em_act_alloc(b, td * hq * 4.0); /* softmax log-sum-exp, fp32 per head and row */
+    em_attention(b, "attention", KC_ATTENTION, &at, 2.0 * at.pairs * (double)hq * (double)(d + d),
+                 (td * hq * d * 2.0 + (double)(prefix + t) * 2.0 * hkv * d) * b->ab);
+    em_act_free(b, td * hq * 4.0);
+    em_act_free(b, td * qkv_w * b->ab);
+
+    em_act_alloc(b, td * h * b->ab);
+    em_gemm(b, "o_proj", t, hq * d, h, 1);
+    em_act_free(b, td * hq * d * b->ab);
+    em_coll(b, "attn_all_reduce", CK_ALL_REDUCE, G_TP, td * h * b->ab, shp(2, t, h, 0));
+}
+
+/* MoE block on t tokens; leaves the output [t, h] allocated and reduced. */
+void layer_moe(bld *b, int64_t t)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden, E = a->experts, k = a->top_k;
+    int ep = b->ep;
+    /* with EP, each rank routes its 1/ep slice of the (replicated) tokens */
+    int64_t tl = ep > 1 ? (t + ep - 1) / ep : t;
+    double tld = (double)tl, row = (double)h * b->ab;
+    int64_t e_local = ep > 1 ? E / ep : E;
+    int64_t inter = ep > 1 ? a->moe_intermediate : a->moe_intermediate / b->tp;
+    /* rows leaving this rank: every token goes to k experts */
+    double rows_out = tld * (double)k;
+    /* uniform routing: with EP the rank's E/ep experts receive, from all ep
+     * ranks, ep * rows_out / ep = rows_out rows; without EP every expert
+     * receives rows_out / E rows */
+    int64_t m_exp = (int64_t)ceil(rows_out / (double)e_local);
+    double rows_in = (double)m_exp * (double)e_local;
+
+    em_act_alloc(b, tld * E * 4.0);
+    em_gemm(b, "router", tl, h, E, 1);
+    em_compute(b, "topk", KC_TOPK, 5.0 * tld * E, tld * E * 4.0 + tld * k * 8.0,
+            shp(2, tl, E, 0), shp(0, 0, 0, 0), shp(2, tl, k, 0));
+    em_act_free(b, tld * E * 4.0);
+
+    if (ep > 1) {
+        /* pack each token's k copies by destination rank, then exchange */
+        em_act_alloc(b, rows_out * row);
+        em_compute(b, "moe_permute", KC_MOE_PERMUTE, 0, 2.0 * rows_out * row, shp(2, tl, h, 0),
+                shp(0, 0, 0, 0), shp(2, tl * k, h, 0));
+        em_buf_alloc(b, rows_in * row);
+        em_coll(b, "moe_dispatch", CK_ALL_TO_ALL, G_EP, rows_out * row, shp(2, tl * k, h, 0));
+        em_act_free(b, rows_out * row);
+    }
+    /* without EP the fused MoE kernel reads its rows by index straight from
+     * the hidden states (vLLM fused_moe): no packed copy */
+    layer_mlp(b, &MLP_EXPERTS, m_exp, inter, e_local);
+    if (ep > 1) {
+        em_buf_free(b, rows_in * row); /* received rows */
+        em_buf_alloc(b, rows_out * row);
+        em_coll(b, "moe_combine", CK_ALL_TO_ALL, G_EP, rows_out * row, shp(2, tl * k, h, 0));
+        em_act_free(b, rows_in * row); /* expert outputs, sent back */
+    }
+    /* weighted sum of each token's k expert outputs */
+    em_act_alloc(b, tld * row);
+    em_compute(b, "moe_sum", KC_MOE_PERMUTE, 2.0 * rows_out * h, rows_out * row + tld * row,
+            shp(3, tl, k, h), shp(0, 0, 0, 0), shp(2, tl, h, 0));
+    if (ep > 1)
+        em_buf_free(b, rows_out * row); /* combined rows */
+    else
+        em_act_free(b, rows_in * row); /* expert outputs */
+    if (a->shared_intermediate > 0) {
+        int64_t sh_inter = ep > 1 ? a->shared_intermediate : a->shared_intermediate / b->tp;
+        layer_mlp(b, &MLP_SHARED, tl, sh_inter, 1);
+        em_elementwise(b, "shared_add", KC_ELEMENTWISE, tl, 2 * h, h, 1.0);
+        em_act_free(b, tld * row);
+    }
+    if (ep > 1) {
+        em_act_alloc(b, (double)t * row);
+        em_coll(b, "moe_all_gather", CK_ALL_GATHER, G_EP, (double)t * row, shp(2, t, h, 0));
+        em_act_free(b, tld * row);
+    } else {
+        em_coll(b, "moe_all_reduce", CK_ALL_REDUCE, G_TP, (double)t * row, shp(2, t, h, 0));
+    }
+}
+
+void layer_ffn(bld *b, int64_t t)
+{
+    const arch *a = b->a;
+    if (a->layer_moe[b->layer]) {
+        layer_moe(b, t);
+        return;
+    }
+    layer_mlp(b, &MLP_DENSE, t, a->intermediate / b->tp, 1);
+    em_coll(b, "mlp_all_reduce", CK_ALL_REDUCE, G_TP, (double)t * a->hidden * b->ab,
+         shp(2, t, a->hidden, 0));
+}
