@@ -21,55 +21,85 @@
 
 #include "models/layers.h"
 #include "models/memory.h"
+#include "models/seqpar.h"
 
-/* One forward pass over t new tokens after `prefix` cached tokens. */
-static void forward(bld *b, int64_t t, int64_t prefix)
+/* ---- the tensor-parallel scheme ------------------------------------------ */
+
+/* Vocabulary-parallel embedding: each rank looks up its slice of the
+ * vocabulary, an all-reduce assembles the rows.  Leaves the residual stream
+ * and the embedding [t, h] allocated. */
+static void tp_embed(bld *b, int64_t t)
 {
     const arch *a = b->a;
     int64_t h = a->hidden;
     double th = (double)t * h * b->ab;
-
-    b->layer = -1;
     em_act_alloc(b, th); /* residual stream */
     em_act_alloc(b, th); /* layer output / embedding */
     em_compute(b, "embedding", KC_EMBEDDING, 0, 2.0 * th, shp(1, t, 0, 0),
-            shp(2, a->vocab / b->tp, h, 0), shp(2, t, h, 0));
+               shp(2, a->vocab / b->tp, h, 0), shp(2, t, h, 0));
     em_coll(b, "embed_all_reduce", CK_ALL_REDUCE, G_TP, th, shp(2, t, h, 0));
+}
 
-    for (int32_t l = 0; l < a->layers; l++) {
-        b->layer = l;
-        em_act_alloc(b, th);
-        em_rms_norm(b, "input_norm", t, h, l > 0);
-        em_act_free(b, th); /* previous layer output (or embedding) */
-        if (a->attn == ATTN_MLA)
-            layer_attention_mla(b, t, prefix);
-        else
-            layer_attention_gqa(b, t, prefix);
-        /* normalized input is consumed by qkv_proj */
-        em_act_free(b, th);
-        em_act_alloc(b, th);
-        em_rms_norm(b, "post_attn_norm", t, h, 1);
-        em_act_free(b, th); /* attention output */
-        layer_ffn(b, t);
-        em_act_free(b, th); /* normalized FFN input */
-    }
-    b->layer = -1;
+/* One decoder layer; consumes the previous layer's output and leaves its
+ * own [t, h] allocated. */
+static void tp_layer(bld *b, int64_t t, int64_t prefix)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden;
+    double th = (double)t * h * b->ab;
+    em_act_alloc(b, th);
+    em_rms_norm(b, "input_norm", t, h, b->layer > 0);
+    em_act_free(b, th); /* previous layer output (or embedding) */
+    if (a->attn == ATTN_MLA)
+        layer_attention_mla(b, t, prefix);
+    else
+        layer_attention_gqa(b, t, prefix);
+    em_act_free(b, th); /* normalized input, consumed by the projections */
+    em_act_alloc(b, th);
+    em_rms_norm(b, "post_attn_norm", t, h, 1);
+    em_act_free(b, th); /* attention output */
+    layer_ffn(b, t);
+    em_act_free(b, th); /* normalized FFN input */
+}
+
+/* Final norm and the LM head on the last token (a prefill samples one
+ * token); the vocabulary-parallel logits are gathered.  Frees the residual
+ * stream and the last layer's output. */
+static void tp_final(bld *b, int64_t t)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden;
+    double th = (double)t * h * b->ab;
     em_act_alloc(b, th);
     em_rms_norm(b, "final_norm", t, h, 1);
-    em_act_free(b, th);
-    /* LM head on the last token only (prefill samples one token) */
+    em_act_free(b, th); /* last layer output */
     int64_t v = a->vocab / b->tp;
     em_act_alloc(b, (double)v * 4.0);
     em_gemm(b, "lm_head", 1, h, v, 1);
     em_act_alloc(b, (double)a->vocab * 4.0);
     em_coll(b, "logits_all_gather", CK_ALL_GATHER, G_TP, (double)a->vocab * 4.0,
-         shp(2, 1, a->vocab, 0));
+            shp(2, 1, a->vocab, 0));
     em_compute(b, "sample", KC_TOPK, (double)a->vocab, (double)a->vocab * 4.0,
-            shp(2, 1, a->vocab, 0), shp(0, 0, 0, 0), shp(1, 1, 0, 0));
+               shp(2, 1, a->vocab, 0), shp(0, 0, 0, 0), shp(1, 1, 0, 0));
     em_act_free(b, (double)a->vocab * 4.0);
     em_act_free(b, (double)v * 4.0);
     em_act_free(b, th); /* normalized final hidden */
     em_act_free(b, th); /* residual */
+}
+
+static const layer_scheme TP_SCHEME = {"tp", tp_embed, tp_layer, tp_final};
+
+/* One forward pass over t new tokens after `prefix` cached tokens. */
+static void forward(bld *b, const layer_scheme *sc, int64_t t, int64_t prefix)
+{
+    b->layer = -1;
+    sc->embed(b, t);
+    for (int32_t l = 0; l < b->a->layers; l++) {
+        b->layer = l;
+        sc->layer(b, t, prefix);
+    }
+    b->layer = -1;
+    sc->final(b, t);
 }
 
 static void step_marker(bld *b, double arrival)
@@ -132,6 +162,10 @@ int build_plan(const scenario *s, plan *out, cp_err *err)
     b.layer = -1;
     b.step = -1; /* set-up before the first step: the weights are resident */
 
+    const layer_scheme *sc = seqpar_scheme(s);
+    if (!sc)
+        sc = &TP_SCHEME;
+
     mem_weights w;
     mem_weights_per_rank(a, (mem_shard){.tp = s->par.tp, .ep = s->par.ep}, s->w_dtype, &w);
     em_mem(&b, MC_WEIGHTS, w.total, ST_COMPUTE);
@@ -144,11 +178,11 @@ int build_plan(const scenario *s, plan *out, cp_err *err)
         b.request = q;
         b.step = step++;
         step_marker(&b, rq->arrival_s);
-        forward(&b, rq->prompt_tokens, 0);
+        forward(&b, sc, rq->prompt_tokens, 0);
         for (int64_t i = 0; i < rq->decode_tokens; i++) {
             b.step = step++;
             step_marker(&b, rq->arrival_s);
-            forward(&b, 1, rq->prompt_tokens + i);
+            forward(&b, sc, 1, rq->prompt_tokens + i);
         }
         /* the request leaves: its KV cache is released */
         b.layer = -1;

@@ -32,4 +32,15 @@ void layer_moe(bld *b, int64_t t);
 /* The FFN of the current layer: dense MLP or MoE, reduced over TP. */
 void layer_ffn(bld *b, int64_t t);
 
+/* How a forward pass is laid out: the pieces the driver (build.c) calls
+ * before the layers, for each layer (b->layer set), and after them.  The
+ * tensor-parallel scheme is the baseline; passes (models/seqpar.c, ...)
+ * provide others. */
+typedef struct layer_scheme {
+    const char *name;
+    void (*embed)(bld *b, int64_t t);
+    void (*layer)(bld *b, int64_t t, int64_t prefix);
+    void (*final)(bld *b, int64_t t);
+} layer_scheme;
+
 #endif

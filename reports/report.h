@@ -12,6 +12,7 @@
 #ifndef CP_REPORT_H
 #define CP_REPORT_H
 
+#include <jansson.h>
 #include <stdio.h>
 #include "models/plan.h"
 #include "sim/engine.h"
@@ -63,6 +64,10 @@ int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
                   rep_summary *out, cp_err *err);
 void rep_summary_free(rep_summary *sm);
 
+/* The summary as a JSON object (schema cpsim.summary/1; caller decrefs). */
+json_t *rep_summary_json(const rep_summary *sm, const scenario *s);
+/* Write a JSON document atomically, indented, keys in insertion order. */
+int rep_write_json(json_t *j, const char *path, cp_err *err);
 int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path,
                       cp_err *err);
 int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,

@@ -312,7 +312,7 @@ static json_t *scenario_json(const scenario *s)
     return j;
 }
 
-int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path, cp_err *err)
+json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
 {
     json_t *j = json_object();
     json_object_set_new(j, "schema", json_string("cpsim.summary/1"));
@@ -367,14 +367,23 @@ int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path
     json_object_set_new(sim, "messages", json_integer(sm->messages));
     json_object_set_new(sim, "execs", json_integer(sm->execs));
     json_object_set_new(j, "simulation", sim);
+    return j;
+}
 
+int rep_write_json(json_t *j, const char *path, cp_err *err)
+{
     rep_file rf;
-    if (rep_open(&rf, path, err) != 0) {
-        json_decref(j);
+    if (rep_open(&rf, path, err) != 0)
         return -1;
-    }
     int ok = json_dumpf(j, rf.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) == 0;
     fputc('\n', rf.f);
-    json_decref(j);
     return rep_close(&rf, ok, err);
+}
+
+int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path, cp_err *err)
+{
+    json_t *j = rep_summary_json(sm, s);
+    int rc = rep_write_json(j, path, err);
+    json_decref(j);
+    return rc;
 }

@@ -1,19 +1,11 @@
-/* run: the commands of cpsim, each one pass through the pipeline
- *   workloads/ (load, validate) -> models/ (plan, cost) -> sim/ (SimGrid)
- *   -> reports/ (files, table). */
-#include <errno.h>
+/* run: the commands run, validate and plan (see cli.h), each one pass
+ * through the pipeline (pipeline.h). */
 #include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
 
-#include "collectives/coll.h"
-#include "models/build.h"
-#include "models/cost.h"
 #include "models/memory.h"
-#include "reports/report.h"
 #include "sim/cli.h"
 #include "sim/engine.h"
-#include "workloads/workload.h"
+#include "sim/pipeline.h"
 
 static int fail(const cp_err *err)
 {
@@ -21,100 +13,23 @@ static int fail(const cp_err *err)
     return err->code ? err->code : CP_EXIT_INTERNAL;
 }
 
-/* Load, plan and price: everything before the simulation. */
-static int prepare(const cli_opts *o, scenario *s, plan *p, cp_err *err)
+static pipe_req request_of(const cli_opts *o)
 {
-    memset(p, 0, sizeof *p);
-    if (wl_load(o->workload, o->sets, o->nsets, o->platform, s, err) != 0)
-        return -1;
-    if (build_plan(s, p, err) != 0) {
-        wl_free(s);
-        return -1;
-    }
-    cost_model *cm = cost_new(&s->plat, err);
-    if (!cm) {
-        plan_free(p);
-        wl_free(s);
-        return -1;
-    }
-    cost_price_plan(cm, p, s->graph == GRAPH_CAPTURED);
-    cost_free(cm);
-    return 0;
-}
-
-static int mkdir_p(const char *dir, cp_err *err)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *c = buf + 1; *c; c++) {
-        if (*c != '/')
-            continue;
-        *c = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return cp_fail(err, CP_EXIT_INPUT, "--out %s: cannot create %s: %s", dir, buf,
-                           strerror(errno));
-        *c = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return cp_fail(err, CP_EXIT_INPUT, "--out %s: cannot create it: %s", dir,
-                       strerror(errno));
-    struct stat st;
-    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-        return cp_fail(err, CP_EXIT_INPUT, "--out %s: not a directory", dir);
-    return 0;
-}
-
-static int write_outputs(const cli_opts *o, const scenario *s, const plan *p,
-                         const eng_result *r, const rep_summary *sm, cp_err *err)
-{
-    char path[4096];
-    if (mkdir_p(o->out_dir, err) != 0)
-        return -1;
-    snprintf(path, sizeof path, "%s/trace.json", o->out_dir);
-    if (rep_write_trace(s, p, r, path, err) != 0)
-        return -1;
-    snprintf(path, sizeof path, "%s/memory.csv", o->out_dir);
-    if (rep_write_memory_csv(p, r, path, err) != 0)
-        return -1;
-    /* summary last: its presence means the run's outputs are complete */
-    snprintf(path, sizeof path, "%s/summary.json", o->out_dir);
-    return rep_write_summary(sm, s, path, err);
+    pipe_req rq = {.workload = o->workload, .sets = o->sets, .nsets = o->nsets,
+                   .platform = o->platform, .out_dir = o->out_dir};
+    return rq;
 }
 
 int cli_run(const cli_opts *o, int *argc, char **argv)
 {
     cp_err err = {0};
-    scenario s;
-    plan p;
-    if (prepare(o, &s, &p, &err) != 0)
-        return fail(&err);
-    coll_model cm;
-    if (coll_model_init(&cm, &s.plat, &err) != 0) {
-        plan_free(&p);
-        wl_free(&s);
-        return fail(&err);
-    }
+    pipe_req rq = request_of(o);
+    json_t *summary = NULL;
     eng_init(argc, argv);
-    eng_opts eo = {.plat = &s.plat, .cm = &cm, .graph = s.graph == GRAPH_CAPTURED,
-                   .l07 = s.net_model == NET_L07};
-    eng_result r;
-    rep_summary sm = {0};
-    int rc = eng_run(&p, &eo, &r, &err);
-    if (rc == 0)
-        rc = rep_summarize(&s, &p, &r, &sm, &err);
-    if (rc == 0)
-        rc = write_outputs(o, &s, &p, &r, &sm, &err);
-    if (rc == 0 && !o->quiet) {
-        rep_print_table(&sm, &s, stdout);
-        printf("\nwrote %s/summary.json, %s/trace.json, %s/memory.csv "
-               "(simulated %ld events, %ld messages in %.3f s)\n",
-               o->out_dir, o->out_dir, o->out_dir, sm.events, sm.messages, sm.wall_s);
-    }
-    rep_summary_free(&sm);
-    eng_result_free(&r);
-    plan_free(&p);
-    wl_free(&s);
-    return rc == 0 ? CP_EXIT_OK : fail(&err);
+    if (pipeline_run(&rq, &summary, o->quiet ? NULL : stdout, &err) != 0)
+        return fail(&err);
+    json_decref(summary);
+    return CP_EXIT_OK;
 }
 
 int cli_validate(const cli_opts *o)
@@ -122,7 +37,8 @@ int cli_validate(const cli_opts *o)
     cp_err err = {0};
     scenario s;
     plan p;
-    if (prepare(o, &s, &p, &err) != 0)
+    pipe_req rq = request_of(o);
+    if (pipeline_prepare(&rq, &s, &p, &err) != 0)
         return fail(&err);
     wl_dump(&s, stdout);
     mem_weights w;
@@ -173,7 +89,8 @@ int cli_plan(const cli_opts *o)
     cp_err err = {0};
     scenario s;
     plan p;
-    if (prepare(o, &s, &p, &err) != 0)
+    pipe_req rq = request_of(o);
+    if (pipeline_prepare(&rq, &s, &p, &err) != 0)
         return fail(&err);
     int rc = 0;
     if (o->json)

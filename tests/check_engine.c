@@ -9,6 +9,7 @@
 #include "collectives/coll.h"
 #include "models/build.h"
 #include "models/cost.h"
+#include "sim/child.h"
 #include "sim/engine.h"
 #include "tests/testutil.h"
 
@@ -237,6 +238,29 @@ START_TEST(default_workload_runs)
 }
 END_TEST
 
+/* A scenario in a child process: the summary comes back through the pipe;
+ * bad input comes back as the child's message and exit code. */
+START_TEST(child_runs_and_reports)
+{
+    tu_setup();
+    json_t *sm = NULL;
+    cp_err err = {0};
+    pipe_req rq = {0};
+    ck_assert_msg(child_run(&rq, &sm, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(json_string_value(json_object_get(sm, "schema")), "cpsim.summary/1");
+    ck_assert_double_gt(json_real_value(json_object_get(sm, "ttft_s")), 0.05);
+    json_decref(sm);
+
+    const char *sets[] = {"parallel.tp=3"};
+    pipe_req bad = {.sets = sets, .nsets = 1};
+    memset(&err, 0, sizeof err);
+    ck_assert_int_ne(child_run(&bad, &sm, &err), 0);
+    ck_assert_ptr_null(sm);
+    ck_assert_int_eq(err.code, CP_EXIT_INPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "parallel.tp"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("engine");
@@ -249,6 +273,11 @@ static Suite *suite(void)
     tcase_add_test(tc, deadlock_is_an_internal_failure);
     tcase_add_test(tc, default_workload_runs);
     suite_add_tcase(s, tc);
+    /* no SimGrid in the test process: its children initialise their own */
+    TCase *tc_child = tcase_create("child");
+    tcase_set_timeout(tc_child, 120);
+    tcase_add_test(tc_child, child_runs_and_reports);
+    suite_add_tcase(s, tc_child);
     return s;
 }
 

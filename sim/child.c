@@ -1,0 +1,138 @@
+/* child: one scenario per child process (see child.h). */
+#include "sim/child.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/engine.h"
+
+/* Write all of buf to fd. */
+static int write_all(int fd, const char *buf, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The child: run, report one line, exit without returning to the caller. */
+static void child_main(const pipe_req *rq, int fd)
+{
+    static char arg0[] = "cpsim";
+    char *argv[] = {arg0, NULL};
+    int argc = 1;
+    cp_err err = {0};
+    json_t *summary = NULL;
+    eng_init(&argc, argv);
+    json_t *line;
+    int code = 0;
+    if (pipeline_run(rq, &summary, NULL, &err) == 0) {
+        line = summary;
+    } else {
+        code = err.code ? err.code : CP_EXIT_INTERNAL;
+        line = json_pack("{s:s, s:i}", "error", err.msg, "exit", code);
+    }
+    char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(line);
+    int bad = !text || write_all(fd, text, strlen(text)) != 0 || write_all(fd, "\n", 1) != 0;
+    free(text);
+    close(fd);
+    _exit(bad ? CP_EXIT_INTERNAL : code);
+}
+
+int child_spawn(const pipe_req *rq, child_proc *cp, cp_err *err)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return cp_fail(err, CP_EXIT_INTERNAL, "cannot create a pipe: %s", strerror(errno));
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return cp_fail(err, CP_EXIT_INTERNAL, "cannot fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child_main(rq, fds[1]);
+    }
+    close(fds[1]);
+    cp->pid = pid;
+    cp->fd = fds[0];
+    return 0;
+}
+
+/* Everything the child wrote (NUL-terminated, caller frees). */
+static char *read_all(int fd)
+{
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    if (!buf)
+        abort();
+    for (;;) {
+        if (len + 1 == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            if (!buf)
+                abort();
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+int child_finish(child_proc *cp, json_t **summary, cp_err *err)
+{
+    *summary = NULL;
+    char *text = read_all(cp->fd);
+    close(cp->fd);
+    int status = 0;
+    while (waitpid(cp->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    json_error_t je;
+    json_t *j = text[0] ? json_loads(text, 0, &je) : NULL;
+    free(text);
+    if (j && !json_object_get(j, "error") && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        *summary = j;
+        return 0;
+    }
+    if (j && json_object_get(j, "error")) {
+        int code = (int)json_integer_value(json_object_get(j, "exit"));
+        cp_fail(err, code ? code : CP_EXIT_INTERNAL, "%s",
+                json_string_value(json_object_get(j, "error")));
+    } else if (WIFSIGNALED(status)) {
+        cp_fail(err, CP_EXIT_INTERNAL, "the simulation process died of signal %d (%s)",
+                WTERMSIG(status), strsignal(WTERMSIG(status)));
+    } else {
+        cp_fail(err, CP_EXIT_INTERNAL, "the simulation process exited with status %d "
+                "without a result", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
+    json_decref(j);
+    return -1;
+}
+
+int child_run(const pipe_req *rq, json_t **summary, cp_err *err)
+{
+    child_proc cp;
+    if (child_spawn(rq, &cp, err) != 0)
+        return -1;
+    return child_finish(&cp, summary, err);
+}

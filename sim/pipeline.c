@@ -1,0 +1,112 @@
+/* pipeline: one scenario through every stage (see pipeline.h). */
+#include "sim/pipeline.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "collectives/coll.h"
+#include "models/build.h"
+#include "models/cost.h"
+#include "reports/report.h"
+#include "sim/engine.h"
+
+int pipeline_prepare(const pipe_req *rq, scenario *s, plan *p, cp_err *err)
+{
+    memset(p, 0, sizeof *p);
+    if (wl_load(rq->workload, rq->sets, rq->nsets, rq->platform, s, err) != 0)
+        return -1;
+    if (build_plan(s, p, err) != 0) {
+        wl_free(s);
+        return -1;
+    }
+    cost_model *cm = cost_new(&s->plat, err);
+    if (!cm) {
+        plan_free(p);
+        wl_free(s);
+        return -1;
+    }
+    cost_price_plan(cm, p, s->graph == GRAPH_CAPTURED);
+    cost_free(cm);
+    return 0;
+}
+
+static int mkdir_p(const char *dir, cp_err *err)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *c = buf + 1; *c; c++) {
+        if (*c != '/')
+            continue;
+        *c = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return cp_fail(err, CP_EXIT_INPUT, "--out %s: cannot create %s: %s", dir, buf,
+                           strerror(errno));
+        *c = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return cp_fail(err, CP_EXIT_INPUT, "--out %s: cannot create it: %s", dir,
+                       strerror(errno));
+    struct stat st;
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cp_fail(err, CP_EXIT_INPUT, "--out %s: not a directory", dir);
+    return 0;
+}
+
+static int write_outputs(const char *dir, const scenario *s, const plan *p,
+                         const eng_result *r, json_t *summary, cp_err *err)
+{
+    char path[4096];
+    if (mkdir_p(dir, err) != 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    if (rep_write_trace(s, p, r, path, err) != 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/memory.csv", dir);
+    if (rep_write_memory_csv(p, r, path, err) != 0)
+        return -1;
+    /* summary last: its presence means the run's outputs are complete */
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    return rep_write_json(summary, path, err);
+}
+
+int pipeline_run(const pipe_req *rq, json_t **summary, FILE *table, cp_err *err)
+{
+    scenario s;
+    plan p;
+    *summary = NULL;
+    if (pipeline_prepare(rq, &s, &p, err) != 0)
+        return -1;
+    coll_model cm;
+    eng_result r = {0};
+    rep_summary sm = {0};
+    int rc = coll_model_init(&cm, &s.plat, err);
+    if (rc == 0) {
+        eng_opts eo = {.plat = &s.plat, .cm = &cm, .graph = s.graph == GRAPH_CAPTURED,
+                       .l07 = s.net_model == NET_L07};
+        rc = eng_run(&p, &eo, &r, err);
+    }
+    if (rc == 0)
+        rc = rep_summarize(&s, &p, &r, &sm, err);
+    if (rc == 0)
+        *summary = rep_summary_json(&sm, &s);
+    if (rc == 0 && rq->out_dir)
+        rc = write_outputs(rq->out_dir, &s, &p, &r, *summary, err);
+    if (rc == 0 && table) {
+        rep_print_table(&sm, &s, table);
+        if (rq->out_dir)
+            fprintf(table, "\nwrote %s/summary.json, %s/trace.json, %s/memory.csv ",
+                    rq->out_dir, rq->out_dir, rq->out_dir);
+        fprintf(table, "(simulated %ld events, %ld messages in %.3f s)\n", sm.events,
+                sm.messages, sm.wall_s);
+    }
+    if (rc != 0 && *summary) {
+        json_decref(*summary);
+        *summary = NULL;
+    }
+    rep_summary_free(&sm);
+    eng_result_free(&r);
+    plan_free(&p);
+    wl_free(&s);
+    return rc;
+}
