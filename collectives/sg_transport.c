@@ -121,6 +121,7 @@ void sgt_ctx_init(sgt_ctx *c, sgt_world *w, int rank, int stream)
     c->w = w;
     c->rank = rank;
     c->stream = stream;
+    c->sleep_scale = 1.0;
     c->msgs_sent = 0;
     c->bytes_sent = 0;
 }
@@ -171,8 +172,8 @@ static void sgt_waitall(void *ctx, tr_req **reqs, int n)
 
 static void sgt_sleep(void *ctx, double seconds)
 {
-    (void)ctx;
-    sg_actor_sleep_for(seconds);
+    const sgt_ctx *c = ctx;
+    sg_actor_sleep_for(seconds * c->sleep_scale);
 }
 
 static double sgt_now(void *ctx)

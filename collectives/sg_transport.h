@@ -22,6 +22,8 @@ typedef struct sgt_ctx {
     sgt_world *w;
     int rank;
     int stream;
+    double sleep_scale; /* fixed costs (sleep) last this many times longer:
+                           the engine's interference factor, 1 by default */
     long msgs_sent;     /* statistics */
     double bytes_sent;  /* wire bytes */
 } sgt_ctx;

@@ -87,6 +87,12 @@ int plat_devices(const platform *p);
 /* Host name of global device index d ("n<node>g<i>"). */
 void plat_host_name(const platform *p, int d, char *buf, size_t len);
 
+/* Names of the SimGrid links that carry device d's traffic and nothing
+ * between two other devices (generated presets: its fabric port or mesh
+ * links, its package links, its NIC; both directions).  Returns how many
+ * were written into names (at most cap); 0 for raw XML platforms. */
+int plat_device_links(const platform *p, int d, char (*names)[48], int cap);
+
 /* Write the SimGrid XML platform of p (generated presets only). */
 int plat_write_xml(const platform *p, FILE *out, cp_err *err);
 

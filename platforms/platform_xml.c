@@ -173,6 +173,49 @@ static void write_node_links(const platform *p, int k, int ind, FILE *out)
     }
 }
 
+/* Appends "<id>_UP" and "<id>_DOWN" (a SPLITDUPLEX link's two directions). */
+static int add_duplex(char (*names)[48], int n, int cap, const char *id)
+{
+    static const char *const dir[] = {"_UP", "_DOWN"};
+    for (int k = 0; k < 2; k++, n++) {
+        if (n >= cap)
+            continue;
+        size_t len = strlen(id);
+        if (len + strlen(dir[k]) >= sizeof names[n])
+            len = sizeof names[n] - 1 - strlen(dir[k]);
+        memcpy(names[n], id, len);
+        strcpy(names[n] + len, dir[k]);
+    }
+    return n;
+}
+
+int plat_device_links(const platform *p, int d, char (*names)[48], int cap)
+{
+    if (p->raw_xml)
+        return 0;
+    int dpn = p->devices_per_node, k = d / dpn, i = d % dpn, n = 0;
+    char id[40];
+    if (p->fabric == FAB_SWITCH) {
+        snprintf(id, sizeof id, "fab_n%dg%d", k, i);
+        n = add_duplex(names, n, cap, id);
+    }
+    for (int j = 0; j < dpn; j++) {
+        if (j == i)
+            continue;
+        int lo = i < j ? i : j, hi = i < j ? j : i;
+        if (same_package(p, i, j))
+            snprintf(id, sizeof id, "pkg_n%d_%d_%d", k, lo, hi);
+        else if (p->fabric == FAB_MESH)
+            snprintf(id, sizeof id, "mesh_n%d_%d_%d", k, lo, hi);
+        else
+            continue;
+        n = add_duplex(names, n, cap, id);
+    }
+    snprintf(id, sizeof id, "nic_n%dg%d", k, i);
+    n = add_duplex(names, n, cap, id);
+    return n < cap ? n : cap;
+}
+
 /* Routes are symmetrical: SimGrid flips UP/DOWN for the way back. */
 static void write_node_routes(const platform *p, int k, int ind, FILE *out)
 {

@@ -4,7 +4,9 @@
 #include <simgrid/actor.h>
 #include <simgrid/cond.h>
 #include <simgrid/engine.h>
+#include <simgrid/exec.h>
 #include <simgrid/host.h>
+#include <simgrid/link.h>
 #include <simgrid/mutex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +39,21 @@ typedef struct rank_st {
     int32_t started_step;       /* last step whose step op completed, -1 before */
     uint32_t at[ST_COUNT];      /* op each stream is working on (deadlock report) */
     int finished[ST_COUNT];
+    /* interference (engine.h) */
+    int kernel_kind;            /* interference kind of the running kernel, -1 idle */
+    double comm_bytes[ST_COUNT]; /* size of the collective running per stream, 0 idle */
+    double fc, fm;              /* slowdowns in force */
+    sg_exec_t hog;              /* takes 1 - 1/fc of the host while fc > 1 */
+    int *links;                 /* indices into E.links */
+    int nlinks;
 } rank_st;
+
+/* A link whose bandwidth interference lowers, with the ranks at its ends. */
+typedef struct ilink {
+    sg_link_t link;
+    double bw;                  /* nominal bandwidth (bytes/s) */
+    int owner[2];               /* ranks (-1: none) */
+} ilink;
 
 typedef struct stream_st {
     rank_st *rs;
@@ -52,6 +68,9 @@ static struct {
     eng_result *res;
     rank_st *ranks;
     sgt_world *tw;
+    const interf_model *im;     /* NULL: no interference */
+    ilink *links;
+    int nlinks;
 } E;
 
 /* ---- recording -------------------------------------------------------- */
@@ -128,6 +147,84 @@ static void sleep_until(double t)
         sg_actor_sleep_for(t - now);
 }
 
+/* ---- interference ------------------------------------------------------- */
+
+static void relink(const ilink *l)
+{
+    double fm = 1.0;
+    for (int k = 0; k < 2; k++)
+        if (l->owner[k] >= 0 && E.ranks[l->owner[k]].fm > fm)
+            fm = E.ranks[l->owner[k]].fm;
+    sg_link_set_bandwidth(l->link, l->bw / fm);
+}
+
+/* Re-derive the rank's slowdowns after one of its streams started or ended
+ * an op, and apply them to its host and links. */
+static void interfere(rank_st *rs)
+{
+    if (!E.im)
+        return;
+    double bytes = 0, fc = 1.0, fm = 1.0;
+    for (int s = 0; s < ST_COUNT; s++)
+        if (rs->comm_bytes[s] > bytes)
+            bytes = rs->comm_bytes[s];
+    if (rs->kernel_kind >= 0 && bytes > 0)
+        interf_factors(E.im, rs->kernel_kind, bytes, &fc, &fm);
+    if (fc != rs->fc) {
+        if (rs->hog)
+            sg_exec_cancel(rs->hog);
+        rs->hog = NULL;
+        if (fc > 1.0) {
+            /* a bounded exec beside the kernel leaves it speed / fc */
+            rs->hog = sg_actor_exec_init(rs->speed * 1e9);
+            sg_exec_set_bound(rs->hog, rs->speed * (1.0 - 1.0 / fc));
+            sg_exec_start(rs->hog);
+        }
+        rs->fc = fc;
+    }
+    if (fm != rs->fm) {
+        rs->fm = fm;
+        for (int k = 0; k < rs->nlinks; k++)
+            relink(&E.links[rs->links[k]]);
+    }
+}
+
+/* The links of every rank, each listed once with its owners. */
+static void interfere_setup(const platform *pl, int nranks)
+{
+    char (*names)[48] = malloc(64 * sizeof *names);
+    if (!names)
+        abort();
+    for (int r = 0; r < nranks; r++) {
+        rank_st *rs = &E.ranks[r];
+        rs->kernel_kind = -1;
+        rs->fc = rs->fm = 1.0;
+        int n = plat_device_links(pl, r, names, 64);
+        rs->links = calloc((size_t)n + 1, sizeof *rs->links);
+        if (!rs->links)
+            abort();
+        for (int i = 0; i < n; i++) {
+            sg_link_t l = sg_link_by_name(names[i]);
+            if (!l)
+                continue;
+            int k = 0;
+            while (k < E.nlinks && E.links[k].link != l)
+                k++;
+            if (k == E.nlinks) {
+                E.links = realloc(E.links, (size_t)(E.nlinks + 1) * sizeof *E.links);
+                if (!E.links)
+                    abort();
+                E.links[k] = (ilink){l, sg_link_get_bandwidth(l), {r, -1}};
+                E.nlinks++;
+            } else if (E.links[k].owner[0] != r) {
+                E.links[k].owner[1] = r;
+            }
+            rs->links[rs->nlinks++] = k;
+        }
+    }
+    free(names);
+}
+
 /* ---- ops ---------------------------------------------------------------- */
 
 static void run_coll(stream_st *ss, const plan_op *o)
@@ -179,13 +276,23 @@ static void stream_main(int argc, char **argv)
         switch (o->kind) {
         case OPK_COMPUTE:
             if (o->cost_s > 0) {
+                rs->kernel_kind = interf_kind((plan_kclass)o->kclass);
+                interfere(rs);
                 sg_actor_execute(o->cost_s * rs->speed);
+                rs->kernel_kind = -1;
+                interfere(rs);
                 E.res->execs++;
             }
             break;
         case OPK_COLL:
         case OPK_P2P:
+            rs->comm_bytes[s] = o->comm_bytes > o->recv_bytes ? o->comm_bytes : o->recv_bytes;
+            interfere(rs);
+            /* the fixed cost of the call stretches like its transfers */
+            ss->tctx.sleep_scale = rs->fm;
             run_coll(ss, o);
+            rs->comm_bytes[s] = 0;
+            interfere(rs);
             break;
         case OPK_MEM:
             push_mem(rs->rank, o, i, t0);
@@ -386,6 +493,10 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
         }
     }
 
+    E.im = o->l07 || !o->im || (o->im->n[IK_GEMM] == 0 && o->im->n[IK_ATTENTION] == 0)
+               ? NULL : o->im;
+    if (rc == 0 && E.im)
+        interfere_setup(o->plat, p->nranks);
     if (rc == 0) {
         struct timespec w0, w1;
         clock_gettime(CLOCK_MONOTONIC, &w0);
@@ -400,7 +511,9 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
             sg_mutex_destroy(ranks[r].mu);
         if (ranks[r].cv)
             sg_cond_destroy(ranks[r].cv);
+        free(ranks[r].links);
     }
+    free(E.links);
     for (int g = 0; g < p->nprogs; g++)
         index_free(&ix[g]);
     sgt_free(E.tw);

@@ -13,6 +13,14 @@
  * and hops run the algorithms of collectives/ over SimGrid mailboxes; memory
  * ops are recorded with the current time.
  *
+ * Interference (models/interference.h): while a rank computes and
+ * communicates at the same time, its compute runs f_c times slower (a
+ * bounded exec takes 1 - 1/f_c of its host) and its links carry f_m times
+ * less (their bandwidth is lowered; a link between two ranks takes the
+ * larger slowdown of its ends).  The factors follow the kind of the running
+ * kernel and the size of the running collective, and change whenever
+ * either stream starts or ends an op.
+ *
  * A run in which some stream does not finish its program (a deadlock) is an
  * internal failure, reported with the blocked ops.
  */
@@ -22,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "collectives/coll.h"
+#include "models/interference.h"
 #include "models/plan.h"
 #include "platforms/platform.h"
 #include "workloads/diag.h"
@@ -46,6 +55,8 @@ typedef struct eng_opts {
     const coll_model *cm;
     int graph;          /* 1: captured-graph collective latencies */
     int l07;            /* 1: host/model ptask_L07 instead of CM02 */
+    const interf_model *im; /* compute/communication interference, NULL: none
+                               (needs CM02: ignored under ptask_L07) */
 } eng_opts;
 
 typedef struct eng_result {

@@ -8,6 +8,7 @@
 #include "collectives/coll.h"
 #include "models/build.h"
 #include "models/cost.h"
+#include "models/interference.h"
 #include "reports/report.h"
 #include "sim/engine.h"
 
@@ -78,12 +79,15 @@ int pipeline_run(const pipe_req *rq, json_t **summary, FILE *table, cp_err *err)
     if (pipeline_prepare(rq, &s, &p, err) != 0)
         return -1;
     coll_model cm;
+    interf_model im;
     eng_result r = {0};
     rep_summary sm = {0};
     int rc = coll_model_init(&cm, &s.plat, err);
+    if (rc == 0)
+        rc = interf_load(&im, &s.plat, err);
     if (rc == 0) {
         eng_opts eo = {.plat = &s.plat, .cm = &cm, .graph = s.graph == GRAPH_CAPTURED,
-                       .l07 = s.net_model == NET_L07};
+                       .l07 = s.net_model == NET_L07, .im = &im};
         rc = eng_run(&p, &eo, &r, err);
     }
     if (rc == 0)

@@ -1,0 +1,140 @@
+/* interference: compute/communication slowdowns fitted to overlap.csv
+ * (see interference.h). */
+#include "models/interference.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "models/calib.h"
+#include "workloads/datadir.h"
+
+int interf_kind(plan_kclass kc)
+{
+    return kc == KC_ATTENTION || kc == KC_SPARSE_ATTN || kc == KC_INDEXER ? IK_ATTENTION
+                                                                           : IK_GEMM;
+}
+
+/* The slowdowns of one measured row (see interference.h). */
+static void row_factors(double c_alone, double m_alone, double c_conc, double m_conc,
+                        double *fc, double *fm)
+{
+    double d = c_conc < m_conc ? c_conc : m_conc;
+    if (m_conc >= c_conc) {
+        double done = m_alone - (m_conc - d);
+        *fc = d / c_alone;
+        *fm = done > 0 ? d / done : d / m_alone;
+    } else {
+        double done = c_alone - (c_conc - d);
+        *fm = d / m_alone;
+        *fc = done > 0 ? d / done : d / c_alone;
+    }
+    if (*fc < 1)
+        *fc = 1;
+    if (*fm < 1)
+        *fm = 1;
+}
+
+/* Kind of the compute kernel of row i (flash attention rows start "flash"). */
+static int row_kind(const calib_table *t, int i, int col)
+{
+    return strncmp(calib_str(t, i, col), "flash", 5) == 0 ? IK_ATTENTION : IK_GEMM;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int interf_load(interf_model *m, const platform *p, cp_err *err)
+{
+    memset(m, 0, sizeof *m);
+    char rel[256], path[1024];
+    snprintf(rel, sizeof rel, "platforms/calibration/%s/overlap.csv", p->calibration);
+    if (!p->calibration[0] || access(cp_data_path(path, sizeof path, rel), R_OK) != 0)
+        return 0;
+    calib_table *t = calib_load(p->calibration, "overlap", err);
+    if (!t)
+        return -1;
+    int c_kind = calib_col(t, "compute", err);
+    int c_size = c_kind < 0 ? -1 : calib_num_col(t, "comm_size_bytes", err);
+    int c_ca = c_size < 0 ? -1 : calib_num_col(t, "compute_ms_alone", err);
+    int c_ma = c_ca < 0 ? -1 : calib_num_col(t, "comm_ms_alone", err);
+    int c_cc = c_ma < 0 ? -1 : calib_num_col(t, "compute_ms_concurrent", err);
+    int c_mc = c_cc < 0 ? -1 : calib_num_col(t, "comm_ms_concurrent", err);
+    if (c_mc < 0) {
+        calib_free(t);
+        return -1;
+    }
+    int rows = calib_rows(t);
+    double *fc = calloc((size_t)rows + 1, sizeof *fc), *fm = calloc((size_t)rows + 1, sizeof *fm);
+    if (!fc || !fm)
+        abort();
+    int rc = 0;
+    for (int k = 0; k < IK_COUNT && rc == 0; k++) {
+        /* the sizes of kind k, ascending, each the median of its rows */
+        for (;;) {
+            double next = INFINITY, last = m->n[k] ? m->size[k][m->n[k] - 1] : 0;
+            for (int i = 0; i < rows; i++) {
+                double s = calib_num(t, i, c_size);
+                if (row_kind(t, i, c_kind) == k && s > last && s < next)
+                    next = s;
+            }
+            if (isinf(next))
+                break;
+            if (m->n[k] == INTERF_MAX_SIZES) {
+                rc = cp_fail(err, CP_EXIT_INPUT, "%s: more than %d message sizes for one "
+                             "compute kind", calib_path(t), INTERF_MAX_SIZES);
+                break;
+            }
+            int n = 0;
+            for (int i = 0; i < rows; i++) {
+                if (row_kind(t, i, c_kind) != k || calib_num(t, i, c_size) != next)
+                    continue;
+                row_factors(calib_num(t, i, c_ca), calib_num(t, i, c_ma),
+                            calib_num(t, i, c_cc), calib_num(t, i, c_mc), &fc[n], &fm[n]);
+                n++;
+            }
+            int j = m->n[k]++;
+            m->size[k][j] = next;
+            m->fc[k][j] = median(fc, n);
+            m->fm[k][j] = median(fm, n);
+        }
+    }
+    free(fc);
+    free(fm);
+    calib_free(t);
+    return rc;
+}
+
+/* Linear in log(size) between measured sizes, clamped at the ends. */
+static double interp(const double *size, const double *f, int n, double bytes)
+{
+    if (bytes <= size[0])
+        return f[0];
+    if (bytes >= size[n - 1])
+        return f[n - 1];
+    int i = 0;
+    while (bytes >= size[i + 1])
+        i++;
+    double x = (log(bytes) - log(size[i])) / (log(size[i + 1]) - log(size[i]));
+    return f[i] + x * (f[i + 1] - f[i]);
+}
+
+void interf_factors(const interf_model *m, int kind, double bytes, double *fc, double *fm)
+{
+    *fc = *fm = 1.0;
+    if (kind < 0 || kind >= IK_COUNT || m->n[kind] == 0)
+        return;
+    *fc = interp(m->size[kind], m->fc[kind], m->n[kind], bytes);
+    *fm = interp(m->size[kind], m->fm[kind], m->n[kind], bytes);
+}
