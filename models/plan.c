@@ -34,6 +34,7 @@ void plan_free(plan *p)
     for (int i = 0; i < p->nprogs; i++) {
         free(p->progs[i].ops);
         free(p->progs[i].deps);
+        free(p->progs[i].regions);
     }
     free(p->progs);
     free(p->prog_of_rank);
@@ -69,6 +70,17 @@ void plan_dep(plan_prog *prog, uint32_t op, uint32_t on)
     for (uint32_t i = 0; i < o->ndeps; i++)
         if (prog->deps[o->dep_first + i] == on)
             return;
+    prog->deps = grow(prog->deps, &prog->dcap, prog->ndeps + 1, sizeof *prog->deps);
+    prog->deps[prog->ndeps++] = on;
+    o->ndeps++;
+}
+
+/* Append a dependency of the last pushed op as given (duplicates kept). */
+static void plan_dep_raw(plan_prog *prog, uint32_t op, uint32_t on)
+{
+    plan_op *o = &prog->ops[op];
+    if (op + 1 != prog->nops || o->dep_first + o->ndeps != prog->ndeps)
+        abort();
     prog->deps = grow(prog->deps, &prog->dcap, prog->ndeps + 1, sizeof *prog->deps);
     prog->deps[prog->ndeps++] = on;
     o->ndeps++;
@@ -314,6 +326,18 @@ int plan_write_json(const plan *p, FILE *out, cp_err *err)
         for (uint32_t i = 0; i < p->progs[g].nops; i++)
             json_array_append_new(ops, op_json(&p->progs[g], i));
         json_object_set_new(pj, "ops", ops);
+        if (p->progs[g].nregions) {
+            json_t *rs = json_array();
+            for (uint32_t r = 0; r < p->progs[g].nregions; r++) {
+                const plan_region *R = &p->progs[g].regions[r];
+                json_array_append_new(rs, json_pack("{s:I, s:I, s:I, s:i}", "first",
+                                                    (json_int_t)R->first, "ops",
+                                                    (json_int_t)R->nops, "repeat",
+                                                    (json_int_t)R->repeat, "layer_step",
+                                                    R->layer_step));
+            }
+            json_object_set_new(pj, "regions", rs);
+        }
         json_array_append_new(progs, pj);
     }
     json_object_set_new(root, "programs", progs);
@@ -323,4 +347,257 @@ int plan_write_json(const plan *p, FILE *out, cp_err *err)
     if (rc != 0)
         return cp_fail(err, CP_EXIT_INTERNAL, "cannot write the plan as JSON");
     return 0;
+}
+
+/* ---- repeated regions ----------------------------------------------------- */
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        abort(); /* out of host memory: nothing sensible to report */
+    return p;
+}
+
+/* Region of each op (-1 outside) and the sequence index of its first copy. */
+static int32_t *region_map(const plan_prog *pg)
+{
+    int32_t *rg = xcalloc(pg->nops, sizeof *rg);
+    for (uint32_t i = 0; i < pg->nops; i++)
+        rg[i] = -1;
+    for (uint32_t r = 0; r < pg->nregions; r++)
+        for (uint32_t i = 0; i < pg->regions[r].nops; i++)
+            rg[pg->regions[r].first + i] = (int32_t)r;
+    return rg;
+}
+
+void plan_vseq_build(const plan_prog *pg, plan_vseq *v)
+{
+    int32_t *rg = region_map(pg);
+    uint32_t *base = xcalloc(pg->nops, sizeof *base);
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < pg->nops;) {
+        if (rg[i] < 0) {
+            base[i++] = (uint32_t)n++;
+            continue;
+        }
+        const plan_region *R = &pg->regions[rg[i]];
+        for (uint32_t j = 0; j < R->nops; j++)
+            base[R->first + j] = (uint32_t)(n + j);
+        n += (uint64_t)R->nops * R->repeat;
+        i = R->first + R->nops;
+    }
+    if (n > UINT32_MAX)
+        abort(); /* more ops than an index holds: the builder would not get here */
+    v->n = (uint32_t)n;
+    v->real = xcalloc(n, sizeof *v->real);
+    v->iter = xcalloc(n, sizeof *v->iter);
+    v->dep_first = xcalloc(n + 1, sizeof *v->dep_first);
+    /* copies of every op, in sequence order */
+    uint64_t ndeps = 0;
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        uint32_t copies = rg[i] < 0 ? 1 : pg->regions[rg[i]].repeat;
+        uint32_t step = rg[i] < 0 ? 0 : pg->regions[rg[i]].nops;
+        for (uint32_t k = 0; k < copies; k++) {
+            v->real[base[i] + k * step] = i;
+            v->iter[base[i] + k * step] = k;
+        }
+        ndeps += (uint64_t)pg->ops[i].ndeps * copies;
+    }
+    v->deps = xcalloc(ndeps, sizeof *v->deps);
+    /* the last copy of op t: what ops outside its region wait for */
+#define LAST(t) (rg[t] < 0 ? base[t] : base[t] + (pg->regions[rg[t]].repeat - 1) * pg->regions[rg[t]].nops)
+    uint32_t nd = 0;
+    for (uint32_t e = 0; e < v->n; e++) {
+        v->dep_first[e] = nd;
+        uint32_t s = v->real[e], k = v->iter[e];
+        const plan_op *o = &pg->ops[s];
+        for (uint32_t q = 0; q < o->ndeps; q++) {
+            uint32_t t = pg->deps[o->dep_first + q], target;
+            if (rg[s] >= 0 && rg[t] == rg[s])
+                target = base[t] + k * pg->regions[rg[s]].nops;
+            else if (rg[s] >= 0 && k > 0)
+                target = e - (base[s] - LAST(t)); /* as far back as in copy 0 */
+            else
+                target = LAST(t);
+            v->deps[nd++] = target;
+        }
+    }
+#undef LAST
+    v->dep_first[v->n] = nd;
+    free(rg);
+    free(base);
+}
+
+void plan_vseq_free(plan_vseq *v)
+{
+    free(v->real);
+    free(v->iter);
+    free(v->dep_first);
+    free(v->deps);
+    memset(v, 0, sizeof *v);
+}
+
+int32_t plan_vseq_layer(const plan_prog *pg, const plan_vseq *v, uint32_t i)
+{
+    const plan_op *o = &pg->ops[v->real[i]];
+    if (v->iter[i] == 0 || o->layer < 0)
+        return o->layer;
+    for (uint32_t r = 0; r < pg->nregions; r++) {
+        const plan_region *R = &pg->regions[r];
+        if (v->real[i] >= R->first && v->real[i] < R->first + R->nops)
+            return o->layer + (int32_t)v->iter[i] * R->layer_step;
+    }
+    return o->layer;
+}
+
+static int shape_eq(const plan_shape *a, const plan_shape *b)
+{
+    if (a->nd != b->nd)
+        return 0;
+    for (int i = 0; i < a->nd; i++)
+        if (a->d[i] != b->d[i])
+            return 0;
+    return 1;
+}
+
+/* Same op apart from its layer and the place of its dependencies. */
+static int op_eq(const plan_op *a, const plan_op *b)
+{
+    return strcmp(a->name, b->name) == 0 && a->step == b->step && a->kind == b->kind &&
+           a->stream == b->stream && a->kclass == b->kclass && a->coll == b->coll &&
+           a->group == b->group && a->alg == b->alg && a->dtype == b->dtype &&
+           a->layout == b->layout && a->mem_cat == b->mem_cat && a->eager == b->eager &&
+           a->m == b->m && a->k == b->k && a->n == b->n && a->g == b->g &&
+           a->attn.q_len == b->attn.q_len && a->attn.kv_len == b->attn.kv_len &&
+           a->attn.heads == b->attn.heads && a->attn.kv_heads == b->attn.kv_heads &&
+           a->attn.d_qk == b->attn.d_qk && a->attn.d_v == b->attn.d_v &&
+           a->attn.pairs == b->attn.pairs && a->attn.causal == b->attn.causal &&
+           shape_eq(&a->in, &b->in) && shape_eq(&a->w, &b->w) && shape_eq(&a->out, &b->out) &&
+           a->flops == b->flops && a->bytes == b->bytes && a->comm_bytes == b->comm_bytes &&
+           a->recv_bytes == b->recv_bytes && a->send_off == b->send_off &&
+           a->recv_off == b->recv_off && a->mem_bytes == b->mem_bytes &&
+           a->arrival_s == b->arrival_s && a->request == b->request && a->ndeps == b->ndeps &&
+           a->cost_s == b->cost_s && a->launch_s == b->launch_s;
+}
+
+/* Ops a and b (of one program) equal with dependencies at equal distances. */
+static int op_twin(const plan_prog *pg, uint32_t a, uint32_t b)
+{
+    const plan_op *x = &pg->ops[a], *y = &pg->ops[b];
+    if (!op_eq(x, y))
+        return 0;
+    for (uint32_t q = 0; q < x->ndeps; q++)
+        if (a - pg->deps[x->dep_first + q] != b - pg->deps[y->dep_first + q])
+            return 0;
+    return 1;
+}
+
+/* The expansion of `folded` equals `orig` op for op, dependencies included. */
+static int expands_to(const plan_prog *folded, const plan_prog *orig)
+{
+    plan_vseq v;
+    plan_vseq_build(folded, &v);
+    int ok = v.n == orig->nops;
+    for (uint32_t e = 0; ok && e < v.n; e++) {
+        const plan_op *a = &folded->ops[v.real[e]], *b = &orig->ops[e];
+        ok = op_eq(a, b) && plan_vseq_layer(folded, &v, e) == b->layer &&
+             v.dep_first[e + 1] - v.dep_first[e] == b->ndeps;
+        for (uint32_t q = 0; ok && q < b->ndeps; q++)
+            ok = v.deps[v.dep_first[e] + q] == orig->deps[b->dep_first + q];
+    }
+    plan_vseq_free(&v);
+    return ok;
+}
+
+/* Fold one expanded program into out (empty); returns ops removed. */
+static size_t fold_prog(const plan_prog *pg, plan_prog *out)
+{
+    uint32_t *map = xcalloc(pg->nops, sizeof *map); /* old index -> new index */
+    uint32_t i = 0;
+    size_t saved = 0;
+    while (i < pg->nops) {
+        const plan_op *o = &pg->ops[i];
+        uint32_t len = 0;
+        while (o->layer >= 0 && i + len < pg->nops && pg->ops[i + len].layer == o->layer &&
+               pg->ops[i + len].step == o->step)
+            len++;
+        uint32_t copies = 1;
+        while (len > 0 && i + (copies + 1) * len <= pg->nops) {
+            uint32_t b = i + copies * len, q = 0;
+            while (q < len && op_twin(pg, i + q, b + q) &&
+                   pg->ops[b + q].layer == o->layer + (int32_t)copies)
+                q++;
+            if (q < len || (b + len < pg->nops && pg->ops[b + len].layer == pg->ops[b].layer &&
+                            pg->ops[b + len].step == pg->ops[b].step))
+                break;
+            copies++;
+        }
+        uint32_t keep = copies > 1 ? len : (len ? len : 1);
+        uint32_t first = out->nops;
+        for (uint32_t c = 0; c < copies; c++)
+            for (uint32_t q = 0; q < keep; q++)
+                map[i + c * keep + q] = first + q;
+        for (uint32_t q = 0; q < keep; q++) {
+            uint32_t j = plan_push(out, &pg->ops[i + q]);
+            for (uint32_t d = 0; d < pg->ops[i + q].ndeps; d++)
+                plan_dep_raw(out, j, map[pg->deps[pg->ops[i + q].dep_first + d]]);
+        }
+        if (copies > 1) {
+            out->regions = realloc(out->regions, (out->nregions + 1) * sizeof *out->regions);
+            if (!out->regions)
+                abort();
+            out->regions[out->nregions++] = (plan_region){first, len, copies, 1};
+            saved += (size_t)(copies - 1) * len;
+        }
+        i += copies * keep;
+    }
+    free(map);
+    return saved;
+}
+
+size_t plan_fold_layers(plan *p)
+{
+    size_t saved = 0;
+    for (int g = 0; g < p->nprogs; g++) {
+        plan_prog *pg = &p->progs[g];
+        if (pg->nregions)
+            continue;
+        plan_prog f = {0};
+        size_t s = fold_prog(pg, &f);
+        if (s > 0 && expands_to(&f, pg)) {
+            free(pg->ops);
+            free(pg->deps);
+            *pg = f;
+            saved += s;
+        } else {
+            free(f.ops);
+            free(f.deps);
+            free(f.regions);
+        }
+    }
+    return saved;
+}
+
+void plan_expand(const plan *p, plan *out)
+{
+    plan_init(out, &p->lay);
+    memcpy(out->prog_of_rank, p->prog_of_rank, (size_t)p->nranks * sizeof *out->prog_of_rank);
+    out->nsteps = p->nsteps;
+    out->nrequests = p->nrequests;
+    for (int g = 0; g < p->nprogs; g++) {
+        const plan_prog *pg = &p->progs[g];
+        int gi = plan_add_prog(out);
+        plan_prog *o = &out->progs[gi];
+        plan_vseq v;
+        plan_vseq_build(pg, &v);
+        for (uint32_t e = 0; e < v.n; e++) {
+            plan_op op = pg->ops[v.real[e]];
+            op.layer = plan_vseq_layer(pg, &v, e);
+            uint32_t j = plan_push(o, &op);
+            for (uint32_t q = v.dep_first[e]; q < v.dep_first[e + 1]; q++)
+                plan_dep_raw(o, j, v.deps[q]);
+        }
+        plan_vseq_free(&v);
+    }
 }

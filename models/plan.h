@@ -137,12 +137,38 @@ typedef struct plan_op {
     double launch_s;         /* host time to issue it */
 } plan_op;
 
+/* A repeated region: ops [first, first + nops) stand for `repeat`
+ * consecutive copies of themselves (copy k of an op is in layer
+ * op.layer + k * layer_step).  Dependencies keep their meaning in every
+ * copy: a region op depending on an op of the same region waits for that op
+ * of its own copy; one depending on an op before the region waits, in copy
+ * k > 0, for the op as far back in the expanded sequence as in copy 0 (the
+ * previous copy's twin); an op depending on a region op waits for its last
+ * copy.  plan_fold_layers() only builds regions whose expansion gives back
+ * the original program exactly. */
+typedef struct plan_region {
+    uint32_t first, nops, repeat;
+    int32_t layer_step;
+} plan_region;
+
 typedef struct plan_prog {
     plan_op *ops;
     uint32_t nops, cap;
     uint32_t *deps;          /* op indices */
     uint32_t ndeps, dcap;
+    plan_region *regions;    /* sorted, disjoint; NULL when none */
+    uint32_t nregions;
 } plan_prog;
+
+/* The expanded sequence of a program: element i is real op real[i] in copy
+ * iter[i] of its region (0 outside regions), with its dependencies as
+ * indices into the sequence: deps[dep_first[i] .. dep_first[i + 1]). */
+typedef struct plan_vseq {
+    uint32_t n;
+    uint32_t *real, *iter;
+    uint32_t *dep_first;     /* [n + 1] */
+    uint32_t *deps;
+} plan_vseq;
 
 typedef struct plan_layout_cfg {
     int tp, sp, ep, dp;      /* ranks = tp * sp * dp; ep divides ranks */
@@ -172,6 +198,23 @@ uint32_t plan_push(plan_prog *prog, const plan_op *op);
 void plan_dep(plan_prog *prog, uint32_t op, uint32_t on);
 /* Dependencies of op i: prog->deps[ops[i].dep_first .. + ndeps).  Deps must
  * be added right after the op is pushed (before the next push). */
+
+/* ---- repeated regions ----------------------------------------------------- */
+
+/* Expand a program's regions into its sequence (no copies of the ops). */
+void plan_vseq_build(const plan_prog *pg, plan_vseq *out);
+void plan_vseq_free(plan_vseq *v);
+/* Effective layer of element i of a sequence. */
+int32_t plan_vseq_layer(const plan_prog *pg, const plan_vseq *v, uint32_t i);
+
+/* Replace every run of identical consecutive decoder layers of each program
+ * by one representative layer repeated (RFC 3.3.2 "repetition graph").  A
+ * run is folded only when expanding it gives back the original ops and
+ * dependencies exactly.  Returns the number of ops removed. */
+size_t plan_fold_layers(plan *p);
+
+/* out = p with every region unrolled (an ordinary plan). */
+void plan_expand(const plan *p, plan *out);
 
 /* ---- layout ------------------------------------------------------------- */
 

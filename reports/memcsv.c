@@ -4,10 +4,11 @@
 
 #include "reports/report.h"
 
-static void row_fn(void *ctx, int rank, double t, const double cur[MC_COUNT], uint32_t op)
+static void row_fn(void *ctx, int rank, double t, const double cur[MC_COUNT],
+                   const eng_mem *last)
 {
     FILE *f = ctx;
-    (void)op;
+    (void)last;
     double tot = 0;
     fprintf(f, "%d,%.9f", rank, t);
     for (int c = 0; c < MC_COUNT; c++) {

@@ -78,10 +78,10 @@ void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out);
 
 /* Walk every rank's memory timeline in time order: `fn` is called once per
  * rank and instant at which the allocation changed, with the bytes held per
- * category after all changes of that instant and the last memory op
- * (every_event: once per memory op instead). */
+ * category after all changes of that instant and the last memory event
+ * (every_event: once per memory event instead). */
 typedef void (*rep_mem_fn)(void *ctx, int rank, double t, const double cur[MC_COUNT],
-                           uint32_t op);
+                           const eng_mem *last);
 void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx);
 
 /* Atomic output: rep_open writes to a temporary sibling of path; rep_close

@@ -117,7 +117,7 @@ static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
     free(nm);
 }
 
-static void phase_name(const plan *p, int rank, uint32_t i, char *buf, size_t len);
+static void phase_name(const plan *p, int rank, const eng_mem *at, char *buf, size_t len);
 
 static int cmp_mem(const void *a, const void *b)
 {
@@ -147,7 +147,7 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
         /* report an instant once all of its changes are applied */
         if (!every_event && i + 1 < r->nmem && m[i + 1].rank == rank && m[i + 1].t == m[i].t)
             continue;
-        fn(ctx, rank, m[i].t, cur, m[i].op);
+        fn(ctx, rank, m[i].t, cur, &m[i]);
     }
     free(m);
 }
@@ -158,7 +158,8 @@ typedef struct peak_ctx {
     double first_oom_t;
 } peak_ctx;
 
-static void peak_fn(void *vctx, int rank, double t, const double cur[MC_COUNT], uint32_t op)
+static void peak_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
+                    const eng_mem *last)
 {
     peak_ctx *pc = vctx;
     rep_summary *sm = pc->sm;
@@ -170,12 +171,13 @@ static void peak_fn(void *vctx, int rank, double t, const double cur[MC_COUNT], 
         rr->peak_bytes = tot;
         rr->peak_t = t;
         memcpy(rr->peak_by_cat, cur, MC_COUNT * sizeof *cur);
-        rr->peak_op = op;
+        rr->peak_op = last->op;
     }
 }
 
 /* The first allocation that takes any rank above the capacity. */
-static void oom_fn(void *vctx, int rank, double t, const double cur[MC_COUNT], uint32_t op)
+static void oom_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
+                   const eng_mem *last)
 {
     peak_ctx *pc = vctx;
     rep_summary *sm = pc->sm;
@@ -185,7 +187,7 @@ static void oom_fn(void *vctx, int rank, double t, const double cur[MC_COUNT], u
     if (tot > sm->capacity_bytes && (pc->first_oom_t < 0 || t < pc->first_oom_t)) {
         pc->first_oom_t = t;
         sm->oom_rank = rank;
-        phase_name(pc->p, rank, op, sm->oom_phase, sizeof sm->oom_phase);
+        phase_name(pc->p, rank, last, sm->oom_phase, sizeof sm->oom_phase);
     }
 }
 
@@ -205,10 +207,12 @@ static void memory_peaks(const plan *p, const eng_result *r, rep_summary *sm)
     }
 }
 
-/* "layer 12 expert_gate_up": the first non-memory op after op i. */
-static void phase_name(const plan *p, int rank, uint32_t i, char *buf, size_t len)
+/* "step 0 layer 12 expert_gate_up": the first non-memory op after the
+ * memory event `at`, in at's layer. */
+static void phase_name(const plan *p, int rank, const eng_mem *at, char *buf, size_t len)
 {
     const plan_prog *pg = &p->progs[p->prog_of_rank[rank]];
+    uint32_t i = at->op;
     if (i < pg->nops && pg->ops[i].step < 0) {
         snprintf(buf, len, "set-up (resident %s)", plan_memcat_name(pg->ops[i].mem_cat));
         return;
@@ -221,8 +225,9 @@ static void phase_name(const plan *p, int rank, uint32_t i, char *buf, size_t le
         return;
     }
     const plan_op *o = &pg->ops[j];
-    if (o->layer >= 0)
-        snprintf(buf, len, "step %d layer %d %s", o->step, o->layer, o->name);
+    int32_t layer = o->layer >= 0 ? at->layer + (o->layer - pg->ops[i].layer) : -1;
+    if (layer >= 0)
+        snprintf(buf, len, "step %d layer %d %s", o->step, layer, o->name);
     else
         snprintf(buf, len, "step %d %s", o->step, o->name);
 }

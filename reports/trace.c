@@ -50,9 +50,9 @@ static void write_metadata(FILE *f, const scenario *s, const plan *p, int *first
     }
 }
 
-static void write_op_args(FILE *f, const plan_op *o)
+static void write_op_args(FILE *f, const plan_op *o, int32_t layer)
 {
-    fprintf(f, "\"layer\":%d,\"step\":%d", o->layer, o->step);
+    fprintf(f, "\"layer\":%d,\"step\":%d", layer, o->step);
     if (o->kind == OPK_COMPUTE) {
         fprintf(f, ",\"flops\":%.6g,\"bytes\":%.6g,\"tokens\":\"%s\"", o->flops, o->bytes,
                 plan_layout_name(o->layout));
@@ -76,10 +76,11 @@ typedef struct counter_ctx {
     int dpn;
 } counter_ctx;
 
-static void counter_fn(void *vctx, int rank, double t, const double cur[MC_COUNT], uint32_t op)
+static void counter_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
+                       const eng_mem *last)
 {
     counter_ctx *cc = vctx;
-    (void)op;
+    (void)last;
     fprintf(cc->f, ",\n{\"ph\":\"C\",\"pid\":%d,\"name\":\"memory rank %d (GB)\",\"ts\":%.4f,\"args\":{",
             rank / cc->dpn, rank, t * 1e6);
     for (int c = 0; c < MC_COUNT; c++)
@@ -105,7 +106,7 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r, const
         fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f,\"name\":\"%s\",\"cat\":\"%s\",\"args\":{",
                 e->rank / dpn, tid_of(e->rank, e->stream), e->t0 * 1e6, (e->t1 - e->t0) * 1e6,
                 o->name, op_category(o));
-        write_op_args(f, o);
+        write_op_args(f, o, e->layer);
         fputs("}}", f);
     }
     /* memory counters: one series per rank, categories stacked */

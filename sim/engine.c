@@ -18,13 +18,16 @@
 
 #include "collectives/sg_transport.h"
 
-/* Derived per-program indices, shared by the ranks that run the program. */
+/* Derived per-program indices, shared by the ranks that run the program.
+ * Indices are positions in the program's expanded sequence (repeated
+ * regions unrolled, plan.h); v.real[] gives the op behind each. */
 typedef struct prog_index {
-    uint32_t *list[ST_COUNT];   /* op indices of each stream, in order */
+    plan_vseq v;
+    uint32_t *list[ST_COUNT];   /* sequence indices of each stream, in order */
     uint32_t nlist[ST_COUNT];
-    uint32_t *pos;              /* [nops] position of the op in its stream */
-    double *issue_off;          /* [nops] host issue offset from step start (s) */
-    uint32_t *need;             /* [nops * ST_COUNT] for step ops: stream ops before it */
+    uint32_t *pos;              /* [v.n] position of the element in its stream */
+    double *issue_off;          /* [v.n] host issue offset from step start (s) */
+    uint32_t *need;             /* [v.n * ST_COUNT] for step ops: stream ops before it */
 } prog_index;
 
 typedef struct rank_st {
@@ -75,7 +78,7 @@ static struct {
 
 /* ---- recording -------------------------------------------------------- */
 
-static void push_event(int rank, int stream, uint32_t op, double t0, double t1)
+static void push_event(int rank, int stream, uint32_t op, int32_t layer, double t0, double t1)
 {
     eng_result *r = E.res;
     if (r->nev == r->cap) {
@@ -84,12 +87,12 @@ static void push_event(int rank, int stream, uint32_t op, double t0, double t1)
         if (!r->ev)
             abort();
     }
-    r->ev[r->nev++] = (eng_event){rank, (uint8_t)stream, op, t0, t1};
+    r->ev[r->nev++] = (eng_event){rank, (uint8_t)stream, op, layer, t0, t1};
     if (t1 > r->end_s)
         r->end_s = t1;
 }
 
-static void push_mem(int rank, const plan_op *o, uint32_t op, double t)
+static void push_mem(int rank, const plan_op *o, uint32_t op, int32_t layer, double t)
 {
     eng_result *r = E.res;
     if (r->nmem == r->mcap) {
@@ -98,24 +101,26 @@ static void push_mem(int rank, const plan_op *o, uint32_t op, double t)
         if (!r->mem)
             abort();
     }
-    r->mem[r->nmem++] = (eng_mem){rank, o->mem_cat, op, t, o->mem_bytes};
+    r->mem[r->nmem++] = (eng_mem){rank, o->mem_cat, op, layer, t, o->mem_bytes};
 }
 
 /* ---- synchronisation --------------------------------------------------- */
 
-static int dep_done(const rank_st *rs, uint32_t op)
+/* Whether element e of the rank's sequence has completed. */
+static int dep_done(const rank_st *rs, uint32_t e)
 {
-    const plan_op *o = &rs->pg->ops[op];
-    return rs->done[o->stream] > rs->ix->pos[op];
+    const plan_op *o = &rs->pg->ops[rs->ix->v.real[e]];
+    return rs->done[o->stream] > rs->ix->pos[e];
 }
 
 static int ready(const rank_st *rs, uint32_t i)
 {
-    const plan_op *o = &rs->pg->ops[i];
+    const plan_vseq *v = &rs->ix->v;
+    const plan_op *o = &rs->pg->ops[v->real[i]];
     if (o->kind != OPK_STEP && o->step > rs->started_step)
         return 0;
-    for (uint32_t k = 0; k < o->ndeps; k++)
-        if (!dep_done(rs, rs->pg->deps[o->dep_first + k]))
+    for (uint32_t k = v->dep_first[i]; k < v->dep_first[i + 1]; k++)
+        if (!dep_done(rs, v->deps[k]))
             return 0;
     if (o->kind == OPK_STEP)
         for (int s = 0; s < ST_COUNT; s++)
@@ -266,7 +271,9 @@ static void stream_main(int argc, char **argv)
 
     for (uint32_t k = 0; k < ix->nlist[s]; k++) {
         uint32_t i = ix->list[s][k];
-        const plan_op *o = &rs->pg->ops[i];
+        uint32_t real = ix->v.real[i];
+        const plan_op *o = &rs->pg->ops[real];
+        int32_t layer = plan_vseq_layer(rs->pg, &ix->v, i);
         rs->at[s] = i;
         wait_ready(rs, i);
         double base = o->step >= 0 ? step_start[o->step] : 0.0;
@@ -295,7 +302,7 @@ static void stream_main(int argc, char **argv)
             interfere(rs);
             break;
         case OPK_MEM:
-            push_mem(rs->rank, o, i, t0);
+            push_mem(rs->rank, o, real, layer, t0);
             break;
         case OPK_STEP:
             sleep_until(o->arrival_s);
@@ -310,7 +317,7 @@ static void stream_main(int argc, char **argv)
         }
         double t1 = simgrid_get_clock();
         if (o->kind != OPK_MEM)
-            push_event(rs->rank, s, i, t0, t1);
+            push_event(rs->rank, s, real, layer, t0, t1);
         if (o->step >= 0 && t1 > step_end[o->step])
             step_end[o->step] = t1;
         mark_done(rs, s);
@@ -323,17 +330,19 @@ static void stream_main(int argc, char **argv)
 static void index_build(const plan_prog *pg, prog_index *ix)
 {
     memset(ix, 0, sizeof *ix);
-    ix->pos = malloc((pg->nops + 1) * sizeof *ix->pos);
-    ix->issue_off = malloc((pg->nops + 1) * sizeof *ix->issue_off);
-    ix->need = calloc((size_t)(pg->nops + 1) * ST_COUNT, sizeof *ix->need);
+    plan_vseq_build(pg, &ix->v);
+    uint32_t n = ix->v.n;
+    ix->pos = malloc((n + 1) * sizeof *ix->pos);
+    ix->issue_off = malloc((n + 1) * sizeof *ix->issue_off);
+    ix->need = calloc((size_t)(n + 1) * ST_COUNT, sizeof *ix->need);
     for (int s = 0; s < ST_COUNT; s++)
-        ix->list[s] = malloc((pg->nops + 1) * sizeof *ix->list[s]);
+        ix->list[s] = malloc((n + 1) * sizeof *ix->list[s]);
     if (!ix->pos || !ix->issue_off || !ix->need || !ix->list[0] || !ix->list[1] ||
         !ix->list[2])
         abort();
     double off = 0;
-    for (uint32_t i = 0; i < pg->nops; i++) {
-        const plan_op *o = &pg->ops[i];
+    for (uint32_t i = 0; i < n; i++) {
+        const plan_op *o = &pg->ops[ix->v.real[i]];
         if (o->kind == OPK_STEP) {
             off = 0;
             for (int s = 0; s < ST_COUNT; s++)
@@ -348,6 +357,7 @@ static void index_build(const plan_prog *pg, prog_index *ix)
 
 static void index_free(prog_index *ix)
 {
+    plan_vseq_free(&ix->v);
     free(ix->pos);
     free(ix->issue_off);
     free(ix->need);
@@ -399,11 +409,14 @@ static int report_unfinished(rank_st *ranks, int nranks, cp_err *err)
             if (ranks[r].ix->nlist[s] == 0 || ranks[r].finished[s])
                 continue;
             if (bad++ < 4 && off < sizeof buf) {
-                const plan_op *o = &ranks[r].pg->ops[ranks[r].at[s]];
+                const prog_index *ix = ranks[r].ix;
+                uint32_t e = ranks[r].at[s];
+                const plan_op *o = &ranks[r].pg->ops[ix->v.real[e]];
                 off += (size_t)snprintf(buf + off, sizeof buf - off,
                                         "%s rank %d %s stream at op %u (%s, layer %d)",
                                         bad > 1 ? ";" : "", r, plan_stream_name(s),
-                                        ranks[r].at[s], o->name, o->layer);
+                                        ix->v.real[e], o->name,
+                                        plan_vseq_layer(ranks[r].pg, &ix->v, e));
             }
         }
     }

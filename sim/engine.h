@@ -39,6 +39,7 @@ typedef struct eng_event {
     int32_t rank;
     uint8_t stream;
     uint32_t op;       /* index in the rank's program */
+    int32_t layer;     /* effective layer (repeated regions unrolled) */
     double t0, t1;     /* simulated start and end (s) */
 } eng_event;
 
@@ -46,6 +47,7 @@ typedef struct eng_mem {
     int32_t rank;
     uint8_t cat;       /* plan_memcat */
     uint32_t op;
+    int32_t layer;     /* effective layer of the memory op */
     double t;          /* simulated time (s) */
     double delta;      /* bytes, + allocated / - freed */
 } eng_mem;

@@ -261,6 +261,28 @@ START_TEST(child_runs_and_reports)
 }
 END_TEST
 
+/* The folded plan (repeated regions) simulates to byte-identical results:
+ * same summary, TTFT and events. */
+START_TEST(folded_plan_simulates_identically)
+{
+    tu_setup();
+    const char *sets[] = {"requests.0.prompt_tokens=8192", "requests.0.decode_tokens=2"};
+    json_t *a = NULL, *b = NULL;
+    cp_err err = {0};
+    pipe_req rq = {.sets = sets, .nsets = 2};
+    ck_assert_msg(child_run(&rq, &a, &err) == 0, "%s", err.msg);
+    rq.fold_layers = 1;
+    ck_assert_msg(child_run(&rq, &b, &err) == 0, "%s", err.msg);
+    char *ta = json_dumps(a, JSON_SORT_KEYS), *tb = json_dumps(b, JSON_SORT_KEYS);
+    ck_assert_str_eq(ta, tb);
+    ck_assert_double_gt(json_real_value(json_object_get(a, "ttft_s")), 0.01);
+    free(ta);
+    free(tb);
+    json_decref(a);
+    json_decref(b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("engine");
@@ -277,6 +299,7 @@ static Suite *suite(void)
     TCase *tc_child = tcase_create("child");
     tcase_set_timeout(tc_child, 120);
     tcase_add_test(tc_child, child_runs_and_reports);
+    tcase_add_test(tc_child, folded_plan_simulates_identically);
     suite_add_tcase(s, tc_child);
     return s;
 }

@@ -334,6 +334,53 @@ START_TEST(mla_and_dsa_under_tp)
 }
 END_TEST
 
+static char *plan_text(const plan *p)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    cp_err err = {0};
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_int_eq(plan_write_json(p, f, &err), 0);
+    fclose(f);
+    return buf;
+}
+
+/* Repetition (RFC 3.3.2): identical layers fold into one repeated region
+ * and unfold into exactly the plan that was built. */
+START_TEST(fold_and_expand_round_trip)
+{
+    static const char *const models[] = {
+        "model: qwen3-omni-30b-a3b-thinker\nplatform: h100-sxm-8\nparallel: {tp: 8}\n",
+        "model: glm-5.1\nplatform: h200-sxm-8\nparallel: {tp: 8}\nprecision: fp8\n",
+    };
+    for (int m = 0; m < 2; m++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml, "%srequests: [{prompt_tokens: 2048, decode_tokens: 2}]\n",
+                 models[m]);
+        scenario s;
+        plan p, e;
+        tu_plan(&s, &p, yaml, NULL, 0);
+        char *before = plan_text(&p);
+        uint32_t nops = p.progs[0].nops;
+        size_t saved = plan_fold_layers(&p);
+        ck_assert_uint_gt(saved, 0);
+        ck_assert_uint_eq(p.progs[0].nops + saved, nops);
+        /* one region per step and FFN kind: layer 0 has no residual add */
+        for (uint32_t r = 0; r < p.progs[0].nregions; r++)
+            ck_assert_uint_ge(p.progs[0].regions[r].repeat, 2);
+        ck_assert_uint_eq(p.progs[0].regions[0].repeat, m == 0 ? 47 : 2);
+        plan_expand(&p, &e);
+        char *after = plan_text(&e);
+        ck_assert_str_eq(after, before);
+        free(before);
+        free(after);
+        plan_free(&e);
+        plan_free(&p);
+        wl_free(&s);
+    }
+}
+END_TEST
+
 START_TEST(layout_groups)
 {
     plan_layout_cfg lay = {.tp = 4, .sp = 2, .ep = 8, .dp = 2, .devices_per_node = 8};
@@ -369,6 +416,7 @@ static Suite *suite(void)
     tcase_add_test(tc, collectives_are_fenced);
     tcase_add_test(tc, plan_json_fields);
     tcase_add_test(tc, mla_and_dsa_under_tp);
+    tcase_add_test(tc, fold_and_expand_round_trip);
     tcase_add_test(tc, layout_groups);
     suite_add_tcase(s, tc);
     return s;
