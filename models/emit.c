@@ -28,8 +28,9 @@ uint32_t em_emit(bld *b, plan_op *o)
     return i;
 }
 
-uint32_t em_compute(bld *b, const char *name, plan_kclass kc, double flops,
-                        double bytes, plan_shape in, plan_shape w, plan_shape out)
+/* A kernel op of class kc on the compute stream, stamped with the
+ * context's activation dtype and token layout. */
+static plan_op kernel_op(const bld *b, const char *name, plan_kclass kc)
 {
     plan_op o = {0};
     o.name = name;
@@ -38,25 +39,27 @@ uint32_t em_compute(bld *b, const char *name, plan_kclass kc, double flops,
     o.kclass = (uint8_t)kc;
     o.dtype = (uint8_t)b->adt;
     o.layout = b->layout;
+    o.g = 1;
+    return o;
+}
+
+uint32_t em_compute(bld *b, const char *name, plan_kclass kc, double flops, double bytes,
+                    plan_shape in, plan_shape w, plan_shape out)
+{
+    plan_op o = kernel_op(b, name, kc);
     o.flops = flops;
     o.bytes = bytes;
     o.in = in;
     o.w = w;
     o.out = out;
-    o.g = 1;
     return em_emit(b, &o);
 }
 
 /* y[m, n] = x[m, k] W[n, k]^T, g groups of m rows (g = 1: plain GEMM). */
 uint32_t em_gemm(bld *b, const char *name, int64_t m, int64_t k, int64_t n, int64_t g)
 {
-    plan_op o = {0};
-    o.name = name;
-    o.kind = OPK_COMPUTE;
-    o.stream = ST_COMPUTE;
-    o.kclass = g > 1 ? KC_GROUPED_GEMM : KC_GEMM;
+    plan_op o = kernel_op(b, name, g > 1 ? KC_GROUPED_GEMM : KC_GEMM);
     o.dtype = (uint8_t)b->gdt;
-    o.layout = b->layout;
     o.m = m;
     o.k = k;
     o.n = n;
@@ -149,14 +152,7 @@ void em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int64_t
 uint32_t em_attention(bld *b, const char *name, plan_kclass kc, const plan_attn *at,
                       double flops, double bytes)
 {
-    plan_op o = {0};
-    o.name = name;
-    o.kind = OPK_COMPUTE;
-    o.stream = ST_COMPUTE;
-    o.kclass = (uint8_t)kc;
-    o.dtype = (uint8_t)b->adt;
-    o.layout = b->layout;
-    o.g = 1;
+    plan_op o = kernel_op(b, name, kc);
     o.attn = *at;
     o.flops = flops;
     o.bytes = bytes;

@@ -152,6 +152,14 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
     free(m);
 }
 
+static double sum_categories(const double cur[MC_COUNT])
+{
+    double tot = 0;
+    for (int c = 0; c < MC_COUNT; c++)
+        tot += cur[c];
+    return tot;
+}
+
 typedef struct peak_ctx {
     rep_summary *sm;
     const plan *p;
@@ -163,9 +171,7 @@ static void peak_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
 {
     peak_ctx *pc = vctx;
     rep_summary *sm = pc->sm;
-    double tot = 0;
-    for (int c = 0; c < MC_COUNT; c++)
-        tot += cur[c];
+    double tot = sum_categories(cur);
     rep_rank *rr = &sm->ranks[rank];
     if (tot > rr->peak_bytes) {
         rr->peak_bytes = tot;
@@ -181,9 +187,7 @@ static void oom_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
 {
     peak_ctx *pc = vctx;
     rep_summary *sm = pc->sm;
-    double tot = 0;
-    for (int c = 0; c < MC_COUNT; c++)
-        tot += cur[c];
+    double tot = sum_categories(cur);
     if (tot > sm->capacity_bytes && (pc->first_oom_t < 0 || t < pc->first_oom_t)) {
         pc->first_oom_t = t;
         sm->oom_rank = rank;
