@@ -292,6 +292,8 @@ typedef struct attn_grid {
     double br;           /* queries per CTA */
     double slots;        /* CTAs resident at once */
     double step;         /* time of one step over ATTN_BC keys (s) */
+    double splits;       /* split-KV: each (head, query block) over this many
+                            key ranges (1: no split) */
 } attn_grid;
 
 /* Makespans of recent grids: a plan repeats its attention shapes layer
@@ -311,7 +313,31 @@ static double cta_time(const attn_grid *g, double i)
     double seen = g->kv;
     if (g->causal)
         seen = fmin(g->kv, fmax(0.0, g->kv - g->q + fmin(g->q, (i + 1) * g->br)));
-    return ATTN_C0 + ceil(seen / ATTN_BC) * g->step;
+    return ATTN_C0 + ceil(ceil(seen / ATTN_BC) / g->splits) * g->step;
+}
+
+/* FlashAttention-2's split-KV choice (flash-attention csrc flash_api.cpp,
+ * num_splits_heuristic): a grid of fewer than 0.8 waves of CTAs splits the
+ * keys into s ranges, s <= min(128, SMs, key blocks), the smallest s whose
+ * wave efficiency (waves / ceil(waves)) is within 85 % of the best.  This
+ * is what keeps decode (one query per head) from running on a handful of
+ * SMs; the calibration tables have no such rows, so it is the kernel's own
+ * rule, not a fit. */
+static double kv_splits(double ctas, double sms, double kv_blocks)
+{
+    if (ctas >= 0.8 * sms)
+        return 1;
+    double max_s = fmin(128.0, fmin(sms, kv_blocks)), best = 0;
+    double eff[129];
+    for (int s = 1; s <= (int)max_s; s++) {
+        double waves = ctas * s / sms;
+        eff[s] = waves / ceil(waves);
+        best = fmax(best, eff[s]);
+    }
+    for (int s = 1; s <= (int)max_s; s++)
+        if (eff[s] >= 0.85 * best)
+            return s;
+    return 1;
 }
 
 static void heap_sift_down(double *h, long n, long i)
@@ -336,8 +362,8 @@ static void heap_sift_down(double *h, long n, long i)
  * Equal CTAs (no mask) run in ceil(n / slots) rounds.  -1: out of memory. */
 static double grid_makespan(const attn_grid *g)
 {
-    double nq = ceil(g->q / g->br), n = nq * g->heads;
-    if (!g->causal)
+    double nq = ceil(g->q / g->br), n = nq * g->heads * g->splits;
+    if (!g->causal || g->splits > 1)
         return ceil(n / g->slots) * cta_time(g, 0);
     if (n > ATTN_MAX_SIM_CTAS) {
         double head = 0;   /* work of one head */
@@ -397,7 +423,8 @@ static double attn_time(attn_memo *memo, const cost_dev *d, const plan_op *op)
     if (d->sm_count <= 0 || a->heads <= 0 || geom <= 0 || dsum <= 0)
         return ATTN_T0 + fmax(balanced, mem_floor(d, op));
     attn_grid g = {(double)a->q_len, (double)a->kv_len, a->causal, (double)a->heads, br,
-                   ATTN_CTAS_PER_SM * d->sm_count, 0};
+                   ATTN_CTAS_PER_SM * d->sm_count, 0, 1};
+    g.splits = kv_splits(ceil(g.q / br) * g.heads, d->sm_count, ceil(g.kv / ATTN_BC));
     /* One step of a full block, scaled when the op's mask attends a share
      * of pairs other than the plain FA2 mask of its shape. */
     g.step = 2.0 * br * ATTN_BC * dsum / (rate / g.slots) * load * (pairs / geom);

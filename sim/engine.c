@@ -246,12 +246,13 @@ static void run_coll(stream_st *ss, const plan_op *o)
     if (o->kind == OPK_COLL) {
         coll_call c = {.kind = (plan_coll)o->coll, .alg = (plan_alg)o->alg,
                        .members = members, .n = n, .me = me,
-                       .bytes = o->comm_bytes, .graph = E.o->graph};
+                       .bytes = o->comm_bytes, .graph = E.o->graph && !o->eager};
         E.res->messages += coll_run(&port, E.o->cm, &c);
     } else {
         int to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;
         int from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
-        E.res->messages += coll_sendrecv(&port, E.o->cm, to, o->comm_bytes, from, E.o->graph);
+        E.res->messages += coll_sendrecv(&port, E.o->cm, to, o->comm_bytes, from,
+                                          E.o->graph && !o->eager);
     }
     if (members != stack)
         free(members);

@@ -55,7 +55,8 @@ typedef struct eng_mem {
 typedef struct eng_opts {
     const platform *plat;
     const coll_model *cm;
-    int graph;          /* 1: captured-graph collective latencies */
+    int graph;          /* 1: captured-graph collective overheads (ops marked
+                           eager keep the eager ones) */
     int l07;            /* 1: host/model ptask_L07 instead of CM02 */
     const interf_model *im; /* compute/communication interference, NULL: none
                                (needs CM02: ignored under ptask_L07) */

@@ -1,0 +1,610 @@
+/* exchange: the sequence-parallel exchange strategies (see exchange.h and
+ * shared/spec/cp-exchange.md).
+ *
+ * Per TP rank: hq = heads/tp query heads, hkv = the rank's KV heads
+ * (mem_kv_heads_per_rank), head dim d, activations ab bytes per element.
+ * Sizes of collectives follow the nccl-tests convention of
+ * collectives/coll.h (all-gather: the gathered output; all-to-all: this
+ * rank's send buffer); P2P hops carry the bytes sent and received.
+ *
+ * Memory: every tensor a strategy creates is allocated before the kernel
+ * or exchange that writes it and freed after the last op that reads it;
+ * receive buffers of exchanges consumed by a later kernel are comm buffers
+ * (em_buf_alloc), everything else activations.  The attention phase of a
+ * layer is thus what the timeline shows between the input norm and
+ * o_proj, the MLP/MoE phase what it shows after the post-attention norm.
+ */
+#include "models/exchange.h"
+
+#include <string.h>
+
+#include "models/memory.h"
+
+/* The scheme's callbacks get &ctx->b, the first member of an ex_ctx. */
+static ex_ctx *ctx_of(bld *b)
+{
+    return (ex_ctx *)b;
+}
+
+/* ---- positions ------------------------------------------------------------- */
+
+int64_t ex_stripe_below(int64_t n, int r, int P)
+{
+    return n > r ? (n - r + P - 1) / P : 0;
+}
+
+/* Positions of stripe r in [lo, hi). */
+static int64_t stripe_count(int64_t lo, int64_t hi, int r, int P)
+{
+    return ex_stripe_below(hi, r, P) - ex_stripe_below(lo, r, P);
+}
+
+/* Pairs of the queries at positions 0 .. n-1 against the keys of stripe r:
+ * key y = r + jP (y < n) is seen by the n - y queries at or after it, so
+ * sum_j (n - r - jP) over the m keys = m (n - r) - P m (m - 1) / 2. */
+static double stripe_pairs_below(int64_t n, int r, int P)
+{
+    double m = (double)ex_stripe_below(n, r, P);
+    return m * (double)(n - r) - (double)P * m * (m - 1.0) / 2.0;
+}
+
+double ex_pairs(const ex_run *q, int stripe, int P)
+{
+    double n = (double)q->n;
+    if (q->n <= 0)
+        return 0;
+    if (stripe < 0) /* query x sees x + 1 keys */
+        return n * (double)(q->lo + 1) + (double)q->stride * n * (n - 1.0) / 2.0;
+    if (q->stride == 1)
+        return stripe_pairs_below(q->lo + q->n, stripe, P) - stripe_pairs_below(q->lo, stripe, P);
+    /* stride P: each next query sees exactly one more key of every stripe */
+    double k0 = (double)ex_stripe_below(q->lo + 1, stripe, P);
+    return n * k0 + n * (n - 1.0) / 2.0;
+}
+
+/* Chunk c of a step of t tokens after `prefix` cut into `parts` chunks,
+ * the first t % parts chunks one token longer. */
+static ex_run chunk(int64_t t, int64_t prefix, int parts, int c)
+{
+    int64_t q = t / parts, rem = t % parts;
+    int64_t lo = prefix + (int64_t)c * q + (c < rem ? c : rem);
+    return (ex_run){lo, q + (c < rem), 1};
+}
+
+/* The positions of SP rank r's tokens in the current (split) step. */
+static ex_share share_of(const ex_ctx *x, int r)
+{
+    ex_share s = {0};
+    int P = x->P;
+    switch (x->split_kind) {
+    case SPLIT_STRIPED: {
+        int64_t first = x->prefix + ((r - x->prefix % P) % P + P) % P;
+        s.run[s.nrun++] = (ex_run){first, stripe_count(x->prefix, x->prefix + x->t, r, P), P};
+        break;
+    }
+    case SPLIT_CONTIGUOUS:
+        s.run[s.nrun++] = chunk(x->t, x->prefix, P, r);
+        break;
+    case SPLIT_ZIGZAG:
+        s.run[s.nrun++] = chunk(x->t, x->prefix, 2 * P, r);
+        s.run[s.nrun++] = chunk(x->t, x->prefix, 2 * P, 2 * P - 1 - r);
+        break;
+    }
+    for (int i = 0; i < s.nrun; i++)
+        s.n += s.run[i].n;
+    return s;
+}
+
+/* One past the last position of a share: the keys its placed attention
+ * spans. */
+static int64_t share_end(const ex_share *s)
+{
+    int64_t end = 0;
+    for (int i = 0; i < s->nrun; i++) {
+        const ex_run *r = &s->run[i];
+        int64_t e = r->n > 0 ? r->lo + (r->n - 1) * r->stride + 1 : 0;
+        if (e > end)
+            end = e;
+    }
+    return end;
+}
+
+/* Causal pairs of a share's queries against all keys (stripe < 0) or the
+ * keys of one stripe. */
+static double share_pairs(const ex_share *s, int stripe, int P)
+{
+    double p = 0;
+    for (int i = 0; i < s->nrun; i++)
+        p += ex_pairs(&s->run[i], stripe, P);
+    return p;
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+int ex_check(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    if (s->model.attn == ATTN_MLA)
+        return cp_fail(err, CP_EXIT_INPUT,
+                       "parallel.sp = %d: the sequence-parallel exchange strategies "
+                       "(cp-exchange.md) split GQA attention; %s uses MLA (use sp: 1)",
+                       p->sp, s->model.name);
+    int inside_tp = p->tp % p->ep == 0;
+    int whole_tp = p->ep % p->tp == 0 && (p->tp * p->sp) % p->ep == 0;
+    if (p->ep > 1 && !inside_tp && !whole_tp)
+        return cp_fail(err, CP_EXIT_INPUT,
+                       "parallel.ep = %d: an expert-parallel group must lie inside a TP group "
+                       "(ep divides tp = %d) or span whole TP groups of one SP group (tp "
+                       "divides ep, ep divides tp*sp = %d)", p->ep, p->tp, p->tp * p->sp);
+    /* plan_op.send_off / recv_off are int8: ring peers up to 127 places away */
+    if (p->exchange == EX_RING && p->sp > 128)
+        return cp_fail(err, CP_EXIT_INPUT,
+                       "parallel.sp = %d: the ring exchange addresses at most 128 SP ranks",
+                       p->sp);
+    return 0;
+}
+
+int ex_step_splits(const scenario *s, int64_t t)
+{
+    const wl_parallel *p = &s->par;
+    int splits = p->kv_storage == KV_BY_HEAD || p->exchange == EX_ALL_GATHER ||
+                 p->exchange == EX_RING;
+    return p->sp > 1 && splits && t >= p->min_tokens && t >= p->sp;
+}
+
+void ex_init(ex_ctx *x, int me)
+{
+    x->P = x->b.s->par.sp;
+    x->me = me;
+}
+
+void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split)
+{
+    x->t = t;
+    x->prefix = prefix;
+    x->split = split;
+    x->split_kind = x->b.s->par.exchange == EX_RING ? SPLIT_STRIPED : x->b.s->par.split;
+    memset(&x->mine, 0, sizeof x->mine);
+    x->most = 0;
+    if (!split)
+        return;
+    x->mine = share_of(x, x->me);
+    for (int r = 0; r < x->P; r++) {
+        int64_t n = share_of(x, r).n;
+        if (n > x->most)
+            x->most = n;
+    }
+}
+
+double ex_kv_bytes(const ex_ctx *x, int64_t positions)
+{
+    const arch *a = x->b.a;
+    double per_head = (double)a->layers * 2.0 * (double)a->head_dim * x->b.kvb;
+    if (x->b.s->par.kv_storage == KV_BY_HEAD)
+        return (double)positions * (double)mem_kv_heads_per_rank(a, x->b.tp * x->P) * per_head;
+    return (double)ex_stripe_below(positions, x->me, x->P) *
+           (double)mem_kv_heads_per_rank(a, x->b.tp) * per_head;
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+/* GQA sizes on one TP rank. */
+typedef struct gqa {
+    int64_t hq, hkv, d;
+    int64_t qkv_w;           /* q, k and v width of one token */
+} gqa;
+
+static gqa gqa_of(const bld *b)
+{
+    gqa g;
+    g.hq = b->a->heads / b->tp;
+    g.hkv = mem_kv_heads_per_rank(b->a, b->tp);
+    g.d = b->a->head_dim;
+    g.qkv_w = (g.hq + 2 * g.hkv) * g.d;
+    return g;
+}
+
+static plan_attn attn_of(const gqa *g, int64_t q, int64_t kv, int64_t heads, int64_t kv_heads,
+                         double pairs)
+{
+    plan_attn at = {.q_len = q, .kv_len = kv, .heads = heads, .kv_heads = kv_heads,
+                    .d_qk = g->d, .d_v = g->d, .causal = 1, .pairs = pairs};
+    return at;
+}
+
+/* A plain attention call of q queries over heads `heads`: output [q, heads
+ * d] (left allocated, consumed by o_proj or an exchange) and the fp32
+ * log-sum-exp (freed after the call). */
+static void attend_rows(bld *b, const gqa *g, const plan_attn *at)
+{
+    double q = (double)at->q_len;
+    em_act_alloc(b, q * (double)(at->heads * g->d) * b->ab);
+    em_act_alloc(b, q * (double)at->heads * 4.0); /* LSE, fp32 per head and row */
+    layer_gqa_attend(b, "attention", at);
+    em_act_free(b, q * (double)at->heads * 4.0);
+}
+
+/* ---- Ulysses and head slice (by-head storage) --------------------------------- */
+
+/* Split step: all-to-all of the share's q/k/v to head split over the whole
+ * step, attention on hq/P heads (with the KV heads they need: hkv/P, at
+ * least one, replicated to every SP rank that needs it), all-to-all of the
+ * output back to token split.  The rank stores its KV heads for every
+ * position of the step. */
+static void ulysses(ex_ctx *x, int64_t t, int64_t prefix)
+{
+    bld *b = &x->b;
+    gqa g = gqa_of(b);
+    int P = x->P;
+    int64_t tm = x->mine.n, hu = g.hq / P, ku = mem_kv_heads_per_rank(b->a, b->tp * P);
+    double td = (double)t, tmd = (double)tm;
+
+    b->layout = TL_LOCAL;
+    layer_gqa_qkv(b, tm);
+    /* to every peer: its hu q heads and the ku KV heads they need */
+    double send = tmd * (double)((g.hq + 2 * P * ku) * g.d) * b->ab;
+    double recv = td * (double)((hu + 2 * ku) * g.d) * b->ab;
+    b->layout = TL_FULL;
+    em_buf_alloc(b, recv);
+    em_coll(b, "ulysses_qkv_all_to_all", CK_ALL_TO_ALL, G_SP, send,
+            shp(3, t, hu + 2 * ku, g.d));
+    em_act_free(b, tmd * g.qkv_w * b->ab); /* the share's q/k/v, sent */
+    layer_gqa_kv_write(b, t, ku);
+    plan_attn at = attn_of(&g, t, prefix + t, hu, ku, em_causal_pairs(t, prefix, 0));
+    attend_rows(b, &g, &at);
+    em_buf_free(b, recv);
+    double out = td * (double)(hu * g.d) * b->ab;
+    b->layout = TL_LOCAL;
+    em_act_alloc(b, tmd * (double)(g.hq * g.d) * b->ab); /* the share's output, all heads */
+    em_coll(b, "ulysses_out_all_to_all", CK_ALL_TO_ALL, G_SP, out, shp(3, tm, g.hq, g.d));
+    em_act_free(b, out);
+    layer_gqa_out(b, tm);
+}
+
+/* Copied step on by-head storage ("head slice", our reading of the
+ * spec's table): every SP rank runs the whole step's projections, writes
+ * and attends its slice of hq/P heads (its KV heads) over the whole step,
+ * and the slices are all-gathered over G_SP along the head dimension
+ * before o_proj. */
+static void head_slice(ex_ctx *x, int64_t t, int64_t prefix)
+{
+    bld *b = &x->b;
+    gqa g = gqa_of(b);
+    int P = x->P;
+    int64_t hu = g.hq / P, ku = mem_kv_heads_per_rank(b->a, b->tp * P);
+    double td = (double)t;
+
+    b->layout = TL_FULL;
+    layer_gqa_qkv(b, t);
+    layer_gqa_kv_write(b, t, ku);
+    plan_attn at = attn_of(&g, t, prefix + t, hu, ku, em_causal_pairs(t, prefix, 0));
+    attend_rows(b, &g, &at);
+    em_act_free(b, td * g.qkv_w * b->ab);
+    double all = td * (double)(g.hq * g.d) * b->ab;
+    em_act_alloc(b, all);
+    em_coll(b, "head_all_gather", CK_ALL_GATHER, G_SP, all, shp(3, t, g.hq, g.d));
+    em_act_free(b, td * (double)(hu * g.d) * b->ab); /* own slice, gathered */
+    layer_gqa_out(b, t);
+}
+
+/* ---- all_gather (by-position storage) ------------------------------------------ */
+
+/* Split step: one all-gather over G_SP of the shares' q, k and v (or only k
+ * and v: parallel.all_gather_tensors = kv), padded to the largest share
+ * (an all-gather moves equal blocks); the whole step's K/V (and q) stay
+ * resident through the attention.  The rank writes the positions it stores
+ * (x % P == me) from the gathered keys, then runs the placed attention: its
+ * own queries, at their positions, over every key before them (the call
+ * spans the keys up to its last query). */
+static void all_gather(ex_ctx *x, int64_t t, int64_t prefix)
+{
+    bld *b = &x->b;
+    gqa g = gqa_of(b);
+    int P = x->P, kv_only = b->s->par.all_gather_tensors == AGT_KV;
+    int64_t tm = x->mine.n;
+    int64_t width = kv_only ? 2 * g.hkv * g.d : g.qkv_w;
+    double gathered = (double)P * (double)x->most * (double)width * b->ab;
+    double local = (double)tm * g.qkv_w * b->ab;
+
+    b->layout = TL_LOCAL;
+    layer_gqa_qkv(b, tm);
+    b->layout = TL_FULL;
+    em_buf_alloc(b, gathered);
+    em_coll(b, kv_only ? "sp_kv_all_gather" : "sp_qkv_all_gather", CK_ALL_GATHER, G_SP,
+            gathered, shp(2, P * x->most, width, 0));
+    if (!kv_only)
+        em_act_free(b, local); /* all of it is in the gathered buffer */
+    layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
+    b->layout = TL_LOCAL;
+    plan_attn at = attn_of(&g, tm, share_end(&x->mine), g.hq, g.hkv,
+                           share_pairs(&x->mine, -1, P));
+    attend_rows(b, &g, &at);
+    if (kv_only)
+        em_act_free(b, local); /* the local q was read by the attention */
+    em_buf_free(b, gathered);
+    layer_gqa_out(b, tm);
+}
+
+/* ---- ring (by-position storage) ------------------------------------------------- */
+
+/* A point-to-point exchange of the ring over G_SP on `stream`: send `send`
+ * bytes to the member `so` places ahead, receive `recv` bytes from the
+ * member `ro` places ahead, after op `after` of another stream (EM_NONE:
+ * none).  Ring ops always launch eagerly (cp-exchange.md "ring"). */
+static uint32_t ring_p2p(bld *b, const char *name, int stream, double send, int so,
+                         double recv, int ro, uint32_t after)
+{
+    plan_op o = {0};
+    o.name = name;
+    o.kind = OPK_P2P;
+    o.stream = (uint8_t)stream;
+    o.group = G_SP;
+    o.dtype = (uint8_t)b->adt;
+    o.layout = b->layout;
+    o.eager = 1;
+    o.comm_bytes = send;
+    o.recv_bytes = recv;
+    o.send_off = (int8_t)so;
+    o.recv_off = (int8_t)ro;
+    uint32_t i = em_emit(b, &o);
+    if (after != EM_NONE)
+        plan_dep(b->pg, i, after);
+    return i;
+}
+
+/* State of one layer's ring.  Round j: this rank holds the query block of
+ * stripe (me - j) mod P ("block j"), attends it over its own slots, and
+ * returns the partial output to the block's owner.  Hop j brings block j
+ * from the previous rank while sending block j-1 to the next. */
+typedef struct ring {
+    ex_ctx *x;
+    gqa g;
+    int64_t keys;            /* this rank's slots: positions x % P == me */
+    double q_row;            /* bytes of one row of a travelling query block */
+    double p_row;            /* one row of a partial: output (activation
+                                dtype, as the attention kernel writes it)
+                                + fp32 LSE; merged in fp32 arithmetic */
+} ring;
+
+static int stripe_of_round(const ring *rg, int j)
+{
+    int P = rg->x->P;
+    return ((rg->x->me - j) % P + P) % P;
+}
+
+/* Rows of block j. */
+static int64_t block_rows(const ring *rg, int j)
+{
+    return share_of(rg->x, stripe_of_round(rg, j)).n;
+}
+
+/* Post hop j after op `after` (the attention that last read the buffer it
+ * receives into); its receive buffer is allocated first. */
+static uint32_t ring_hop(ring *rg, int j, uint32_t after)
+{
+    bld *b = &rg->x->b;
+    double send = (double)block_rows(rg, j - 1) * rg->q_row;
+    double recv = (double)block_rows(rg, j) * rg->q_row;
+    em_buf_alloc(b, recv);
+    return ring_p2p(b, "ring_hop", ST_COMM, send, 1, recv, -1, after);
+}
+
+/* The attention of round j: block j over this rank's slots, with the exact
+ * causal work of the stripe pair (a stripe before or at this rank's sees
+ * its diagonal key, one after it does not).  EM_NONE when no pair is
+ * visible (a step of fewer than 2P tokens). */
+static uint32_t ring_round(ring *rg, int j)
+{
+    bld *b = &rg->x->b;
+    ex_share blk = share_of(rg->x, stripe_of_round(rg, j));
+    double pairs = share_pairs(&blk, rg->x->me, rg->x->P);
+    if (pairs <= 0)
+        return EM_NONE;
+    plan_attn at = attn_of(&rg->g, blk.n, rg->keys, rg->g.hq, rg->g.hkv, pairs);
+    uint32_t i = layer_gqa_attend(b, "ring_attention", &at);
+    b->pg->ops[i].eager = 1;
+    return i;
+}
+
+/* Merge the partial that return `ret` brought into the accumulator (the
+ * last merge writes the attention output instead); returns the merge. */
+static uint32_t ring_merge(ring *rg, uint32_t ret, int last)
+{
+    bld *b = &rg->x->b;
+    int64_t tm = rg->x->mine.n;
+    double part = (double)tm * rg->p_row;
+    double out = (double)tm * (double)(rg->g.hq * rg->g.d) * b->ab;
+    if (last)
+        em_act_alloc(b, out);
+    em_wait_for(b, ret);
+    /* reads two partials, writes one (or the output); derived: two
+     * scalings and an add per output element */
+    uint32_t i = em_compute(b, "ring_merge", KC_LSE_MERGE,
+                            3.0 * (double)tm * (double)(rg->g.hq * rg->g.d),
+                            2.0 * part + (last ? out : part), shp(3, tm, rg->g.hq, rg->g.d),
+                            shp(0, 0, 0, 0), shp(3, tm, rg->g.hq, rg->g.d));
+    b->pg->ops[i].eager = 1;
+    return i;
+}
+
+/* Split step, striped: the share is exactly the positions this rank stores,
+ * so the K/V write is local and K/V never move.  P rounds; the query blocks
+ * travel the ring (P-1 hops on the comm stream), partial outputs go back to
+ * their owners on the second comm stream into one receive buffer, each
+ * merged after the next round's attention, before the buffer takes the next
+ * partial.  Synchronous hops (default) start after the previous round's
+ * attention; with parallel.ring_overlap each next hop is posted before the
+ * current round's attention and only waits for the attention that freed its
+ * receive buffer (double buffering).  Resident during the attention: the
+ * local q/k/v until hop 1 sent the queries, one travelling block (two when
+ * overlapped), the accumulator, the partial being returned and the receive
+ * buffer; never the whole step's K/V. */
+static void ring_attention(ex_ctx *x, int64_t t, int64_t prefix)
+{
+    bld *b = &x->b;
+    int P = x->P, overlap = b->s->par.ring_overlap;
+    ring rg = {.x = x, .g = gqa_of(b)};
+    rg.keys = ex_stripe_below(prefix + t, x->me, P);
+    rg.q_row = (double)(rg.g.hq * rg.g.d) * b->ab;
+    rg.p_row = (double)rg.g.hq * ((double)rg.g.d * b->ab + 4.0);
+    int64_t tm = x->mine.n;
+    double mine = (double)tm * rg.p_row;
+
+    b->layout = TL_LOCAL;
+    layer_gqa_qkv(b, tm);
+    uint32_t next = overlap ? ring_hop(&rg, 1, b->last_compute) : EM_NONE;
+    layer_gqa_kv_write(b, tm, rg.g.hkv);
+    em_act_alloc(b, mine); /* accumulator: round 0's partial */
+    uint32_t prev = ring_round(&rg, 0), ret = EM_NONE;
+    for (int j = 1; j < P; j++) {
+        uint32_t hop = overlap ? next : ring_hop(&rg, j, prev);
+        /* block j-1 was attended and sent on */
+        em_wait_for(b, hop);
+        if (j == 1)
+            em_act_free(b, (double)tm * rg.g.qkv_w * b->ab);
+        else
+            em_buf_free(b, (double)block_rows(&rg, j - 1) * rg.q_row);
+        if (overlap && j + 1 < P)
+            next = ring_hop(&rg, j + 1, prev);
+        double part = (double)block_rows(&rg, j) * rg.p_row;
+        em_act_alloc(b, part);
+        em_wait_for(b, hop);
+        prev = ring_round(&rg, j);
+        uint32_t merged = EM_NONE;
+        if (j == 1)
+            em_buf_alloc(b, mine); /* receive buffer of the returns */
+        else
+            merged = ring_merge(&rg, ret, 0);
+        ret = ring_p2p(b, "ring_return", ST_COMM2, part, -j, mine, j, prev);
+        if (merged != EM_NONE)
+            plan_dep(b->pg, ret, merged); /* the buffer is free again */
+        em_mem(b, MC_ACTIVATIONS, -part, ST_COMM2); /* returned */
+    }
+    em_buf_free(b, (double)block_rows(&rg, P - 1) * rg.q_row);
+    ring_merge(&rg, ret, 1);
+    em_buf_free(b, mine);
+    em_act_free(b, mine); /* accumulator */
+    layer_gqa_out(b, tm);
+}
+
+/* ---- DCP merge (copied steps on by-position storage) ----------------------------- */
+
+/* Every SP rank runs the whole step's projections, writes the new positions
+ * it stores and attends all queries over its own slots only (about 1/P of
+ * the keys, exact causal count); the partial outputs and LSE, in fp32
+ * (cp-exchange.md), are all-gathered over G_SP and merged. */
+static void dcp(ex_ctx *x, int64_t t, int64_t prefix)
+{
+    bld *b = &x->b;
+    gqa g = gqa_of(b);
+    int P = x->P;
+    double td = (double)t;
+    double part = td * (double)g.hq * (double)(g.d + 1) * 4.0;
+    double out = td * (double)(g.hq * g.d) * b->ab;
+    ex_run all = {prefix, t, 1};
+
+    b->layout = TL_FULL;
+    layer_gqa_qkv(b, t);
+    layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
+    em_act_alloc(b, part);
+    double pairs = ex_pairs(&all, x->me, P);
+    if (pairs > 0) {
+        int64_t keys = ex_stripe_below(prefix + t, x->me, P);
+        plan_attn at = attn_of(&g, t, keys, g.hq, g.hkv, pairs);
+        layer_gqa_attend(b, "dcp_attention", &at);
+    }
+    em_act_free(b, td * g.qkv_w * b->ab);
+    em_buf_alloc(b, (double)P * part);
+    em_coll(b, "dcp_all_gather", CK_ALL_GATHER, G_SP, (double)P * part,
+            shp(3, (int64_t)P * t, g.hq, g.d + 1));
+    em_act_free(b, part);
+    em_act_alloc(b, out);
+    /* reads P partials, writes the output; derived: a scaling and an add
+     * per partial and output element */
+    em_compute(b, "dcp_merge", KC_LSE_MERGE, 2.0 * P * td * (double)(g.hq * g.d),
+               (double)P * part + out, shp(3, (int64_t)P * t, g.hq, g.d + 1), shp(0, 0, 0, 0),
+               shp(3, t, g.hq, g.d));
+    em_buf_free(b, (double)P * part);
+    layer_gqa_out(b, t);
+}
+
+/* ---- the scheme ------------------------------------------------------------------ */
+
+static void sp_attention(bld *b, int64_t t, int64_t prefix)
+{
+    ex_ctx *x = ctx_of(b);
+    const wl_parallel *p = &b->s->par;
+    if (p->kv_storage == KV_BY_HEAD && x->split)
+        ulysses(x, t, prefix);
+    else if (p->kv_storage == KV_BY_HEAD)
+        head_slice(x, t, prefix);
+    else if (!x->split)
+        dcp(x, t, prefix);
+    else if (p->exchange == EX_RING)
+        ring_attention(x, t, prefix);
+    else
+        all_gather(x, t, prefix);
+    b->layout = x->split ? TL_LOCAL : TL_FULL;
+}
+
+/* The embedding (and, for MoE models, the padding mask of the routed
+ * tokens) over the whole step; a split step then keeps the rank's rows. */
+static void sp_embed(bld *b, int64_t t)
+{
+    ex_ctx *x = ctx_of(b);
+    b->layout = TL_FULL;
+    layer_embed(b, t);
+    if (!x->split)
+        return;
+    if (b->a->has_moe) /* derived: reads a token id (int32), writes a flag per token */
+        em_compute(b, "moe_padding_mask", KC_ELEMENTWISE, (double)t, 5.0 * (double)t,
+                   shp(1, t, 0, 0), shp(0, 0, 0, 0), shp(1, t, 0, 0));
+    int64_t h = b->a->hidden, tm = x->mine.n;
+    double full = (double)t * h * b->ab, mine = (double)tm * h * b->ab;
+    b->layout = TL_LOCAL;
+    em_act_alloc(b, mine); /* residual stream */
+    em_act_alloc(b, mine); /* layer input */
+    em_compute(b, "sp_split", KC_COPY, 0, 2.0 * mine, shp(2, t, h, 0), shp(0, 0, 0, 0),
+               shp(2, tm, h, 0));
+    em_act_free(b, full);
+    em_act_free(b, full);
+}
+
+static void sp_layer(bld *b, int64_t t, int64_t prefix)
+{
+    ex_ctx *x = ctx_of(b);
+    b->layout = x->split ? TL_LOCAL : TL_FULL;
+    layer_decoder(b, x->split ? x->mine.n : t, t, prefix, sp_attention);
+}
+
+/* Split steps: final norm on the share, then the normalized shares are
+ * all-gathered over G_SP (padded to the largest share) before the LM head. */
+static void sp_final(bld *b, int64_t t)
+{
+    ex_ctx *x = ctx_of(b);
+    if (!x->split) {
+        b->layout = TL_FULL;
+        layer_final(b, t);
+        return;
+    }
+    int64_t h = b->a->hidden, tm = x->mine.n;
+    double mine = (double)tm * h * b->ab;
+    double gathered = (double)x->P * (double)x->most * (double)h * b->ab;
+    b->layout = TL_LOCAL;
+    layer_final_norm(b, tm);
+    b->layout = TL_FULL;
+    em_act_alloc(b, gathered);
+    em_coll(b, "sp_out_all_gather", CK_ALL_GATHER, G_SP, gathered,
+            shp(2, x->P * x->most, h, 0));
+    em_act_free(b, mine); /* normalized share */
+    em_act_free(b, mine); /* residual */
+    layer_lm_head(b);
+    em_act_free(b, gathered);
+}
+
+static const layer_scheme SP_SCHEME = {"sp_exchange", sp_embed, sp_layer, sp_final};
+
+const layer_scheme *ex_scheme(void)
+{
+    return &SP_SCHEME;
+}

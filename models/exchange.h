@@ -1,0 +1,135 @@
+/* exchange: the sequence-parallel exchange strategies over a sharded KV
+ * cache (shared/spec/cp-exchange.md) as a layer scheme of the plan builder.
+ *
+ * A node is TP x SP ranks; the P = sp ranks of an SP group (G_SP: same
+ * tp and dp index) share one prompt.  Each step runs either split (its
+ * tokens divided over the SP ranks) or copied (every SP rank runs it
+ * whole); build.c decides per step from parallel.min_tokens and calls
+ * ex_begin_step() before the step's forward pass.  What a layer's
+ * attention does then depends on the KV storage and the exchange:
+ *
+ *   storage      split step                     copied step
+ *   by_head      Ulysses (all-to-all q/k/v to   head slice (every rank runs the
+ *                head split and back)           step, attends its heads,
+ *                                               all-gathers the outputs)
+ *   by_position  all_gather (gather q/k/v or    DCP merge (attention over the
+ *                k/v, placed attention) or      rank's own slots, partial
+ *                ring (striped, the queries     outputs + LSE all-gathered in
+ *                travel, K/V stay)              fp32 and merged)
+ *
+ * Token split of split steps: ring always striped (position x on rank
+ * x % P); the others follow parallel.split (striped, contiguous, zigzag:
+ * 2P chunks, rank r holding chunks r and 2P-1-r).  Remainders of an uneven
+ * split go to the lowest ranks (contiguous) or chunks (zigzag).
+ *
+ * The embedding (and the MoE padding mask) runs over the whole step before
+ * the split; the layers run on the rank's share; after the final norm the
+ * shares are all-gathered over G_SP.  Every SP rank has its own program
+ * (its share, its KV slots and its ring partners differ).
+ */
+#ifndef CP_EXCHANGE_H
+#define CP_EXCHANGE_H
+
+#include "models/layers.h"
+
+/* ---- pieces of the tensor-parallel layer (models/layer_tp.c) --------------
+ * Shared by the tensor-parallel scheme (build.c) and the exchange scheme;
+ * they belong in layers.h, which this module does not own. */
+
+/* Vocabulary-parallel embedding of t tokens (lookup + all-reduce over TP);
+ * leaves the residual stream and the embedding [t, h] allocated. */
+void layer_embed(bld *b, int64_t t);
+/* Final norm of t rows; frees the last layer's output, leaves the
+ * normalized rows allocated. */
+void layer_final_norm(bld *b, int64_t t);
+/* LM head on the last token, logits all-gathered over TP, sampling. */
+void layer_lm_head(bld *b);
+/* layer_final_norm + layer_lm_head, then frees the normalized rows and the
+ * residual stream (the tensor-parallel final). */
+void layer_final(bld *b, int64_t t);
+
+/* An attention block: consumes the normalized input and leaves the
+ * attention output [tokens of the rank, h] allocated. */
+typedef void (*layer_attn_fn)(bld *b, int64_t t, int64_t prefix);
+/* One decoder layer on tl rows of the rank (input norm, attn(t, prefix),
+ * post-attention norm, FFN on tl rows); consumes the previous layer's
+ * output and leaves its own [tl, h] allocated. */
+void layer_decoder(bld *b, int64_t tl, int64_t t, int64_t prefix, layer_attn_fn attn);
+
+/* GQA front on t rows: qkv_proj (column parallel, heads/tp q heads and the
+ * rank's KV heads), q/k norm, RoPE; leaves qkv [t, (hq + 2 hkv) d]
+ * allocated. */
+void layer_gqa_qkv(bld *b, int64_t t);
+/* Paged KV write of n tokens of kv_heads heads and its KV-cache bytes
+ * (nothing when n is 0). */
+void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads);
+/* A flash-attention call described by *at (flops from at->pairs, bytes:
+ * q and output rows plus the keys and values read). */
+uint32_t layer_gqa_attend(bld *b, const char *name, const plan_attn *at);
+/* o_proj (row parallel) on t rows: frees the attention output
+ * [t, heads/tp * d], leaves [t, h] allocated and all-reduced over TP. */
+void layer_gqa_out(bld *b, int64_t t);
+
+/* ---- the exchange scheme -------------------------------------------------- */
+
+/* Positions lo, lo + stride, ... (n of them). */
+typedef struct ex_run {
+    int64_t lo, n, stride;
+} ex_run;
+
+/* The positions of one SP rank's tokens in a split step. */
+typedef struct ex_share {
+    int nrun;
+    ex_run run[2];
+    int64_t n;               /* tokens in all runs */
+} ex_share;
+
+/* Builder context of one SP rank's program.  The scheme's callbacks receive
+ * &ctx->b and find the context around it, so they must only be called with
+ * the bld of an ex_ctx set up by ex_init(). */
+typedef struct ex_ctx {
+    bld b;                   /* first member (see above) */
+    int P, me;               /* SP group size; this program's SP index */
+    /* the current step (ex_begin_step) */
+    int split;               /* 1: split, 0: copied */
+    int64_t t, prefix;       /* new tokens, cached tokens before them */
+    wl_split split_kind;     /* token split of a split step */
+    ex_share mine;           /* this rank's positions (split steps) */
+    int64_t most;            /* largest share over the SP ranks (split steps) */
+} ex_ctx;
+
+/* Refusals of layouts the plan cannot describe (exit 2, message names the
+ * key): sp > 1 with MLA attention (the exchanges are GQA's; MLA models use
+ * the DSA CP scheme), an EP group that neither lies inside a TP group nor
+ * spans whole TP groups of one SP group, a ring of more than 128 ranks. */
+int ex_check(const scenario *s, cp_err *err);
+
+/* Whether a step of t new tokens runs split (cp-exchange.md "min_tokens"):
+ * the node's exchange splits at all (Ulysses on head storage; all_gather
+ * and ring on position storage; auto and none on position storage never
+ * split), t >= parallel.min_tokens, and every SP rank gets a token
+ * (t >= sp). */
+int ex_step_splits(const scenario *s, int64_t t);
+
+/* Set up x for SP index me; x->b must already hold the builder fields. */
+void ex_init(ex_ctx *x, int me);
+/* Start a step of t new tokens after `prefix` cached ones. */
+void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split);
+/* The exchange layer scheme (callbacks take &ex_ctx.b). */
+const layer_scheme *ex_scheme(void);
+
+/* KV-cache bytes this rank stores, over all layers, for a sequence of
+ * `positions` tokens: by head, every position for kv_heads/(tp*sp) heads
+ * (at least one: replicated); by position, the positions x % sp == me for
+ * the rank's kv_heads/tp heads. */
+double ex_kv_bytes(const ex_ctx *x, int64_t positions);
+
+/* Positions y in [0, n) with y % P == r (the slots of stripe r). */
+int64_t ex_stripe_below(int64_t n, int r, int P);
+/* Causal (query, key) pairs of the queries at the positions of run q
+ * (stride 1 or P): against every earlier-or-equal key (stripe < 0), or
+ * against the keys of that stripe only (positions y % P == stripe, y <= the
+ * query). */
+double ex_pairs(const ex_run *q, int stripe, int P);
+
+#endif

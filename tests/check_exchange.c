@@ -1,0 +1,918 @@
+/* check_exchange: the sequence-parallel exchange strategies
+ * (shared/spec/cp-exchange.md, models/exchange.c).
+ *
+ * Plan level (no SimGrid): per layer and SP rank, the number, kind and
+ * bytes of collectives and ring hops against closed forms from the
+ * thinker's config (hidden 2048, 32 q heads, 4 KV heads, head dim 128,
+ * 128 experts top-8); exact causal work per rank; split vs copied around
+ * min_tokens; MoE under SP; memory by phase; refusals.
+ * Timing (one simulation per child process): ring overlap vs synchronous,
+ * split balance, the split/copied crossover and its move with bandwidth,
+ * the OOM verdict.  Timing runs use a uniform roofline platform: the
+ * h100-sxm-8 preset without its calibration profile (no measured tables,
+ * no compute/communication interference). */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/build.h"
+#include "models/exchange.h"
+#include "sim/child.h"
+#include "tests/testutil.h"
+
+static const char *THINKER =
+    "model: qwen3-omni-30b-a3b-thinker\n"
+    "platform: h100-sxm-8\n"
+    "requests:\n  - prompt_tokens: 32768\n";
+
+/* thinker config (models/configs/qwen3-omni-30b-a3b-thinker.json) */
+enum { H = 2048, HEADS = 32, KV_HEADS = 4, D = 128, LAYERS = 48, EXPERTS = 128, TOPK = 8 };
+
+#define MAX_SETS 12
+
+/* The thinker's plan with TP tp x SP sp, KV storage and exchange, T prompt
+ * tokens, and extra assignments. */
+static void sp_plan(scenario *s, plan *p, int tp, int sp, const char *storage,
+                    const char *exchange, long T, const char *const *extra, int nextra)
+{
+    static char buf[5][64];
+    const char *sets[MAX_SETS];
+    snprintf(buf[0], sizeof buf[0], "parallel.tp=%d", tp);
+    snprintf(buf[1], sizeof buf[1], "parallel.sp=%d", sp);
+    snprintf(buf[2], sizeof buf[2], "parallel.kv_storage=%s", storage);
+    snprintf(buf[3], sizeof buf[3], "parallel.exchange=%s", exchange);
+    snprintf(buf[4], sizeof buf[4], "requests.0.prompt_tokens=%ld", T);
+    int n = 0;
+    for (int i = 0; i < 5; i++)
+        sets[n++] = buf[i];
+    for (int i = 0; i < nextra && n < MAX_SETS; i++)
+        sets[n++] = extra[i];
+    tu_plan(s, p, THINKER, sets, n);
+}
+
+/* Ops of program g in (step, layer) that match kind/name; the last match
+ * into *last. */
+static int count_ops(const plan *p, int g, int step, int layer, plan_opkind kind,
+                     const char *name, const plan_op **last)
+{
+    int n = 0;
+    const plan_prog *pg = &p->progs[g];
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->step != step || o->layer != layer || o->kind != kind)
+            continue;
+        if (name && strcmp(o->name, name) != 0)
+            continue;
+        n++;
+        if (last)
+            *last = o;
+    }
+    return n;
+}
+
+/* Collectives of program g in (step 0, layer) over group grp of one kind;
+ * bytes of the last into *bytes. */
+static int count_coll(const plan *p, int g, int layer, plan_group grp, plan_coll kind,
+                      double *bytes)
+{
+    int n = 0;
+    const plan_prog *pg = &p->progs[g];
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->kind == OPK_COLL && o->step == 0 && o->layer == layer && o->group == grp &&
+            o->coll == kind) {
+            n++;
+            if (bytes)
+                *bytes = o->comm_bytes;
+        }
+    }
+    return n;
+}
+
+/* The k-th (0-based) op of program g named `name` in (step 0, layer);
+ * its index into *at. */
+static const plan_op *nth_op(const plan *p, int g, int layer, const char *name, int k,
+                             uint32_t *at)
+{
+    const plan_prog *pg = &p->progs[g];
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->step == 0 && o->layer == layer && strcmp(o->name, name) == 0 && k-- == 0) {
+            if (at)
+                *at = i;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+static int depends_on(const plan *p, int g, uint32_t op, uint32_t on)
+{
+    const plan_prog *pg = &p->progs[g];
+    const plan_op *o = &pg->ops[op];
+    for (uint32_t k = 0; k < o->ndeps; k++)
+        if (pg->deps[o->dep_first + k] == on)
+            return 1;
+    return 0;
+}
+
+/* Causal pairs of the queries at positions lo .. lo+n-1 against every key
+ * at or before them. */
+static double run_pairs(double lo, double n)
+{
+    return n * (lo + 1.0) + n * (n - 1.0) / 2.0;
+}
+
+/* ---- positions and pairs ------------------------------------------------------ */
+
+/* ex_pairs / ex_stripe_below against enumeration of every position. */
+START_TEST(pairs_match_enumeration)
+{
+    for (int P = 2; P <= 4; P++) {
+        for (int64_t n = 0; n <= 3 * P + 2; n++) {
+            for (int r = 0; r < P; r++) {
+                int64_t cnt = 0;
+                for (int64_t y = 0; y < n; y++)
+                    cnt += y % P == r;
+                ck_assert_int_eq(ex_stripe_below(n, r, P), cnt);
+            }
+        }
+        for (int64_t lo = 0; lo < 7; lo++) {
+            for (int64_t n = 0; n < 9; n++) {
+                for (int s = 0; s < 2; s++) {
+                    int64_t stride = s ? P : 1;
+                    ex_run q = {lo, n, stride};
+                    for (int stripe = -1; stripe < P; stripe++) {
+                        double want = 0;
+                        for (int64_t i = 0; i < n; i++)
+                            for (int64_t y = 0; y <= lo + i * stride; y++)
+                                want += stripe < 0 || y % P == stripe;
+                        ck_assert_double_eq(ex_pairs(&q, stripe, P), want);
+                    }
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* ---- Ulysses and head slice --------------------------------------------------- */
+
+/* TP4 x SP2 on head storage: a split prefill runs Ulysses (two all-to-alls
+ * per layer, attention on 32/4/2 = 4 heads over the whole step), a decode
+ * step the head slice (an all-gather of the heads before o_proj). */
+START_TEST(ulysses_collectives)
+{
+    scenario s;
+    plan p;
+    const char *extra[] = {"requests.0.decode_tokens=1"};
+    const long T = 32768, Tp = T / 2;
+    sp_plan(&s, &p, 4, 2, "by_head", "ulysses", T, extra, 1);
+    ck_assert_int_eq(p.nranks, 8);
+    ck_assert_int_eq(p.nprogs, 2);
+    for (int r = 0; r < 8; r++)
+        ck_assert_int_eq(p.prog_of_rank[r], r / 4);
+    const int hq = HEADS / 4, hu = hq / 2, ku = 1; /* 4 KV heads over 8: replicated */
+    for (int g = 0; g < 2; g++) {
+        for (int l = 0; l < LAYERS; l += 47) {
+            double bytes[2] = {0};
+            ck_assert_int_eq(count_coll(&p, g, l, G_SP, CK_ALL_TO_ALL, NULL), 2);
+            const plan_op *a2a = nth_op(&p, g, l, "ulysses_qkv_all_to_all", 0, NULL);
+            bytes[0] = a2a->comm_bytes;
+            bytes[1] = nth_op(&p, g, l, "ulysses_out_all_to_all", 0, NULL)->comm_bytes;
+            /* to each of the 2 peers: its 4 q heads and the 1 KV head they need */
+            ck_assert_double_eq(bytes[0], (double)Tp * (hq + 2 * 2 * ku) * D * 2.0);
+            /* back: the whole step's rows of this rank's 4 heads */
+            ck_assert_double_eq(bytes[1], (double)T * hu * D * 2.0);
+            ck_assert_int_eq(count_coll(&p, g, l, G_SP, CK_ALL_GATHER, NULL), 0);
+            double ar = 0;
+            ck_assert_int_eq(count_coll(&p, g, l, G_TP, CK_ALL_REDUCE, &ar), 2);
+            ck_assert_double_eq(ar, (double)Tp * H * 2.0);
+            const plan_op *at = nth_op(&p, g, l, "attention", 0, NULL);
+            ck_assert_int_eq(at->attn.heads, hu);
+            ck_assert_int_eq(at->attn.kv_heads, ku);
+            ck_assert_int_eq(at->attn.q_len, T);
+            ck_assert_double_eq(at->attn.pairs, (double)T * (T + 1) / 2.0);
+            ck_assert_int_eq(at->layout, TL_FULL);
+            const plan_op *qkv = nth_op(&p, g, l, "qkv_proj", 0, NULL);
+            ck_assert_int_eq(qkv->m, Tp);
+            ck_assert_int_eq(qkv->layout, TL_LOCAL);
+            ck_assert_int_eq(nth_op(&p, g, l, "kv_write", 0, NULL)->out.d[0], T);
+            ck_assert_int_eq(nth_op(&p, g, l, "o_proj", 0, NULL)->m, Tp);
+            ck_assert_int_eq(nth_op(&p, g, l, "router", 0, NULL)->m, Tp);
+        }
+        /* the embedding over the whole step, the outputs gathered after the
+         * final norm */
+        const plan_op *emb = nth_op(&p, g, -1, "embedding", 0, NULL);
+        ck_assert_int_eq(emb->out.d[0], T);
+        ck_assert_int_eq(emb->layout, TL_FULL);
+        uint32_t i_norm, i_gather;
+        ck_assert_ptr_nonnull(nth_op(&p, g, -1, "final_norm", 0, &i_norm));
+        const plan_op *og = nth_op(&p, g, -1, "sp_out_all_gather", 0, &i_gather);
+        ck_assert_uint_gt(i_gather, i_norm);
+        ck_assert_double_eq(og->comm_bytes, (double)T * H * 2.0);
+        /* decode step: head slice */
+        const plan_op *hs = NULL;
+        ck_assert_int_eq(count_ops(&p, g, 1, 0, OPK_COLL, "head_all_gather", &hs), 1);
+        ck_assert_double_eq(hs->comm_bytes, 1.0 * hq * D * 2.0);
+        ck_assert_int_eq(count_ops(&p, g, 1, 0, OPK_COLL, "ulysses_qkv_all_to_all", NULL), 0);
+        const plan_op *dat = NULL;
+        ck_assert_int_eq(count_ops(&p, g, 1, 0, OPK_COMPUTE, "attention", &dat), 1);
+        ck_assert_int_eq(dat->attn.heads, hu);
+        ck_assert_int_eq(dat->attn.kv_len, T + 1);
+    }
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* ---- all_gather ------------------------------------------------------------------ */
+
+/* One all-gather of q/k/v (or k/v) per layer; the placed attention of each
+ * rank counts exactly the causal pairs of its queries, and the ranks
+ * together count the whole step's. */
+START_TEST(all_gather_collectives_and_work)
+{
+    const char *splits[] = {"striped", "contiguous", "zigzag"};
+    const long T = 32768;
+    const int P = 2, hq = HEADS / 4, hkv = 1;
+    const double n = (double)T / P, m = (double)T / (2 * P);
+    for (int sp_i = 0; sp_i < 3; sp_i++) {
+        for (int kv_only = 0; kv_only < 2; kv_only++) {
+            scenario s;
+            plan p;
+            char split[64];
+            snprintf(split, sizeof split, "parallel.split=%s", splits[sp_i]);
+            const char *extra[] = {split, kv_only ? "parallel.all_gather_tensors=kv"
+                                                  : "parallel.all_gather_tensors=qkv"};
+            sp_plan(&s, &p, 4, P, "by_position", "all_gather", T, extra, 2);
+            double total = 0, first = 0, last = 0;
+            for (int g = 0; g < P; g++) {
+                double bytes = 0;
+                ck_assert_int_eq(count_coll(&p, g, 5, G_SP, CK_ALL_GATHER, &bytes), 1);
+                double width = kv_only ? 2.0 * hkv * D : (hq + 2.0 * hkv) * D;
+                ck_assert_double_eq(bytes, (double)T * width * 2.0);
+                ck_assert_int_eq(count_coll(&p, g, 5, G_SP, CK_ALL_TO_ALL, NULL), 0);
+                const plan_op *at = nth_op(&p, g, 5, "attention", 0, NULL);
+                ck_assert_int_eq(at->attn.q_len, (int64_t)n);
+                /* the call spans the keys up to the rank's last query */
+                const double end[] = {T - P + g + 1, (g + 1) * n, (2 * P - g) * m};
+                ck_assert_int_eq(at->attn.kv_len, (int64_t)end[sp_i]);
+                ck_assert_int_eq(at->attn.heads, hq);
+                ck_assert_int_eq(at->layout, TL_LOCAL);
+                /* the rank stores positions x % 2 == g */
+                ck_assert_int_eq(nth_op(&p, g, 5, "kv_write", 0, NULL)->out.d[0], T / P);
+                double want;
+                if (sp_i == 0) /* positions g, g+2, ...: query x sees x + 1 keys */
+                    want = n * (g + 1.0) + P * n * (n - 1.0) / 2.0;
+                else if (sp_i == 1)
+                    want = run_pairs(g * n, n);
+                else
+                    want = run_pairs(g * m, m) + run_pairs((2 * P - 1 - g) * m, m);
+                ck_assert_double_eq(at->attn.pairs, want);
+                total += at->attn.pairs;
+                if (g == 0)
+                    first = at->attn.pairs;
+                last = at->attn.pairs;
+            }
+            ck_assert_double_eq(total, (double)T * (T + 1) / 2.0);
+            if (sp_i == 1) /* causal imbalance: the last rank ~ (2P-1) x the first */
+                ck_assert_double_gt(last / first, 2.9);
+            else
+                ck_assert_double_lt(fabs(last / first - 1.0), 0.01);
+            plan_free(&p);
+            wl_free(&s);
+        }
+    }
+}
+END_TEST
+
+/* ---- ring ------------------------------------------------------------------------- */
+
+static void check_ring(int tp, int P, int overlap)
+{
+    scenario s;
+    plan p;
+    const long T = 16384;
+    const double n = (double)T / P;
+    const int hq = HEADS / tp;
+    const char *extra[] = {overlap ? "parallel.ring_overlap=true" : "parallel.ring_overlap=false"};
+    sp_plan(&s, &p, tp, P, "by_position", "ring", T, extra, 1);
+    ck_assert_int_eq(p.nprogs, P);
+    double total = 0;
+    for (int me = 0; me < P; me++) {
+        for (int l = 0; l < LAYERS; l += 23) {
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_P2P, "ring_hop", NULL), P - 1);
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_P2P, "ring_return", NULL), P - 1);
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_COMPUTE, "ring_attention", NULL), P);
+            /* K/V never move: no collective over the SP group */
+            for (int k = 0; k < CK_COUNT; k++)
+                ck_assert_int_eq(count_coll(&p, me, l, G_SP, (plan_coll)k, NULL), 0);
+            ck_assert_int_eq(nth_op(&p, me, l, "kv_write", 0, NULL)->out.d[0], (int64_t)n);
+            for (int j = 0; j < P; j++) {
+                uint32_t ia;
+                const plan_op *at = nth_op(&p, me, l, "ring_attention", j, &ia);
+                int a = ((me - j) % P + P) % P; /* stripe of the visiting queries */
+                ck_assert_int_eq(at->attn.q_len, (int64_t)n);
+                ck_assert_int_eq(at->attn.kv_len, (int64_t)n);
+                ck_assert_int_eq(at->attn.heads, hq);
+                ck_assert_double_eq(at->attn.pairs,
+                                    me <= a ? n * (n + 1) / 2.0 : n * (n - 1) / 2.0);
+                ck_assert_int_eq(at->eager, 1);
+                total += l == 0 ? at->attn.pairs : 0;
+                if (j == 0)
+                    continue;
+                uint32_t ih, ir, ip;
+                const plan_op *hop = nth_op(&p, me, l, "ring_hop", j - 1, &ih);
+                ck_assert_int_eq(hop->stream, ST_COMM);
+                ck_assert_int_eq(hop->group, G_SP);
+                ck_assert_int_eq(hop->send_off, 1);
+                ck_assert_int_eq(hop->recv_off, -1);
+                ck_assert_double_eq(hop->comm_bytes, n * hq * D * 2.0);
+                ck_assert_double_eq(hop->recv_bytes, n * hq * D * 2.0);
+                ck_assert_int_eq(hop->eager, 1);
+                ck_assert(depends_on(&p, me, ia, ih)); /* round j attends the block hop j brought */
+                nth_op(&p, me, l, "ring_attention", j - 1, &ip);
+                if (overlap) {
+                    /* posted before the previous round's attention, waiting only
+                     * for the one before it (double buffering) */
+                    ck_assert_uint_lt(ih, ip);
+                    if (j >= 2) {
+                        uint32_t ipp;
+                        nth_op(&p, me, l, "ring_attention", j - 2, &ipp);
+                        ck_assert(depends_on(&p, me, ih, ipp));
+                    }
+                } else {
+                    ck_assert_uint_gt(ih, ip);
+                    ck_assert(depends_on(&p, me, ih, ip));
+                }
+                const plan_op *ret = nth_op(&p, me, l, "ring_return", j - 1, &ir);
+                ck_assert_int_eq(ret->stream, ST_COMM2);
+                ck_assert_int_eq(ret->send_off, -j);
+                ck_assert_int_eq(ret->recv_off, j);
+                ck_assert_double_eq(ret->comm_bytes, n * hq * (D * 2.0 + 4.0));
+                ck_assert(depends_on(&p, me, ir, ia));
+            }
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_COMPUTE, "ring_merge", NULL), P - 1);
+        }
+    }
+    /* every (query, key) pair of the step is computed once */
+    ck_assert_double_eq(total, (double)T * (T + 1) / 2.0);
+    plan_free(&p);
+    wl_free(&s);
+}
+
+START_TEST(ring_hops_closed_form)
+{
+    check_ring(4, 2, 0);
+    check_ring(4, 2, 1);
+    check_ring(2, 4, 0);
+    check_ring(2, 4, 1);
+}
+END_TEST
+
+/* ---- DCP merge ------------------------------------------------------------------------ */
+
+/* exchange none on position storage: every step copied; each rank attends
+ * all queries over its own slots and all-gathers fp32 partials + LSE. */
+START_TEST(dcp_copied_steps)
+{
+    scenario s;
+    plan p;
+    const long T = 8192;
+    const int P = 2, hq = HEADS / 4;
+    const char *extra[] = {"requests.0.decode_tokens=2"};
+    sp_plan(&s, &p, 4, P, "by_position", "none", T, extra, 1);
+    double total = 0;
+    for (int me = 0; me < P; me++) {
+        const double nk = (double)T / P;
+        ck_assert_int_eq(nth_op(&p, me, 3, "qkv_proj", 0, NULL)->m, T);
+        ck_assert_int_eq(nth_op(&p, me, 3, "qkv_proj", 0, NULL)->layout, TL_FULL);
+        ck_assert_int_eq(nth_op(&p, me, 3, "kv_write", 0, NULL)->out.d[0], T / P);
+        const plan_op *at = nth_op(&p, me, 3, "dcp_attention", 0, NULL);
+        ck_assert_int_eq(at->attn.q_len, T);
+        ck_assert_int_eq(at->attn.kv_len, T / P);
+        /* key me + jP is seen by the T - me - jP queries at or after it */
+        ck_assert_double_eq(at->attn.pairs, nk * (T - me) - P * nk * (nk - 1) / 2.0);
+        total += at->attn.pairs;
+        double bytes = 0;
+        ck_assert_int_eq(count_coll(&p, me, 3, G_SP, CK_ALL_GATHER, &bytes), 1);
+        ck_assert_double_eq(bytes, (double)P * T * hq * (D + 1) * 4.0);
+        ck_assert_ptr_nonnull(nth_op(&p, me, 3, "dcp_merge", 0, NULL));
+        /* MLP/MoE duplicated: the whole step on every SP rank */
+        const plan_op *gu = nth_op(&p, me, 3, "expert_gate_up", 0, NULL);
+        ck_assert_int_eq(gu->m * gu->g, T * TOPK);
+        ck_assert_int_eq(count_ops(&p, me, 0, -1, OPK_COMPUTE, "sp_split", NULL), 0);
+        /* decode step 0 writes position T, stored by rank T % 2 = 0 */
+        ck_assert_int_eq(count_ops(&p, me, 1, 0, OPK_COMPUTE, "kv_write", NULL), me == 0);
+        const plan_op *dat = NULL;
+        ck_assert_int_eq(count_ops(&p, me, 1, 0, OPK_COMPUTE, "dcp_attention", &dat), 1);
+        ck_assert_int_eq(dat->attn.q_len, 1);
+        ck_assert_int_eq(dat->attn.kv_len, me == 0 ? T / P + 1 : T / P);
+    }
+    ck_assert_double_eq(total, (double)T * (T + 1) / 2.0);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* ---- split vs copied -------------------------------------------------------------------- */
+
+START_TEST(min_tokens_boundary)
+{
+    const char *extra[] = {"parallel.min_tokens=4096"};
+    for (long T = 4095; T <= 4096; T++) {
+        scenario s;
+        plan p;
+        sp_plan(&s, &p, 4, 2, "by_position", "ring", T, extra, 1);
+        int split = T >= 4096;
+        ck_assert_int_eq(ex_step_splits(&s, T), split);
+        for (int g = 0; g < 2; g++) {
+            ck_assert_int_eq(count_ops(&p, g, 0, 0, OPK_P2P, "ring_hop", NULL), split);
+            ck_assert_int_eq(count_ops(&p, g, 0, 0, OPK_COMPUTE, "dcp_attention", NULL),
+                             !split);
+            ck_assert_int_eq(nth_op(&p, g, 0, "qkv_proj", 0, NULL)->m, split ? T / 2 : T);
+        }
+        plan_free(&p);
+        wl_free(&s);
+    }
+    /* auto and none on position storage never split; a step needs a token
+     * per SP rank */
+    scenario s;
+    const char *none[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+                          "parallel.exchange=auto"};
+    tu_load(&s, THINKER, none, 4);
+    ck_assert_int_eq(ex_step_splits(&s, 65536), 0);
+    wl_free(&s);
+    const char *uly[] = {"parallel.tp=4", "parallel.sp=2"};
+    tu_load(&s, THINKER, uly, 2);
+    ck_assert_int_eq(ex_step_splits(&s, 2), 1);
+    ck_assert_int_eq(ex_step_splits(&s, 1), 0);
+    wl_free(&s);
+}
+END_TEST
+
+/* ---- MoE under SP ------------------------------------------------------------------------ */
+
+START_TEST(moe_under_sp)
+{
+    const long T = 32768, Tp = T / 2;
+    scenario s;
+    plan p;
+    /* TP experts: the share's tokens, all-reduced over TP */
+    sp_plan(&s, &p, 4, 2, "by_position", "all_gather", T, NULL, 0);
+    for (int g = 0; g < 2; g++) {
+        ck_assert_int_eq(nth_op(&p, g, 4, "router", 0, NULL)->m, Tp);
+        const plan_op *gu = nth_op(&p, g, 4, "expert_gate_up", 0, NULL);
+        ck_assert_int_eq(gu->m * gu->g, Tp * TOPK);
+        double bytes = 0;
+        ck_assert_int_eq(count_coll(&p, g, 4, G_TP, CK_ALL_REDUCE, &bytes), 2);
+        ck_assert_double_eq(bytes, (double)Tp * H * 2.0);
+        /* the padding mask and the embedding over the whole step, before the split */
+        uint32_t i_mask, i_split;
+        const plan_op *mask = nth_op(&p, g, -1, "moe_padding_mask", 0, &i_mask);
+        ck_assert_int_eq(mask->out.d[0], T);
+        ck_assert_ptr_nonnull(nth_op(&p, g, -1, "sp_split", 0, &i_split));
+        ck_assert_uint_lt(i_mask, i_split);
+    }
+    plan_free(&p);
+    wl_free(&s);
+
+    /* EP over the whole node (spans both SP ranks): each rank routes 1/4 of
+     * its share, dispatch/combine sized from it, TP gathers the share back */
+    const char *ep8[] = {"parallel.ep=8"};
+    sp_plan(&s, &p, 4, 2, "by_position", "all_gather", T, ep8, 1);
+    for (int g = 0; g < 2; g++) {
+        ck_assert_int_eq(nth_op(&p, g, 4, "router", 0, NULL)->m, Tp / 4);
+        double bytes = 0;
+        ck_assert_int_eq(count_coll(&p, g, 4, G_EP, CK_ALL_TO_ALL, &bytes), 2);
+        ck_assert_double_eq(bytes, (double)(Tp / 4) * TOPK * H * 2.0);
+        ck_assert_int_eq(count_coll(&p, g, 4, G_TP, CK_ALL_GATHER, &bytes), 1);
+        ck_assert_double_eq(bytes, (double)Tp * H * 2.0);
+        ck_assert_int_eq(nth_op(&p, g, 4, "expert_gate_up", 0, NULL)->g, EXPERTS / 8);
+    }
+    plan_free(&p);
+    wl_free(&s);
+
+    /* EP inside each TP group: the EP group shares its tokens */
+    const char *ep2[] = {"parallel.ep=2"};
+    sp_plan(&s, &p, 4, 2, "by_position", "all_gather", T, ep2, 1);
+    double bytes = 0;
+    ck_assert_int_eq(nth_op(&p, 1, 4, "router", 0, NULL)->m, Tp / 2);
+    ck_assert_int_eq(count_coll(&p, 1, 4, G_EP, CK_ALL_GATHER, &bytes), 1);
+    ck_assert_double_eq(bytes, (double)Tp * H * 2.0);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+/* Every allocation of a step is freed by its end (on whichever stream);
+ * the KV cache a rank keeps follows the storage layout and is released
+ * when the request leaves. */
+START_TEST(memory_balance_all_strategies)
+{
+    const char *cases[][2] = {{"by_head", "auto"}, {"by_position", "none"},
+                              {"by_position", "all_gather"}, {"by_position", "ring"}};
+    const char *extra[] = {"requests.0.decode_tokens=3", "requests.1.prompt_tokens=5001",
+                           "requests.1.arrival_s=0.5", "parallel.ring_overlap=true",
+                           "parallel.split=zigzag"};
+    for (int c = 0; c < 4; c++) {
+        scenario s;
+        plan p;
+        const long T = 10001;
+        sp_plan(&s, &p, 4, 2, cases[c][0], cases[c][1], T, extra, 5);
+        for (int g = 0; g < 2; g++) {
+            double sum[MC_COUNT] = {0}, peak_kv = 0;
+            const plan_prog *pg = &p.progs[g];
+            for (uint32_t i = 0; i < pg->nops; i++) {
+                const plan_op *o = &pg->ops[i];
+                if (o->kind == OPK_STEP) {
+                    ck_assert_double_eq_tol(sum[MC_ACTIVATIONS], 0, 1e-3);
+                    ck_assert_double_eq_tol(sum[MC_COMM_BUFFER], 0, 1e-3);
+                }
+                if (o->kind != OPK_MEM)
+                    continue;
+                sum[o->mem_cat] += o->mem_bytes;
+                if (sum[MC_KV_CACHE] > peak_kv)
+                    peak_kv = sum[MC_KV_CACHE];
+            }
+            ck_assert_double_eq_tol(sum[MC_ACTIVATIONS], 0, 1e-3);
+            ck_assert_double_eq_tol(sum[MC_COMM_BUFFER], 0, 1e-3);
+            ck_assert_double_eq_tol(sum[MC_KV_CACHE], 0, 1e-3);
+            /* request 0 holds T + 3 positions: by head every one of them for
+             * one KV head (4 over 8 ranks, replicated), by position those
+             * with x % 2 == g for the TP rank's one head */
+            long N = T + 3, pos = c == 0 ? N : (N - g + 1) / 2;
+            ck_assert_double_eq_tol(peak_kv, (double)pos * LAYERS * 2.0 * D * 2.0, 1.0);
+        }
+        plan_free(&p);
+        wl_free(&s);
+    }
+}
+END_TEST
+
+/* Peak bytes (activations + comm buffers) of program g in layer `layer` of
+ * step 0: in the attention phase (input norm .. o_proj) and the MLP/MoE
+ * phase (post-attention norm .. the next layer).  A free on a comm stream
+ * runs when that stream finishes the op before it, so it counts once the
+ * compute stream waits for that op or a later one of its stream.  The
+ * largest single allocation of the attention phase into *largest. */
+static void phase_peaks(const plan *p, int g, int layer, double *att, double *mlp,
+                        double *largest)
+{
+    const plan_prog *pg = &p->progs[g];
+    double cur = 0;
+    int phase = 0;
+    *att = *mlp = *largest = 0;
+    uint32_t late[64], after[64], last[ST_COUNT] = {0};
+    int nlate = 0;
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->step > 0)
+            break;
+        int cat = o->kind == OPK_MEM &&
+                  (o->mem_cat == MC_ACTIVATIONS || o->mem_cat == MC_COMM_BUFFER);
+        if (o->stream != ST_COMPUTE) {
+            if (cat) {
+                ck_assert_int_lt(nlate, 64);
+                late[nlate] = i;
+                after[nlate++] = last[o->stream];
+            } else if (o->kind != OPK_MEM) {
+                last[o->stream] = i;
+            }
+            continue;
+        }
+        for (uint32_t k = 0; k < o->ndeps; k++) {
+            uint32_t d = pg->deps[o->dep_first + k];
+            for (int q = 0; q < nlate; q++) {
+                if (pg->ops[late[q]].stream == pg->ops[d].stream && after[q] <= d) {
+                    cur += pg->ops[late[q]].mem_bytes;
+                    nlate--;
+                    late[q] = late[nlate];
+                    after[q] = after[nlate];
+                    q--;
+                }
+            }
+        }
+        if (o->kind == OPK_COMPUTE && o->layer == layer && !strcmp(o->name, "input_norm"))
+            phase = 1;
+        if (o->kind == OPK_COMPUTE && o->layer == layer && !strcmp(o->name, "post_attn_norm"))
+            phase = 2;
+        if (o->kind == OPK_COMPUTE && o->layer == layer + 1)
+            break;
+        if (!cat)
+            continue;
+        cur += o->mem_bytes;
+        if (phase == 1 && o->mem_bytes > *largest)
+            *largest = o->mem_bytes;
+        if (phase == 1 && cur > *att)
+            *att = cur;
+        if (phase == 2 && cur > *mlp)
+            *mlp = cur;
+    }
+}
+
+/* Ring holds no whole-step K/V: its attention phase is below all_gather's
+ * (TP2 x SP4: attention is the larger phase); DCP duplicates the MLP/MoE
+ * activations of the split strategies P times. */
+START_TEST(memory_by_phase)
+{
+    const long T = 16384;
+    const int P = 4;
+    double att[2], mlp[2], big[2];
+    const char *ex[] = {"ring", "all_gather"};
+    /* TP2: 16 q heads and 2 KV heads per rank */
+    const double whole_qkv = (double)T * (HEADS / 2 + 2 * (KV_HEADS / 2)) * D * 2.0;
+    for (int c = 0; c < 2; c++) {
+        scenario s;
+        plan p;
+        sp_plan(&s, &p, 2, P, "by_position", ex[c], T, NULL, 0);
+        phase_peaks(&p, 1, 3, &att[c], &mlp[c], &big[c]);
+        plan_free(&p);
+        wl_free(&s);
+    }
+    ck_assert_double_lt(att[0], 0.95 * att[1]);
+    /* ring: nothing larger than the rank's own share of q/k/v; all_gather:
+     * the whole step's q/k/v in one buffer */
+    ck_assert_double_le(big[0], whole_qkv / P);
+    ck_assert_double_ge(big[1], whole_qkv);
+    ck_assert_double_eq_tol(mlp[0], mlp[1], 1.0);
+
+    scenario s;
+    plan p;
+    double att_d, mlp_d, big_d;
+    sp_plan(&s, &p, 2, P, "by_position", "none", T, NULL, 0);
+    phase_peaks(&p, 1, 3, &att_d, &mlp_d, &big_d);
+    ck_assert_double_eq_tol(mlp_d / mlp[1], (double)P, 0.01);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* ---- refusals ------------------------------------------------------------------------------ */
+
+static void refused(const char *const *sets, int n, const char *want)
+{
+    scenario s;
+    plan p;
+    cp_err err = {0};
+    int rc = tu_try_load(&s, THINKER, sets, n, &err);
+    if (rc == 0) {
+        rc = build_plan(&s, &p, &err);
+        wl_free(&s);
+    }
+    ck_assert_int_ne(rc, 0);
+    ck_assert_int_eq(err.code, CP_EXIT_INPUT);
+    ck_assert_msg(strstr(err.msg, want) != NULL, "\"%s\" lacks \"%s\"", err.msg, want);
+}
+
+START_TEST(refusals)
+{
+    /* the spec's table, at load */
+    const char *bh[] = {"all_gather", "ring", "none"};
+    for (int i = 0; i < 3; i++) {
+        char ex[64];
+        snprintf(ex, sizeof ex, "parallel.exchange=%s", bh[i]);
+        const char *sets[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_head", ex};
+        refused(sets, 4, "with kv_storage by_head the accepted values are auto, ulysses");
+    }
+    const char *ul[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+                        "parallel.exchange=ulysses"};
+    refused(ul, 4, "with kv_storage by_position the accepted values are");
+    /* in the plan: MLA attention, EP groups across DP replicas, rings too large */
+    const char *mla[] = {"model=deepseek-v3", "platform=h200-sxm-8", "parallel.tp=4",
+                         "parallel.sp=2"};
+    refused(mla, 4, "uses MLA");
+    const char *ep[] = {"parallel.tp=2", "parallel.sp=2", "parallel.dp=2", "parallel.ep=8",
+                        "parallel.kv_storage=by_position", "parallel.exchange=ring"};
+    refused(ep, 6, "parallel.ep = 8: an expert-parallel group must lie inside a TP group");
+    const char *big[] = {"platform.nodes=17", "parallel.tp=1", "parallel.sp=129",
+                         "parallel.kv_storage=by_position", "parallel.exchange=ring"};
+    refused(big, 5, "at most 128 SP ranks");
+}
+END_TEST
+
+/* ---- timing (SimGrid, one child process per scenario) ------------------------------------ */
+
+/* The default workload (the thinker, h100-sxm-8) without the calibration
+ * profile, TP tp x SP sp on position storage, plus extra assignments. */
+static json_t *simulate(int tp, int sp, const char *exchange, long T,
+                        const char *const *extra, int nextra)
+{
+    char buf[4][64];
+    const char *sets[MAX_SETS];
+    snprintf(buf[0], sizeof buf[0], "parallel.tp=%d", tp);
+    snprintf(buf[1], sizeof buf[1], "parallel.sp=%d", sp);
+    snprintf(buf[2], sizeof buf[2], "parallel.exchange=%s", exchange);
+    snprintf(buf[3], sizeof buf[3], "requests.0.prompt_tokens=%ld", T);
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        sets[n++] = buf[i];
+    sets[n++] = "parallel.kv_storage=by_position";
+    sets[n++] = "platform.device.calibration=\"\"";
+    for (int i = 0; i < nextra && n < MAX_SETS; i++)
+        sets[n++] = extra[i];
+    pipe_req rq = {.sets = sets, .nsets = n};
+    json_t *sm = NULL;
+    cp_err err = {0};
+    ck_assert_msg(child_run(&rq, &sm, &err) == 0, "%s", err.msg);
+    return sm;
+}
+
+static double num(json_t *j, const char *key)
+{
+    return json_number_value(json_object_get(j, key));
+}
+
+static double rank_num(json_t *sm, int r, const char *key)
+{
+    return num(json_array_get(json_object_get(sm, "ranks"), (size_t)r), key);
+}
+
+/* TTFT of one scenario (the summary is released). */
+static double ttft(int tp, int sp, const char *exchange, long T, const char *const *extra,
+                   int nextra)
+{
+    json_t *sm = simulate(tp, sp, exchange, T, extra, nextra);
+    double t = num(sm, "ttft_s");
+    json_decref(sm);
+    return t;
+}
+
+START_TEST(ring_overlap_never_slower)
+{
+    const char *sync[] = {"parallel.ring_overlap=false"};
+    const char *over[] = {"parallel.ring_overlap=true"};
+    const int layouts[][2] = {{4, 2}, {2, 4}};
+    for (int c = 0; c < 2; c++) {
+        for (long T = 4096; T <= 65536; T *= 16) {
+            json_t *a = simulate(layouts[c][0], layouts[c][1], "ring", T, sync, 1);
+            json_t *b = simulate(layouts[c][0], layouts[c][1], "ring", T, over, 1);
+            ck_assert_double_le(num(b, "ttft_s"), num(a, "ttft_s"));
+            ck_assert_double_gt(num(b, "overlap_fraction"), num(a, "overlap_fraction"));
+            json_decref(a);
+            json_decref(b);
+        }
+    }
+}
+END_TEST
+
+/* all_gather at a long prompt: the contiguous split leaves the last SP rank
+ * most of the causal work (per-rank compute), zigzag and striped balance it
+ * and finish first. */
+START_TEST(all_gather_split_balance)
+{
+    const long T = 32768;
+    const char *contig[] = {"parallel.split=contiguous"};
+    const char *zig[] = {"parallel.split=zigzag"};
+    const char *str[] = {"parallel.split=striped"};
+    json_t *c = simulate(4, 2, "all_gather", T, contig, 1);
+    json_t *z = simulate(4, 2, "all_gather", T, zig, 1);
+    json_t *s = simulate(4, 2, "all_gather", T, str, 1);
+    ck_assert_double_lt(num(z, "ttft_s"), 0.9 * num(c, "ttft_s"));
+    ck_assert_double_lt(num(s, "ttft_s"), 0.9 * num(c, "ttft_s"));
+    /* ranks 0-3 hold SP index 0, ranks 4-7 SP index 1 */
+    ck_assert_double_gt(rank_num(c, 4, "compute_s"), 1.5 * rank_num(c, 0, "compute_s"));
+    ck_assert_double_lt(fabs(rank_num(z, 4, "compute_s") / rank_num(z, 0, "compute_s") - 1), 0.05);
+    json_decref(c);
+    json_decref(z);
+    json_decref(s);
+}
+END_TEST
+
+/* The shortest prompt in [lo, hi] at which ring beats copied DCP (TP4 x
+ * SP2), by geometric bisection to 10 %; the fabric bandwidth set by bw. */
+static long crossover(const char *bw, long lo, long hi)
+{
+    const char *extra[] = {bw};
+    ck_assert_double_gt(ttft(4, 2, "ring", lo, extra, 1), ttft(4, 2, "none", lo, extra, 1));
+    ck_assert_double_lt(ttft(4, 2, "ring", hi, extra, 1), ttft(4, 2, "none", hi, extra, 1));
+    while (hi > lo * 1.1) {
+        long mid = (long)sqrt((double)lo * (double)hi);
+        if (ttft(4, 2, "ring", mid, extra, 1) < ttft(4, 2, "none", mid, extra, 1))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi;
+}
+
+/* A split strategy (ring) overtakes copied DCP as the prompt grows.  DCP
+ * moves more bytes over the SP group per layer (fp32 partials of every
+ * query) than the ring (the queries and bf16 partials of a share), so a
+ * slower fabric favours the ring: the crossover moves to shorter prompts. */
+START_TEST(split_overtakes_copied)
+{
+    scenario s;
+    plan p;
+    const long T = 4096;
+    double ring_bytes = 0, dcp_bytes = 0;
+    sp_plan(&s, &p, 4, 2, "by_position", "ring", T, NULL, 0);
+    for (uint32_t i = 0; i < p.progs[0].nops; i++) {
+        const plan_op *o = &p.progs[0].ops[i];
+        if (o->layer == 0 && o->kind == OPK_P2P)
+            ring_bytes += o->comm_bytes;
+    }
+    plan_free(&p);
+    wl_free(&s);
+    sp_plan(&s, &p, 4, 2, "by_position", "none", T, NULL, 0);
+    count_coll(&p, 0, 0, G_SP, CK_ALL_GATHER, &dcp_bytes);
+    plan_free(&p);
+    wl_free(&s);
+    ck_assert_double_gt(dcp_bytes / 2, ring_bytes); /* DCP sends (P-1)/P of the gather */
+
+    long fast = crossover("platform.fabric.bandwidth=450e9", 16, 8192);
+    long slow = crossover("platform.fabric.bandwidth=45e9", 16, 8192);
+    ck_assert_int_lt(slow, fast);
+}
+END_TEST
+
+/* Memory capacity below the peak the timeline reaches sets the OOM verdict. */
+START_TEST(oom_verdict)
+{
+    json_t *a = simulate(4, 2, "ring", 65536, NULL, 0);
+    double peak = num(a, "peak_bytes_max");
+    ck_assert(!json_is_true(json_object_get(a, "oom")));
+    json_decref(a);
+    char cap[64];
+    snprintf(cap, sizeof cap, "platform.device.hbm_bytes=%.0f", 0.98 * peak);
+    const char *extra[] = {cap};
+    json_t *b = simulate(4, 2, "ring", 65536, extra, 1);
+    ck_assert(json_is_true(json_object_get(b, "oom")));
+    ck_assert_double_eq(num(b, "peak_bytes_max"), peak);
+    json_decref(b);
+}
+END_TEST
+
+/* The per-SP-rank programs fold into repeated layers (plan_fold_layers) and
+ * the folded plan simulates to the same summary. */
+START_TEST(sp_plans_fold_identically)
+{
+    scenario s;
+    plan p;
+    const char *extra[] = {"parallel.ring_overlap=true", "requests.0.decode_tokens=2"};
+    sp_plan(&s, &p, 2, 4, "by_position", "ring", 8192, extra, 2);
+    ck_assert_uint_gt(plan_fold_layers(&p), 0);
+    plan_free(&p);
+    wl_free(&s);
+
+    const char *sets[] = {"parallel.tp=2", "parallel.sp=4", "parallel.kv_storage=by_position",
+                          "parallel.exchange=ring", "parallel.ring_overlap=true",
+                          "requests.0.prompt_tokens=8192", "requests.0.decode_tokens=2"};
+    json_t *a = NULL, *b = NULL;
+    cp_err err = {0};
+    pipe_req rq = {.sets = sets, .nsets = 7};
+    ck_assert_msg(child_run(&rq, &a, &err) == 0, "%s", err.msg);
+    rq.fold_layers = 1;
+    ck_assert_msg(child_run(&rq, &b, &err) == 0, "%s", err.msg);
+    char *ta = json_dumps(a, JSON_SORT_KEYS), *tb = json_dumps(b, JSON_SORT_KEYS);
+    ck_assert_str_eq(ta, tb);
+    free(ta);
+    free(tb);
+    json_decref(a);
+    json_decref(b);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("exchange");
+    TCase *tc = tcase_create("plan");
+    tcase_add_checked_fixture(tc, tu_setup, NULL);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, pairs_match_enumeration);
+    tcase_add_test(tc, ulysses_collectives);
+    tcase_add_test(tc, all_gather_collectives_and_work);
+    tcase_add_test(tc, ring_hops_closed_form);
+    tcase_add_test(tc, dcp_copied_steps);
+    tcase_add_test(tc, min_tokens_boundary);
+    tcase_add_test(tc, moe_under_sp);
+    tcase_add_test(tc, memory_balance_all_strategies);
+    tcase_add_test(tc, memory_by_phase);
+    tcase_add_test(tc, refusals);
+    suite_add_tcase(s, tc);
+    TCase *tt = tcase_create("timing");
+    tcase_add_checked_fixture(tt, tu_setup, NULL);
+    tcase_set_timeout(tt, 300);
+    tcase_add_test(tt, ring_overlap_never_slower);
+    tcase_add_test(tt, all_gather_split_balance);
+    tcase_add_test(tt, split_overtakes_copied);
+    tcase_add_test(tt, oom_verdict);
+    tcase_add_test(tt, sp_plans_fold_identically);
+    suite_add_tcase(s, tt);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
