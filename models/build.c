@@ -27,6 +27,7 @@
 
 #include "models/exchange.h"
 #include "models/memory.h"
+#include "models/quant.h"
 #include "models/seqpar.h"
 
 /* ---- the tensor-parallel scheme ------------------------------------------ */
@@ -77,10 +78,16 @@ int build_ranks(const scenario *s)
     return s->par.tp * s->par.sp * s->par.dp;
 }
 
+/* The dtype linears compute in: 8-bit weights run 8-bit GEMMs (W8A8 int8
+ * and FP8 checkpoints quantise the activations on the fly, per token or per
+ * block, models-hardware.md 2.3), 4-bit weights are dequantised to the
+ * activation dtype (weight-only W4A16); otherwise the activation dtype.
+ * The small activation-quantisation kernels are not planned. */
 static cp_dtype gemm_dtype(const scenario *s)
 {
-    int w8 = dtype_bytes(s->w_dtype) <= 1.0, a8 = dtype_bytes(s->a_dtype) <= 1.0;
-    return (w8 && a8) ? s->w_dtype : s->a_dtype;
+    if (s->w_dtype == DT_INT8 || s->w_dtype == DT_FP8)
+        return s->w_dtype;
+    return s->a_dtype;
 }
 
 /* A forward pass of one step; under the exchange scheme (x->P > 1 after
@@ -119,9 +126,9 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
     if (sp_index >= 0)
         ex_init(&x, sp_index);
 
-    mem_weights w;
-    mem_weights_per_rank(a, (mem_shard){.tp = s->par.tp, .ep = s->par.ep}, s->w_dtype, &w);
-    em_mem(b, MC_WEIGHTS, w.total, ST_COMPUTE);
+    /* the weights as the engine materialises them (quant.h): shards,
+     * float exceptions, scales, derived and replicated tensors */
+    em_mem(b, MC_WEIGHTS, quant_resident_bytes(s), ST_COMPUTE);
 
     int32_t step = 0;
     for (int q = 0; q < s->nreqs; q++) {
@@ -149,6 +156,8 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
 
 int build_plan(const scenario *s, plan *out, cp_err *err)
 {
+    if (seqpar_check(s, err) != 0)
+        return -1;
     const layer_scheme *sc = seqpar_scheme(s);
     int nprogs = !sc && s->par.sp > 1 ? s->par.sp : 1;
     if (nprogs > 1 && ex_check(s, err) != 0)

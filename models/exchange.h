@@ -32,46 +32,6 @@
 
 #include "models/layers.h"
 
-/* ---- pieces of the tensor-parallel layer (models/layer_tp.c) --------------
- * Shared by the tensor-parallel scheme (build.c) and the exchange scheme;
- * they belong in layers.h, which this module does not own. */
-
-/* Vocabulary-parallel embedding of t tokens (lookup + all-reduce over TP);
- * leaves the residual stream and the embedding [t, h] allocated. */
-void layer_embed(bld *b, int64_t t);
-/* Final norm of t rows; frees the last layer's output, leaves the
- * normalized rows allocated. */
-void layer_final_norm(bld *b, int64_t t);
-/* LM head on the last token, logits all-gathered over TP, sampling. */
-void layer_lm_head(bld *b);
-/* layer_final_norm + layer_lm_head, then frees the normalized rows and the
- * residual stream (the tensor-parallel final). */
-void layer_final(bld *b, int64_t t);
-
-/* An attention block: consumes the normalized input and leaves the
- * attention output [tokens of the rank, h] allocated. */
-typedef void (*layer_attn_fn)(bld *b, int64_t t, int64_t prefix);
-/* One decoder layer on tl rows of the rank (input norm, attn(t, prefix),
- * post-attention norm, FFN on tl rows); consumes the previous layer's
- * output and leaves its own [tl, h] allocated. */
-void layer_decoder(bld *b, int64_t tl, int64_t t, int64_t prefix, layer_attn_fn attn);
-
-/* GQA front on t rows: qkv_proj (column parallel, heads/tp q heads and the
- * rank's KV heads), q/k norm, RoPE; leaves qkv [t, (hq + 2 hkv) d]
- * allocated. */
-void layer_gqa_qkv(bld *b, int64_t t);
-/* Paged KV write of n tokens of kv_heads heads and its KV-cache bytes
- * (nothing when n is 0). */
-void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads);
-/* A flash-attention call described by *at (flops from at->pairs, bytes:
- * q and output rows plus the keys and values read). */
-uint32_t layer_gqa_attend(bld *b, const char *name, const plan_attn *at);
-/* o_proj (row parallel) on t rows: frees the attention output
- * [t, heads/tp * d], leaves [t, h] allocated and all-reduced over TP. */
-void layer_gqa_out(bld *b, int64_t t);
-
-/* ---- the exchange scheme -------------------------------------------------- */
-
 /* Positions lo, lo + stride, ... (n of them). */
 typedef struct ex_run {
     int64_t lo, n, stride;

@@ -1,142 +1,398 @@
 /* layer_mla: multi-head latent attention (DeepSeek-V3 style) and its DSA
- * variant (lightning indexer + sparse attention over the top-k keys) as a
- * tensor-parallel layer piece (see layers.h).
+ * variant (lightning indexer + sparse attention over the top-k keys), as a
+ * tensor-parallel layer piece (layers.h) and as the DSA CP attention
+ * (seqpar.h).
  *
  * Weights as vLLM lays them out under TP: q_a_proj, kv_a_proj_with_mqa and
  * the DSA indexer projections are replicated (every rank computes them on
- * all tokens); q_b_proj and kv_b_proj are column parallel over heads, o_proj
- * row parallel.  The latent KV cache [kv_lora_rank + rope] is replicated.
- * Dense MLA prefill runs the un-absorbed form: kv_b_proj expands the cached
- * latents of the whole context into per-head keys and values and a causal
- * multi-head attention follows; decode (one token) runs the absorbed form
- * (q absorbed into the latent space by W_UK, attention over latents, W_UV
- * after).  DSA always runs absorbed: the indexer scores the full causal
- * prefix and keeps index_topk keys per query, and the sparse attention
- * (one bf16 op, mla_sparse_attention) attends only those.
+ * all its tokens); q_b_proj and kv_b_proj are column parallel over heads,
+ * o_proj row parallel.  The latent KV cache [kv_lora_rank + rope] is
+ * replicated.  Dense MLA prefill runs the un-absorbed form: kv_b_proj
+ * expands the cached latents of the whole context into per-head keys and
+ * values and a causal multi-head attention follows; decode (one token)
+ * runs the absorbed form (q absorbed into the latent space by W_UK_T,
+ * attention over latents, W_UV after).  DSA always runs absorbed: the
+ * indexer scores the full causal prefix and keeps index_topk keys per
+ * query, and the sparse attention (one bf16 op, mla_sparse_attention: RFC
+ * 3.6, whatever the weight quantization) attends only those.
+ *
+ * DSA CP (RFC 3.3-3.5): q_b_proj, kv_b_proj (as W_UK_T / W_UV) and o_proj
+ * keep their full layout and MLA sees a singleton TP group, so every rank
+ * holds all heads.  Both caches take every token on every rank.  The
+ * indexer's cost is split (RFC 3.3): its query side (wq_b, head weights,
+ * score and top-k) runs on the rank's local queries over the full causal
+ * prefix, its key side and cache update on the full tokens.  With the
+ * rfc layout the q and KV projections and the sparse attention run on the
+ * full tokens and the attention output is sliced to the rank's rows before
+ * the replicated o_proj; with vllm_ascend (sfa_cp.py) the projections run
+ * on the local rows, one fused [rope | nope | index-k] all-gather brings
+ * every token's keys, posted on the comm stream so that it overlaps the q
+ * up-projection, and the sparse attention runs on the local queries.
+ * Under a TP group the ranks run one program, and a layer waits for its
+ * slowest rank at the next gather: the local-query ops carry the cost of
+ * the last rank, whose queries see the longest prefixes.
  */
 #include "models/layers.h"
 
 #include "models/memory.h"
+#include "models/seqpar.h"
 
-/* Lightning indexer on t queries after `prefix` cached keys; leaves the
- * top-k indices [t, topk] (int32) allocated. */
-static void indexer(bld *b, int64_t t, int64_t prefix)
+/* ---- layer-sharded weights ---------------------------------------------- */
+
+/* The next kernel waits until the broadcast of projection p has arrived. */
+static void before_use(bld *b, const mla_cp *c, mem_proj p)
+{
+    if (c && c->bcast[p] != EM_NONE)
+        em_wait_for(b, c->bcast[p]);
+}
+
+/* Projection p's window is released after its last kernel. */
+static void after_use(bld *b, const mla_cp *c, mem_proj p)
+{
+    if (c && c->window[p] > 0)
+        em_mem(b, MC_WEIGHTS, -c->window[p], ST_COMPUTE);
+}
+
+/* ---- pieces ------------------------------------------------------------------ */
+
+/* q down-projection of m rows: q_a_proj + q_a_norm, leaving the q latent
+ * [m, q_lora_rank] allocated; without a q latent, q_proj straight into
+ * the queries. */
+static void q_down(bld *b, int64_t m, int64_t H, const mla_cp *c)
 {
     const arch *a = b->a;
-    int64_t h = a->hidden, nI = a->index_heads, dI = a->index_head_dim;
-    int64_t k = a->index_topk, S = prefix + t;
-    double td = (double)t;
-
-    em_act_alloc(b, td * (nI * dI + dI + nI) * b->ab);
-    em_gemm(b, "indexer_wq_b", t, a->q_lora_rank, nI * dI, 1);
-    em_gemm(b, "indexer_wk", t, h, dI, 1);
-    em_rms_norm(b, "indexer_k_norm", t, dI, 0);
-    em_gemm(b, "indexer_weights_proj", t, h, nI, 1);
-    em_compute(b, "indexer_rope", KC_ROPE, 3.0 * td * (nI + 1) * a->qk_rope_dim,
-               2.0 * td * (nI + 1) * a->qk_rope_dim * b->ab, shp(3, t, nI + 1, a->qk_rope_dim),
-               shp(0, 0, 0, 0), shp(3, t, nI + 1, a->qk_rope_dim));
-    em_compute(b, "indexer_cache_write", KC_KV_WRITE, 0, 2.0 * td * dI * b->kvb,
-               shp(2, t, dI, 0), shp(0, 0, 0, 0), shp(2, t, dI, 0));
-    plan_attn at = {.q_len = t, .kv_len = S, .heads = nI, .kv_heads = 1, .d_qk = dI,
-                    .d_v = 0, .causal = 1, .pairs = em_causal_pairs(t, prefix, 0)};
-    /* per pair: q.k over index_head_dim for every indexer head, then the
-     * head-weighted sum; reads the queries and the key cache, writes the
-     * top-k indices */
-    double flops = at.pairs * (2.0 * nI * dI + 2.0 * nI);
-    double bytes = (td * nI * dI + (double)S * dI) * b->ab + td * (double)k * 4.0;
-    em_act_alloc(b, td * (double)k * 4.0);
-    em_attention(b, "indexer_topk", KC_INDEXER, &at, flops, bytes);
-    em_act_free(b, td * (nI * dI + dI + nI) * b->ab);
+    int64_t ql = a->q_lora_rank;
+    if (ql <= 0) {
+        em_gemm(b, "q_proj", m, a->hidden, H * (a->qk_nope_dim + a->qk_rope_dim), 1);
+        return;
+    }
+    em_act_alloc(b, (double)m * ql * b->ab);
+    before_use(b, c, MP_Q_A);
+    em_gemm(b, "q_a_proj", m, a->hidden, ql, 1);
+    after_use(b, c, MP_Q_A);
+    em_rms_norm(b, "q_a_norm", m, ql, 0);
 }
+
+/* q up-projection of m rows into the queries [m, H, nope + rope], RoPE of
+ * their rope part. */
+static void q_up(bld *b, int64_t m, int64_t H, const mla_cp *c)
+{
+    const arch *a = b->a;
+    int64_t dr = a->qk_rope_dim;
+    if (a->q_lora_rank > 0) {
+        before_use(b, c, MP_Q_B);
+        em_gemm(b, "q_b_proj", m, a->q_lora_rank, H * (a->qk_nope_dim + dr), 1);
+        after_use(b, c, MP_Q_B);
+    }
+    double md = (double)m;
+    em_compute(b, "q_rope", KC_ROPE, 3.0 * md * H * dr, 2.0 * md * H * dr * b->ab,
+               shp(3, m, H, dr), shp(0, 0, 0, 0), shp(3, m, H, dr));
+}
+
+/* KV down-projection of m rows: kv_a_proj_with_mqa, the latent norm and
+ * the RoPE of the shared rope key (output in a buffer the caller holds). */
+static void kv_down(bld *b, int64_t m, const mla_cp *c)
+{
+    const arch *a = b->a;
+    int64_t kl = a->kv_lora_rank, dr = a->qk_rope_dim;
+    double md = (double)m;
+    before_use(b, c, MP_KV_A);
+    em_gemm(b, "kv_a_proj", m, a->hidden, kl + dr, 1);
+    after_use(b, c, MP_KV_A);
+    em_rms_norm(b, "kv_a_norm", m, kl, 0);
+    em_compute(b, "kv_rope", KC_ROPE, 3.0 * md * dr, 2.0 * md * dr * b->ab, shp(3, m, 1, dr),
+               shp(0, 0, 0, 0), shp(3, m, 1, dr));
+}
+
+/* Paged write of m tokens' latents (and, DSA, their index keys: the
+ * indexer cache is part of mem_kv_bytes_per_token_layer). */
+static void kv_write(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    int64_t w = a->kv_lora_rank + a->qk_rope_dim;
+    double kv_bytes = (double)m * mem_kv_bytes_per_token_layer(a, b->tp, b->s->kv_dtype);
+    em_compute(b, "kv_write", KC_KV_WRITE, 0, (double)m * w * b->ab + kv_bytes,
+               shp(2, m, w, 0), shp(0, 0, 0, 0), shp(2, m, w, 0));
+    em_mem(b, MC_KV_CACHE, kv_bytes, ST_COMPUTE);
+}
+
+/* Indexer key side of m rows: wk, LayerNorm k_norm, RoPE, cache write
+ * (output in a buffer the caller holds). */
+static void indexer_keys(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    int64_t dI = a->index_head_dim, dr = a->qk_rope_dim;
+    double md = (double)m;
+    em_gemm(b, "indexer_wk", m, a->hidden, dI, 1);
+    em_rms_norm(b, "indexer_k_norm", m, dI, 0);
+    em_compute(b, "indexer_k_rope", KC_ROPE, 3.0 * md * dr, 2.0 * md * dr * b->ab,
+               shp(3, m, 1, dr), shp(0, 0, 0, 0), shp(3, m, 1, dr));
+}
+
+static void indexer_cache_write(bld *b, int64_t m)
+{
+    int64_t dI = b->a->index_head_dim;
+    em_compute(b, "indexer_cache_write", KC_KV_WRITE, 0, 2.0 * (double)m * dI * b->kvb,
+               shp(2, m, dI, 0), shp(0, 0, 0, 0), shp(2, m, dI, 0));
+}
+
+/* Bytes of the indexer's query-side tensors of m rows: queries
+ * [m, nI * dI] and head weights [m, nI]. */
+static double indexer_q_bytes(const bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    return (double)m * (double)(a->index_heads * a->index_head_dim + a->index_heads) * b->ab;
+}
+
+/* Indexer query side of m rows (allocated here, freed by the caller):
+ * wq_b on the q latent, head weights from the hidden rows, RoPE. */
+static void indexer_queries(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    int64_t nI = a->index_heads, dI = a->index_head_dim, dr = a->qk_rope_dim;
+    double md = (double)m;
+    em_act_alloc(b, indexer_q_bytes(b, m));
+    em_gemm(b, "indexer_wq_b", m, a->q_lora_rank, nI * dI, 1);
+    em_gemm(b, "indexer_weights_proj", m, a->hidden, nI, 1);
+    em_compute(b, "indexer_q_rope", KC_ROPE, 3.0 * md * nI * dr, 2.0 * md * nI * dr * b->ab,
+               shp(3, m, nI, dr), shp(0, 0, 0, 0), shp(3, m, nI, dr));
+}
+
+/* Score and top-k of the queries of *at (heads, dims filled here): per
+ * pair q.k over index_head_dim for every indexer head and the
+ * head-weighted sum; reads the queries and the key cache, writes the
+ * top-k indices (int32). */
+static void indexer_topk(bld *b, plan_attn at)
+{
+    const arch *a = b->a;
+    int64_t nI = a->index_heads, dI = a->index_head_dim;
+    at.heads = nI;
+    at.kv_heads = 1;
+    at.d_qk = dI;
+    at.d_v = 0;
+    double flops = at.pairs * (2.0 * nI * dI + 2.0 * nI);
+    double bytes = ((double)at.q_len * nI * dI + (double)at.kv_len * dI) * b->ab +
+                   (double)at.q_len * (double)a->index_topk * 4.0;
+    em_attention(b, "indexer_topk", KC_INDEXER, &at, flops, bytes);
+}
+
+/* Absorbed attention of m queries over the latent cache (*at: pairs, q
+ * and kv lengths): q_nope x W_UK_T per head, attention over latents
+ * [kl + rope], x W_UV per head into the output [m, H, v_head_dim], left
+ * allocated.  sparse: the DSA op (bf16 inputs, each query gathers its own
+ * top-k latents; frees the top-k indices [m, index_topk]); else the dense
+ * decode form. */
+static void absorbed(bld *b, int64_t m, int64_t H, plan_attn at, int sparse, const mla_cp *c)
+{
+    const arch *a = b->a;
+    int64_t kl = a->kv_lora_rank, dr = a->qk_rope_dim, dv = a->v_head_dim;
+    double md = (double)m, eb = sparse ? 2.0 : b->ab;
+    at.heads = H;
+    at.kv_heads = 1;
+    at.d_qk = kl + dr;
+    at.d_v = kl;
+    at.causal = 1;
+    double flops = 2.0 * at.pairs * H * (double)(kl + dr + kl);
+    double cache = sparse ? at.pairs : (double)at.kv_len;
+    double bytes = cache * (kl + dr) * b->kvb + md * H * (kl + dr + kl) * eb;
+    em_act_alloc(b, md * H * (kl + dr) * b->ab);
+    before_use(b, c, MP_KV_B);
+    em_gemm(b, "q_absorb", m, a->qk_nope_dim, kl, H);
+    em_act_alloc(b, md * H * kl * eb);
+    uint32_t i = em_attention(b, sparse ? "mla_sparse_attention" : "mla_attention",
+                              sparse ? KC_SPARSE_ATTN : KC_ATTENTION, &at, flops, bytes);
+    if (sparse)
+        b->pg->ops[i].dtype = DT_BF16; /* SFA inputs are bf16 (RFC 3.6) */
+    em_act_free(b, md * H * (kl + dr) * b->ab);
+    if (sparse)
+        em_act_free(b, md * (double)a->index_topk * 4.0); /* top-k indices */
+    em_act_alloc(b, md * H * dv * b->ab);
+    uint32_t v = em_gemm(b, "v_absorb", m, kl, dv, H);
+    b->pg->ops[v].in = shp(3, m, H, kl);
+    b->pg->ops[v].out = shp(3, m, H, dv);
+    after_use(b, c, MP_KV_B);
+    em_act_free(b, md * H * kl * eb);
+}
+
+/* o_proj of m rows [m, H * v_head_dim] -> [m, h]: frees the attention
+ * output, leaves the projection allocated. */
+static void out_proj(bld *b, int64_t m, int64_t H, const mla_cp *c)
+{
+    const arch *a = b->a;
+    double md = (double)m;
+    em_act_alloc(b, md * a->hidden * b->ab);
+    before_use(b, c, MP_O);
+    em_gemm(b, "o_proj", m, H * a->v_head_dim, a->hidden, 1);
+    after_use(b, c, MP_O);
+    em_act_free(b, md * H * a->v_head_dim * b->ab);
+}
+
+/* Un-absorbed dense prefill: kv_b_proj expands the context's latents per
+ * head, causal multi-head attention; leaves the output [t, H, dv]. */
+static void unabsorbed(bld *b, int64_t t, int64_t prefix, int64_t H)
+{
+    const arch *a = b->a;
+    int64_t dn = a->qk_nope_dim, dr = a->qk_rope_dim, dv = a->v_head_dim;
+    int64_t S = prefix + t;
+    double td = (double)t, Sd = (double)S;
+    em_act_alloc(b, td * H * dv * b->ab);
+    em_act_alloc(b, Sd * H * (dn + dv) * b->ab);
+    em_gemm(b, "kv_b_proj", S, a->kv_lora_rank, H * (dn + dv), 1);
+    plan_attn at = {.q_len = t, .kv_len = S, .heads = H, .kv_heads = H, .d_qk = dn + dr,
+                    .d_v = dv, .causal = 1, .pairs = em_causal_pairs(t, prefix, 0)};
+    double flops = 2.0 * at.pairs * H * (double)(dn + dr + dv);
+    double bytes = (td * H * (dn + dr + dv) + Sd * H * (dn + dr + dv)) * b->ab;
+    em_act_alloc(b, td * H * 4.0); /* softmax log-sum-exp, fp32 per head and row */
+    em_attention(b, "mla_attention", KC_ATTENTION, &at, flops, bytes);
+    em_act_free(b, td * H * 4.0);
+    em_act_free(b, Sd * H * (dn + dv) * b->ab);
+}
+
+/* Latent KV row of one token: latent + rope key (+ index key with DSA). */
+static int64_t kv_row(const arch *a)
+{
+    return a->kv_lora_rank + a->qk_rope_dim + (a->has_dsa ? a->index_head_dim : 0);
+}
+
+/* ---- tensor-parallel MLA -------------------------------------------------------- */
 
 void layer_attention_mla(bld *b, int64_t t, int64_t prefix)
 {
     const arch *a = b->a;
-    int64_t h = a->hidden, H = a->heads / b->tp;
-    int64_t dn = a->qk_nope_dim, dr = a->qk_rope_dim, dv = a->v_head_dim;
-    int64_t ql = a->q_lora_rank, kl = a->kv_lora_rank;
-    int64_t S = prefix + t;
-    double td = (double)t, Sd = (double)S;
-
-    /* queries: [t, H, dn + dr] */
-    em_act_alloc(b, td * H * (dn + dr) * b->ab);
-    if (ql > 0) {
-        em_act_alloc(b, td * ql * b->ab);
-        em_gemm(b, "q_a_proj", t, h, ql, 1);
-        em_rms_norm(b, "q_a_norm", t, ql, 0);
-        em_gemm(b, "q_b_proj", t, ql, H * (dn + dr), 1);
-    } else {
-        em_gemm(b, "q_proj", t, h, H * (dn + dr), 1);
-    }
-    /* latent KV of the new tokens: [t, kl + dr] */
-    em_act_alloc(b, td * (kl + dr) * b->ab);
-    em_gemm(b, "kv_a_proj", t, h, kl + dr, 1);
-    em_rms_norm(b, "kv_a_norm", t, kl, 0);
-    em_compute(b, "rope", KC_ROPE, 3.0 * td * (H + 1) * dr, 2.0 * td * (H + 1) * dr * b->ab,
-               shp(3, t, H + 1, dr), shp(0, 0, 0, 0), shp(3, t, H + 1, dr));
-    double kv_bytes = td * mem_kv_bytes_per_token_layer(a, b->tp, b->s->kv_dtype);
-    em_compute(b, "kv_write", KC_KV_WRITE, 0, td * (kl + dr) * b->ab + kv_bytes,
-               shp(2, t, kl + dr, 0), shp(0, 0, 0, 0), shp(2, t, kl + dr, 0));
-    em_mem(b, MC_KV_CACHE, kv_bytes, ST_COMPUTE);
-
-    em_act_alloc(b, td * H * dv * b->ab); /* attention output */
+    int64_t H = a->heads / b->tp, dn = a->qk_nope_dim, dr = a->qk_rope_dim;
+    double td = (double)t, kv = td * (double)kv_row(a) * b->ab;
+    em_act_alloc(b, td * H * (dn + dr) * b->ab); /* queries */
+    q_down(b, t, H, NULL);
+    q_up(b, t, H, NULL);
+    em_act_alloc(b, kv); /* latent KV (+ index keys) of the new tokens */
+    kv_down(b, t, NULL);
+    kv_write(b, t);
     if (a->has_dsa) {
-        indexer(b, t, prefix);
-        if (ql > 0)
-            em_act_free(b, td * ql * b->ab); /* q latent, read by the indexer */
-        /* absorbed: q_nope x W_UK per head, sparse attention over latents,
-         * x W_UV per head */
-        em_act_alloc(b, td * H * (kl + dr) * b->ab);
-        em_gemm(b, "q_absorb", t, dn, kl, H);
-        plan_attn at = {.q_len = t, .kv_len = S, .heads = H, .kv_heads = 1,
-                        .d_qk = kl + dr, .d_v = kl, .causal = 1,
-                        .pairs = em_causal_pairs(t, prefix, a->index_topk)};
-        double flops = at.pairs * 2.0 * H * (double)(kl + dr + kl);
-        /* each query gathers its own selected latents */
-        double bytes = at.pairs * (kl + dr) * b->kvb + td * H * (kl + dr + kl) * 2.0;
-        em_act_alloc(b, td * H * kl * 2.0);
-        uint32_t i = em_attention(b, "mla_sparse_attention", KC_SPARSE_ATTN, &at, flops, bytes);
-        b->pg->ops[i].dtype = DT_BF16; /* SFA inputs are bf16 (RFC 3.6) */
-        em_act_free(b, td * H * (kl + dr) * b->ab);
-        em_act_free(b, td * (double)a->index_topk * 4.0); /* top-k indices */
-        em_gemm(b, "v_absorb", t, kl, dv, H);
-        em_act_free(b, td * H * kl * 2.0);
-    } else if (t > 1) {
-        if (ql > 0)
-            em_act_free(b, td * ql * b->ab);
-        /* un-absorbed prefill: expand the context's latents per head */
-        em_act_alloc(b, Sd * H * (dn + dv) * b->ab);
-        em_gemm(b, "kv_b_proj", S, kl, H * (dn + dv), 1);
-        plan_attn at = {.q_len = t, .kv_len = S, .heads = H, .kv_heads = H,
-                        .d_qk = dn + dr, .d_v = dv, .causal = 1,
+        indexer_keys(b, t);
+        indexer_cache_write(b, t);
+        indexer_queries(b, t);
+        plan_attn ix = {.q_len = t, .kv_len = prefix + t, .causal = 1,
                         .pairs = em_causal_pairs(t, prefix, 0)};
-        double flops = 2.0 * at.pairs * H * (double)(dn + dr + dv);
-        double bytes = (td * H * (dn + dr + dv) + Sd * H * (dn + dr + dv)) * b->ab;
-        em_act_alloc(b, td * H * 4.0);
-        em_attention(b, "mla_attention", KC_ATTENTION, &at, flops, bytes);
-        em_act_free(b, td * H * 4.0);
-        em_act_free(b, Sd * H * (dn + dv) * b->ab);
-    } else {
-        if (ql > 0)
-            em_act_free(b, td * ql * b->ab);
-        em_act_alloc(b, td * H * (kl + dr) * b->ab);
-        em_gemm(b, "q_absorb", t, dn, kl, H);
-        plan_attn at = {.q_len = t, .kv_len = S, .heads = H, .kv_heads = 1,
-                        .d_qk = kl + dr, .d_v = kl, .causal = 1,
-                        .pairs = em_causal_pairs(t, prefix, 0)};
-        double flops = 2.0 * at.pairs * H * (double)(kl + dr + kl);
-        double bytes = Sd * (kl + dr) * b->kvb + td * H * (kl + dr + kl) * b->ab;
-        em_act_alloc(b, td * H * kl * b->ab);
-        em_attention(b, "mla_attention", KC_ATTENTION, &at, flops, bytes);
-        em_act_free(b, td * H * (kl + dr) * b->ab);
-        em_gemm(b, "v_absorb", t, kl, dv, H);
-        em_act_free(b, td * H * kl * b->ab);
+        em_act_alloc(b, td * (double)a->index_topk * 4.0);
+        indexer_topk(b, ix);
+        em_act_free(b, indexer_q_bytes(b, t));
     }
-    em_act_free(b, td * (kl + dr) * b->ab);
+    if (a->q_lora_rank > 0)
+        em_act_free(b, td * a->q_lora_rank * b->ab); /* q latent */
+    if (a->has_dsa || t == 1) {
+        int64_t cap = a->has_dsa ? a->index_topk : 0;
+        plan_attn at = {.q_len = t, .kv_len = prefix + t,
+                        .pairs = em_causal_pairs(t, prefix, cap)};
+        absorbed(b, t, H, at, a->has_dsa, NULL);
+    } else {
+        unabsorbed(b, t, prefix, H);
+    }
+    em_act_free(b, kv);
     em_act_free(b, td * H * (dn + dr) * b->ab);
+    out_proj(b, t, H, NULL);
+    em_coll(b, "attn_all_reduce", CK_ALL_REDUCE, G_TP, td * a->hidden * b->ab,
+            shp(2, t, a->hidden, 0));
+}
 
-    em_act_alloc(b, td * h * b->ab);
-    em_gemm(b, "o_proj", t, H * dv, h, 1);
-    em_act_free(b, td * H * dv * b->ab);
-    em_coll(b, "attn_all_reduce", CK_ALL_REDUCE, G_TP, td * h * b->ab, shp(2, t, h, 0));
+/* ---- DSA CP ------------------------------------------------------------------------ */
+
+/* The local queries of the rank that costs most: rank r holds the step's
+ * rows [r*n, min((r+1)*n, t)), its queries see the keys up to their own
+ * position (at most cap of them; 0: all). */
+static plan_attn slowest_rank(const mla_cp *c, int tp, int64_t cap)
+{
+    plan_attn best = {.causal = 1, .pairs = -1.0};
+    int ranks = c->split ? tp : 1;
+    for (int r = 0; r < ranks; r++) {
+        int64_t lo = (int64_t)r * c->tl, q = c->t - lo;
+        if (q <= 0)
+            break;
+        if (q > c->tl)
+            q = c->tl;
+        double pairs = em_causal_pairs(q, c->prefix + lo, cap);
+        if (pairs >= best.pairs) {
+            best.q_len = q;
+            best.kv_len = c->prefix + lo + q;
+            best.pairs = pairs;
+        }
+    }
+    return best;
+}
+
+/* A collective the next kernels do not wait for (the caller waits where
+ * its output is consumed). */
+static uint32_t async_gather(bld *b, const char *name, double bytes, plan_shape out)
+{
+    uint32_t i = em_coll(b, name, CK_ALL_GATHER, G_TP, bytes, out);
+    if (i != EM_NONE && b->npending > 0 && b->pending[b->npending - 1] == i)
+        b->npending--;
+    return i;
+}
+
+void layer_attention_mla_cp(bld *b, const mla_cp *c)
+{
+    const arch *a = b->a;
+    int64_t H = a->heads; /* singleton TP view: every head on every rank */
+    int64_t dn = a->qk_nope_dim, dr = a->qk_rope_dim, dv = a->v_head_dim;
+    int64_t t = c->t, n = c->tl, full = c->split ? n * b->tp : t;
+    int local_q = c->split && c->layout == DSA_LAYOUT_VLLM_ASCEND;
+    int64_t m = local_q ? n : t; /* rows of the projections and queries of the attention */
+    uint8_t part = c->split ? TL_LOCAL : TL_FULL;
+    double row = (double)kv_row(a) * b->ab;
+    double kv = (double)(local_q ? full : t) * row; /* latent KV + index keys of every token */
+
+    b->layout = local_q ? part : TL_FULL;
+    em_act_alloc(b, (double)m * H * (dn + dr) * b->ab); /* queries */
+    q_down(b, m, H, c);
+    uint32_t fused = EM_NONE;
+    if (local_q) {
+        em_act_alloc(b, (double)n * row);
+        kv_down(b, n, c);
+        indexer_keys(b, n);
+        em_act_alloc(b, kv);
+        b->layout = TL_FULL;
+        fused = async_gather(b, "kv_fused_all_gather", kv, shp(2, full, kv_row(a), 0));
+        b->layout = part;
+    }
+    q_up(b, m, H, c);
+    b->layout = part;
+    indexer_queries(b, n);
+    b->layout = TL_FULL;
+    if (local_q) {
+        em_wait_for(b, fused);
+        em_act_free(b, (double)n * row); /* local rows, gathered */
+    } else {
+        em_act_alloc(b, kv);
+        kv_down(b, t, c);
+        indexer_keys(b, t);
+    }
+    kv_write(b, t);
+    indexer_cache_write(b, t);
+
+    b->layout = part;
+    em_act_alloc(b, (double)m * (double)a->index_topk * 4.0); /* top-k indices */
+    indexer_topk(b, slowest_rank(c, b->tp, 0));
+    em_act_free(b, indexer_q_bytes(b, n));
+    em_act_free(b, (double)m * a->q_lora_rank * b->ab); /* q latent */
+
+    plan_attn at = {.q_len = t, .kv_len = c->prefix + t,
+                    .pairs = em_causal_pairs(t, c->prefix, a->index_topk)};
+    b->layout = local_q ? part : TL_FULL;
+    absorbed(b, m, H, local_q ? slowest_rank(c, b->tp, a->index_topk) : at, 1, c);
+    em_act_free(b, kv);
+    em_act_free(b, (double)m * H * (dn + dr) * b->ab);
+
+    int64_t rows = c->split ? n : t;
+    if (c->split && !local_q) {
+        /* the token slice before o_proj (RFC 3.3.1): a layout change of the
+         * full-token output to this rank's rows, not a reduction */
+        b->layout = part;
+        double bytes = (double)n * H * dv * b->ab;
+        em_act_alloc(b, bytes);
+        em_compute(b, "attn_token_slice", KC_COPY, 0, 2.0 * bytes, shp(3, t, H, dv),
+                   shp(0, 0, 0, 0), shp(3, n, H, dv));
+        em_act_free(b, (double)t * H * dv * b->ab);
+    }
+    b->layout = part;
+    out_proj(b, rows, H, c); /* replicated o_proj: no feature all-reduce */
 }

@@ -1,9 +1,489 @@
-/* seqpar: see seqpar.h.  Transitional: no scheme yet, every scenario runs
- * the tensor-parallel layer. */
+/* seqpar: the sequence-parallel and DSA CP schemes (see seqpar.h).
+ *
+ * A prefill step of T tokens is split: rank r of the TP group holds rows
+ * [r*n, (r+1)*n), n = ceil(T/tp); the collectives of the split move the
+ * padded T' = n*tp rows.  Every other step (decode) runs on the full packed
+ * tokens.  Activations: hidden-state rows are allocated and freed where the
+ * tensor-parallel layer does it, n rows where the residual chain is local,
+ * T' rows for gathered normalized inputs.
+ */
 #include "models/seqpar.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "models/exchange.h"
+#include "models/quant.h"
+
+int64_t seqpar_local_tokens(int64_t t, int tp)
+{
+    return (t + tp - 1) / tp;
+}
+
+int seqpar_dsa_cp(const scenario *s)
+{
+    if (s->par.dsa_cp >= 0)
+        return s->par.dsa_cp == 1;
+    return s->par.sequence_parallel && s->model.has_dsa;
+}
+
+/* Either scheme of this module applies (parallel.sp aside). */
+static int seqpar_on(const scenario *s)
+{
+    return s->par.sequence_parallel || seqpar_dsa_cp(s);
+}
+
+mem_shard seqpar_mem_shard(const scenario *s)
+{
+    mem_shard sh = {.tp = s->par.tp, .ep = s->par.ep};
+    if (s->par.sp > 1 || !seqpar_on(s))
+        return sh;
+    sh.full_attn = seqpar_dsa_cp(s);
+    sh.shared_tp = 1;
+    return sh;
+}
+
+uint32_t seqpar_sharded(const scenario *s)
+{
+    if (s->par.tp <= 1 || s->par.sp > 1 || !seqpar_dsa_cp(s))
+        return 0;
+    uint32_t bits = 0;
+    for (int i = 0; i < s->par.n_layer_sharding; i++)
+        for (int p = MP_Q_A; p < MP_COUNT; p++)
+            if (strcmp(s->par.layer_sharding[i], mem_proj_name((mem_proj)p)) == 0)
+                bits |= 1u << p;
+    return bits;
+}
+
+int seqpar_check(const scenario *s, cp_err *err)
+{
+    const ynode *par = yio_key(yio_root(s->doc), "parallel");
+    if (seqpar_on(s) && s->par.sp > 1)
+        return cp_fail_at(err, yio_key(par, "sp")->loc,
+                          "parallel.sp: sequence parallelism over the TP group%s runs with "
+                          "sp = 1; with sp = %d the exchange strategies shard the tokens (set "
+                          "sequence_parallel: false and dsa_cp: off, or sp: 1)",
+                          seqpar_dsa_cp(s) ? " (DSA CP)" : "", s->par.sp);
+    if (s->par.n_layer_sharding > 0 && !seqpar_dsa_cp(s))
+        return cp_fail_at(err, yio_key(par, "layer_sharding")->loc,
+                          "parallel.layer_sharding: layer sharding distributes full-layout "
+                          "projections, which only DSA CP gives every rank (sequence_parallel: "
+                          "true on a model with a DSA indexer, dsa_cp not off)");
+    return 0;
+}
+
+/* ---- steps ------------------------------------------------------------------- */
+
+/* The step index of request q's prefill: build.h runs each request's
+ * prefill and then its decode steps, requests in order. */
+static int32_t prefill_step_of(const scenario *s, int q)
+{
+    int64_t st = 0;
+    for (int i = 0; i < q; i++)
+        st += 1 + s->reqs[i].decode_tokens;
+    return (int32_t)st;
+}
+
+/* The current step's tokens are split over G_TP. */
+static int split_step(const bld *b)
+{
+    return b->tp > 1 && b->step == prefill_step_of(b->s, b->request);
+}
+
+/* Rows of the residual chain on this rank. */
+static int64_t rows_of(const bld *b, int64_t t)
+{
+    return split_step(b) ? seqpar_local_tokens(t, b->tp) : t;
+}
+
+/* Bytes of m hidden-state rows. */
+static double hid(const bld *b, int64_t m)
+{
+    return (double)m * (double)b->a->hidden * b->ab;
+}
+
+/* ---- the SP rewrite ------------------------------------------------------- */
+
+/* The last all-reduce over TP emitted from op `from` on becomes the
+ * reduce-scatter of the SP pass (same payload: each rank's [T, h] input,
+ * collectives/coll.h), leaving n local rows. */
+static void to_reduce_scatter(bld *b, uint32_t from, const char *name, int64_t n)
+{
+    for (uint32_t i = b->pg->nops; i-- > from;) {
+        plan_op *o = &b->pg->ops[i];
+        if (o->kind == OPK_COLL && o->coll == CK_ALL_REDUCE && o->group == G_TP) {
+            o->coll = CK_REDUCE_SCATTER;
+            o->name = name;
+            o->layout = TL_LOCAL;
+            o->out = shp(2, n, b->a->hidden, 0);
+            return;
+        }
+    }
+}
+
+/* All-gather of a normalized output (output 0 of the fused add+norm) to
+ * the padded T' = n*tp rows; leaves them allocated.  Returns the op. */
+static uint32_t gather_normalized(bld *b, const char *name, int64_t n)
+{
+    int64_t full = n * b->tp;
+    em_act_alloc(b, hid(b, full));
+    b->layout = TL_FULL;
+    return em_coll(b, name, CK_ALL_GATHER, G_TP, hid(b, full), shp(2, full, b->a->hidden, 0));
+}
+
+/* ---- layer sharding ---------------------------------------------------------- */
+
+static const char *const bcast_names[MP_COUNT] = {
+    "", "bcast_q_a_proj", "bcast_q_b_proj", "bcast_kv_a_proj", "bcast_kv_b_proj", "bcast_o_proj",
+};
+
+/* Broadcast the weights of layer l's sharded projections over G_TP on the
+ * comm2 stream, each into a window allocated when its broadcast starts,
+ * after op `after` (EM_NONE: at once).  vLLM-Ascend's layer-sharding series
+ * (register_layer_to_shard_weight_series, prefetch_step 1) starts the
+ * broadcast of layer l + 1 when the forward reaches layer l and keeps a
+ * pool of two windows: the layer in use and the one arriving; the plan
+ * posts layer 0's with the embedding of every step (vLLM-Ascend prefetches
+ * it during the last layer of the step before).  The engine's broadcast
+ * chains from member 0; on the switch fabrics of the presets its time does
+ * not depend on the root (layer l's owner, member l % tp). */
+static void post_broadcasts(bld *b, int32_t l, uint32_t after)
+{
+    uint32_t bits = seqpar_sharded(b->s);
+    if (!bits || l >= b->a->layers)
+        return;
+    for (int p = MP_Q_A; p < MP_COUNT; p++) {
+        if (!(bits & (1u << p)))
+            continue;
+        double bytes = quant_proj_bytes(b->s, l, (mem_proj)p);
+        em_mem(b, MC_WEIGHTS, bytes, ST_COMM2);
+        if (after != EM_NONE)
+            plan_dep(b->pg, b->pg->nops - 1, after);
+        plan_op o = {0};
+        o.name = bcast_names[p];
+        o.kind = OPK_COLL;
+        o.stream = ST_COMM2;
+        o.coll = CK_BROADCAST;
+        o.group = G_TP;
+        o.alg = ALG_AUTO;
+        o.dtype = (uint8_t)b->s->w_dtype;
+        o.layout = TL_NONE;
+        o.comm_bytes = bytes;
+        o.out = shp(1, (int64_t)bytes, 0, 0);
+        uint32_t i = em_emit(b, &o);
+        if (after != EM_NONE)
+            plan_dep(b->pg, i, after);
+    }
+}
+
+/* The broadcasts that bring the current layer's projections (posted in
+ * the previous layer, or with the embedding) and their windows. */
+static void take_broadcasts(bld *b, mla_cp *c)
+{
+    uint32_t bits = seqpar_sharded(b->s);
+    for (int p = 0; p < MP_COUNT; p++)
+        c->bcast[p] = EM_NONE;
+    for (uint32_t i = b->pg->nops; bits && i-- > 0;) {
+        const plan_op *o = &b->pg->ops[i];
+        if (o->step != b->step || o->layer < b->layer - 1)
+            break;
+        if (o->kind != OPK_COLL || o->coll != CK_BROADCAST || o->layer != b->layer - 1)
+            continue;
+        for (int p = MP_Q_A; p < MP_COUNT; p++)
+            if (o->name == bcast_names[p] && c->bcast[p] == EM_NONE) {
+                c->bcast[p] = i;
+                c->window[p] = o->comm_bytes;
+            }
+    }
+}
+
+/* ---- MoE on the local rows --------------------------------------------------- */
+
+/* Router and top-k on m rows. */
+static void route(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    double md = (double)m, E = (double)a->experts, k = (double)a->top_k;
+    em_act_alloc(b, md * E * 4.0);
+    em_gemm(b, "router", m, a->hidden, a->experts, 1);
+    em_compute(b, "topk", KC_TOPK, 5.0 * md * E, md * E * 4.0 + md * k * 8.0,
+               shp(2, m, a->experts, 0), shp(0, 0, 0, 0), shp(2, m, a->top_k, 0));
+    em_act_free(b, md * E * 4.0);
+}
+
+/* Routed experts by EP for the m rows this rank routes: pack each row's k
+ * copies by destination, all-to-all, the rank's E/ep experts, all-to-all
+ * back, weighted sum.  With uniform routing each rank receives as many
+ * rows as it sends.  Leaves [m, h] allocated. */
+static void routed_ep(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden, k = a->top_k, e_local = a->experts / b->ep;
+    double row = (double)h * b->ab, out = (double)m * (double)k;
+    int64_t m_exp = (int64_t)ceil(out / (double)e_local);
+    double in = (double)m_exp * (double)e_local;
+    em_act_alloc(b, out * row);
+    em_compute(b, "moe_permute", KC_MOE_PERMUTE, 0, 2.0 * out * row, shp(2, m, h, 0),
+               shp(0, 0, 0, 0), shp(2, m * k, h, 0));
+    em_buf_alloc(b, in * row);
+    em_coll(b, "moe_dispatch", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
+    em_act_free(b, out * row);
+    layer_mlp(b, &MLP_EXPERTS, m_exp, a->moe_intermediate, e_local);
+    em_buf_free(b, in * row);
+    em_buf_alloc(b, out * row);
+    em_coll(b, "moe_combine", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
+    em_act_free(b, in * row); /* expert outputs, sent back */
+    em_act_alloc(b, (double)m * row);
+    em_compute(b, "moe_sum", KC_MOE_PERMUTE, 2.0 * out * h, out * row + (double)m * row,
+               shp(3, m, k, h), shp(0, 0, 0, 0), shp(2, m, h, 0));
+    em_buf_free(b, out * row);
+}
+
+/* Routed experts sharded by TP (ep = 1) for the n local rows: the rows and
+ * their top-k ids and weights are all-gathered (vLLM's all-gather MoE
+ * dispatch), every rank runs its intermediate slice of every expert on the
+ * T' rows, and a reduce-scatter returns the n rows.  Leaves [n, h]. */
+static void routed_gathered(bld *b, int64_t n)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden, k = a->top_k, full = n * b->tp, E = a->experts;
+    double row = (double)h * b->ab, fd = (double)full;
+    double gathered = fd * (row + (double)k * 8.0); /* rows + int32 ids, fp32 weights */
+    int64_t m_exp = (int64_t)ceil(fd * (double)k / (double)E);
+    double in = (double)m_exp * (double)E;
+    em_act_alloc(b, gathered);
+    b->layout = TL_FULL;
+    em_coll(b, "moe_dispatch_all_gather", CK_ALL_GATHER, G_TP, gathered, shp(2, full, h, 0));
+    layer_mlp(b, &MLP_EXPERTS, m_exp, a->moe_intermediate / b->tp, E);
+    em_act_alloc(b, fd * row);
+    em_compute(b, "moe_sum", KC_MOE_PERMUTE, 2.0 * fd * (double)k * h,
+               fd * (double)k * row + fd * row, shp(3, full, k, h), shp(0, 0, 0, 0),
+               shp(2, full, h, 0));
+    em_act_free(b, in * row);  /* expert outputs */
+    em_act_free(b, gathered);
+    em_act_alloc(b, (double)n * row);
+    em_coll(b, "moe_reduce_scatter", CK_REDUCE_SCATTER, G_TP, fd * row, shp(2, n, h, 0));
+    b->layout = TL_LOCAL;
+    em_act_free(b, fd * row);
+}
+
+/* Shared experts on m rows, sharded by TP in the intermediate dimension;
+ * the all-reduce combines the feature shards and keeps the m rows (RFC
+ * 3.3.1: a shared-expert all-reduce on local-token input preserves the
+ * token layout); added into the routed output. */
+static void shared_experts(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    if (a->shared_intermediate <= 0)
+        return;
+    double rows = hid(b, m);
+    layer_mlp(b, &MLP_SHARED, m, a->shared_intermediate / b->tp, 1);
+    em_coll(b, "shared_all_reduce", CK_ALL_REDUCE, G_TP, rows, shp(2, m, a->hidden, 0));
+    em_elementwise(b, "shared_add", KC_ELEMENTWISE, m, 2 * a->hidden, a->hidden, 1.0);
+    em_act_free(b, rows);
+}
+
+/* MoE of a split step on the n local rows: router, top-k, routed and
+ * shared experts all local (RFC 3.3.1). */
+static void moe_local(bld *b, int64_t n)
+{
+    b->layout = TL_LOCAL;
+    route(b, n);
+    if (b->ep > 1)
+        routed_ep(b, n);
+    else
+        routed_gathered(b, n);
+    shared_experts(b, n);
+}
+
+/* A KC_COPY of [m, w] into [m_out, w] (pad or slice). */
+static void copy_rows(bld *b, const char *name, int64_t m, int64_t m_out, int64_t w, double eb)
+{
+    double moved = (double)(m < m_out ? m : m_out) * (double)w * eb;
+    em_compute(b, name, KC_COPY, 0, 2.0 * moved, shp(2, m, w, 0), shp(0, 0, 0, 0),
+               shp(2, m_out, w, 0));
+}
+
+/* Decode MoE with EP, the raw-logits gate branch (RFC 3.8): the router
+ * runs on the t packed tokens, hidden states and router logits are padded
+ * to a multiple of tp and each TP rank keeps its slice for top-k and the
+ * EP dispatch; the routed outputs are all-gathered back and the padding
+ * dropped; the shared experts run on the t tokens (TP-sharded,
+ * all-reduced).  Leaves [t, h]. */
+static void moe_decode(bld *b, int64_t t)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden, E = a->experts, pad = seqpar_local_tokens(t, b->tp) * b->tp;
+    int64_t ts = pad / b->tp;
+    double lg = (double)E * 4.0, row = (double)h * b->ab;
+    b->layout = TL_FULL;
+    em_act_alloc(b, (double)t * lg);
+    em_gemm(b, "router", t, h, E, 1);
+    em_act_alloc(b, (double)pad * lg);
+    copy_rows(b, "router_pad", t, pad, E, 4.0);
+    em_act_free(b, (double)t * lg);
+    em_act_alloc(b, (double)pad * row);
+    copy_rows(b, "moe_pad", t, pad, h, b->ab);
+    b->layout = TL_LOCAL;
+    em_act_alloc(b, (double)ts * lg);
+    copy_rows(b, "router_slice", pad, ts, E, 4.0);
+    em_act_free(b, (double)pad * lg);
+    em_act_alloc(b, (double)ts * row);
+    copy_rows(b, "moe_slice", pad, ts, h, b->ab);
+    em_act_free(b, (double)pad * row);
+    em_compute(b, "topk", KC_TOPK, 5.0 * (double)ts * E, (double)ts * lg + (double)ts * a->top_k * 8.0,
+               shp(2, ts, E, 0), shp(0, 0, 0, 0), shp(2, ts, a->top_k, 0));
+    em_act_free(b, (double)ts * lg);
+    routed_ep(b, ts);
+    em_act_free(b, (double)ts * row); /* the slice, dispatched */
+    b->layout = TL_FULL;
+    em_act_alloc(b, (double)pad * row);
+    em_coll(b, "moe_finalize_all_gather", CK_ALL_GATHER, G_TP, (double)pad * row,
+            shp(2, pad, h, 0));
+    em_act_free(b, (double)ts * row); /* routed output of the slice */
+    em_act_free(b, (double)(pad - t) * row); /* padding rows: the output is a view */
+    shared_experts(b, t);
+}
+
+/* ---- the schemes ------------------------------------------------------------- */
+
+/* Embedding: vocabulary-parallel lookup of the t tokens; a split step
+ * reduce-scatters the partial rows (the SP rewrite of the embedding
+ * all-reduce) into the local residual stream.  Posts layer 0's weight
+ * broadcasts. */
+static void sp_embed(bld *b, int64_t t)
+{
+    if (!split_step(b)) {
+        layer_embed(b, t);
+    } else {
+        const arch *a = b->a;
+        int64_t n = seqpar_local_tokens(t, b->tp), full = n * b->tp;
+        em_act_alloc(b, hid(b, n)); /* residual stream */
+        em_act_alloc(b, hid(b, full)); /* partial rows of the vocabulary slice */
+        b->layout = TL_FULL;
+        em_compute(b, "embedding", KC_EMBEDDING, 0, 2.0 * hid(b, t), shp(1, t, 0, 0),
+                   shp(2, a->vocab / b->tp, a->hidden, 0), shp(2, t, a->hidden, 0));
+        em_act_alloc(b, hid(b, n)); /* layer input */
+        em_coll(b, "embed_reduce_scatter", CK_REDUCE_SCATTER, G_TP, hid(b, full),
+                shp(2, n, a->hidden, 0));
+        b->layout = TL_LOCAL;
+        em_act_free(b, hid(b, full));
+    }
+    post_broadcasts(b, 0, b->last_compute);
+}
+
+/* Attention of the plain SP pass: the tensor-parallel piece on the full
+ * tokens, its all-reduce rewritten into the reduce-scatter; leaves [n, h]. */
+static void attention_tp(bld *b, int64_t t, int64_t prefix, int64_t n, int split)
+{
+    uint32_t from = b->pg->nops;
+    b->layout = TL_FULL;
+    if (b->a->attn == ATTN_MLA)
+        layer_attention_mla(b, t, prefix);
+    else
+        layer_attention_gqa(b, t, prefix);
+    if (!split)
+        return;
+    to_reduce_scatter(b, from, "attn_reduce_scatter", n);
+    b->layout = TL_LOCAL;
+    em_act_alloc(b, hid(b, n));
+    em_act_free(b, hid(b, t)); /* o_proj partial sums of the full tokens */
+}
+
+/* FFN of a split step on the n local rows; leaves [n, h]. */
+static void ffn_split(bld *b, int64_t n)
+{
+    const arch *a = b->a;
+    if (a->layer_moe[b->layer]) {
+        moe_local(b, n);
+        return;
+    }
+    /* dense MLP sharded by TP: its consumer needs the full tokens */
+    int64_t full = n * b->tp;
+    gather_normalized(b, "mlp_input_all_gather", n);
+    layer_mlp(b, &MLP_DENSE, full, a->intermediate / b->tp, 1);
+    em_act_alloc(b, hid(b, n));
+    em_coll(b, "mlp_reduce_scatter", CK_REDUCE_SCATTER, G_TP, hid(b, full),
+            shp(2, n, a->hidden, 0));
+    b->layout = TL_LOCAL;
+    em_act_free(b, hid(b, full)); /* MLP output, partial sums */
+    em_act_free(b, hid(b, full)); /* gathered input */
+}
+
+/* FFN of a decode step on the t packed tokens; leaves [t, h]. */
+static void ffn_decode(bld *b, int64_t t)
+{
+    if (b->a->layer_moe[b->layer] && b->ep > 1)
+        moe_decode(b, t);
+    else
+        layer_ffn(b, t);
+}
+
+/* One decoder layer of either scheme; consumes the previous layer's output
+ * and leaves its own [n, h] allocated. */
+static void sp_layer(bld *b, int64_t t, int64_t prefix)
+{
+    const arch *a = b->a;
+    int split = split_step(b), cp = seqpar_dsa_cp(b->s);
+    int64_t n = rows_of(b, t), h = a->hidden;
+    uint8_t local = split ? TL_LOCAL : TL_FULL;
+    mla_cp c = {.t = t, .prefix = prefix, .tl = n, .split = split,
+                .layout = b->s->par.dsa_cp_layout};
+    if (cp)
+        take_broadcasts(b, &c);
+    b->layout = local;
+    em_act_alloc(b, hid(b, n));
+    em_rms_norm(b, "input_norm", n, h, b->layer > 0);
+    em_act_free(b, hid(b, n)); /* previous layer output (or embedding) */
+    uint32_t input = split ? gather_normalized(b, "attn_input_all_gather", n) : EM_NONE;
+    if (cp) {
+        /* the attention starts once its input is gathered */
+        post_broadcasts(b, b->layer + 1, input != EM_NONE ? input : b->last_compute);
+        layer_attention_mla_cp(b, &c);
+    } else {
+        attention_tp(b, t, prefix, n, split);
+    }
+    if (split)
+        em_act_free(b, hid(b, n * b->tp)); /* gathered attention input */
+    b->layout = local;
+    em_act_free(b, hid(b, n)); /* normalized input */
+    em_act_alloc(b, hid(b, n));
+    em_rms_norm(b, "post_attn_norm", n, h, 1);
+    em_act_free(b, hid(b, n)); /* attention output */
+    if (split)
+        ffn_split(b, n);
+    else
+        ffn_decode(b, t);
+    b->layout = local;
+    em_act_free(b, hid(b, n)); /* normalized FFN input */
+}
+
+/* Final norm on the rank's rows; a split step gathers the last row of
+ * every rank (the LM head needs the prompt's last token, held by the last
+ * rank), then the LM head. */
+static void sp_final(bld *b, int64_t t)
+{
+    int64_t n = rows_of(b, t), h = b->a->hidden;
+    layer_final_norm(b, n);
+    if (split_step(b)) {
+        em_act_alloc(b, hid(b, b->tp));
+        em_coll(b, "final_token_all_gather", CK_ALL_GATHER, G_TP, hid(b, b->tp),
+                shp(2, b->tp, h, 0));
+        b->layout = TL_FULL;
+    }
+    layer_lm_head(b);
+    if (split_step(b))
+        em_act_free(b, hid(b, b->tp));
+    em_act_free(b, hid(b, n)); /* normalized final rows */
+    em_act_free(b, hid(b, n)); /* residual */
+}
+
+static const layer_scheme SP_SCHEME = {"sequence_parallel", sp_embed, sp_layer, sp_final};
+static const layer_scheme DSA_CP_SCHEME = {"dsa_cp", sp_embed, sp_layer, sp_final};
 
 const layer_scheme *seqpar_scheme(const scenario *s)
 {
-    (void)s;
-    return NULL;
+    if (s->par.sp > 1 || !seqpar_on(s))
+        return NULL;
+    return seqpar_dsa_cp(s) ? &DSA_CP_SCHEME : &SP_SCHEME;
 }

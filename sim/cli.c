@@ -18,6 +18,8 @@ void cli_usage(FILE *out)
         "  validate WORKLOAD.yaml    load and check everything, print the resolved\n"
         "                            scenario, simulate nothing\n"
         "  plan WORKLOAD.yaml        print the per-rank op programs (--json: as JSON)\n"
+        "  memory WORKLOAD.yaml      static weights of one rank by family and category,\n"
+        "                            plain estimate vs materialized (--quant, --json)\n"
         "\n"
         "Options:\n"
         "  --platform NAME|FILE      use this platform preset or file instead of the\n"
@@ -64,7 +66,7 @@ static int opt_is(const char *a, const char *name)
 
 int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
 {
-    static const char *const commands[] = {"run", "validate", "plan", NULL};
+    static const char *const commands[] = {"run", "validate", "plan", "memory", NULL};
     memset(o, 0, sizeof *o);
     o->cmd = CMD_RUN;
     o->out_dir = "out";
@@ -118,7 +120,7 @@ int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
             else {
                 char hint[128];
                 return cp_fail(err, CP_EXIT_INPUT,
-                               "unknown command \"%s\"%s; commands: run, validate, plan", a,
+                               "unknown command \"%s\"%s; commands: run, validate, plan, memory", a,
                                cp_suggest(hint, sizeof hint, a, commands));
             }
         } else if (!o->workload) {

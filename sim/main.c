@@ -1,11 +1,24 @@
 /* cpsim: discrete-event simulation of LLM prefill on accelerator clusters.
  * See README.md and `cpsim --help`. */
 #include <stdio.h>
+#include <string.h>
 
 #include "sim/cli.h"
+#include "sim/commands.h"
+
+/* Subcommands with options of their own, by name. */
+static const struct {
+    const char *name;
+    int (*main)(int argc, char **argv);
+} subcommands[] = {
+    {"memory", memory_main},
+};
 
 int main(int argc, char **argv)
 {
+    for (size_t i = 0; argc > 1 && i < sizeof subcommands / sizeof subcommands[0]; i++)
+        if (strcmp(argv[1], subcommands[i].name) == 0)
+            return subcommands[i].main(argc - 1, argv + 1);
     cli_opts o;
     cp_err err = {0};
     if (cli_parse(argc, argv, &o, &err) != 0) {

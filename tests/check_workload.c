@@ -589,6 +589,68 @@ START_TEST(test_workload_corpus_size)
 }
 END_TEST
 
+/* precision.quant_description: resolved against the workload's folder, read
+ * and checked against the model, shown by the dump; parallel.dsa_cp_layout
+ * defaults to rfc.  Both refuse bad values with the key's location. */
+START_TEST(test_workload_dsa_keys)
+{
+    static const char *const glm =
+        "model: glm-5.1\n"
+        "platform: ascend-a3-16\n"
+        "precision: {weights: int8, quant_description: d.json}\n"
+        "parallel: {tp: 16, ep: 16, sequence_parallel: true, dsa_cp_layout: vllm_ascend}\n"
+        "requests: [{prompt_tokens: 4096}]\n";
+    char desc[160], cmd[512];
+    snprintf(desc, sizeof desc, "%s/d.json", tmpdir);
+    snprintf(cmd, sizeof cmd, "sh %s/tests/quant/dsa-w8a8-description.sh > %s", CP_SRCDIR, desc);
+    ck_assert_int_eq(system(cmd), 0);
+    scenario s;
+    cp_err err = { 0 };
+    ck_assert_msg(load_text(glm, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(s.quant_path, desc);
+    ck_assert_ptr_nonnull(s.quant);
+    ck_assert_int_eq(s.par.dsa_cp_layout, DSA_LAYOUT_VLLM_ASCEND);
+    ck_assert_str_eq(wl_dsa_layout_name(s.par.dsa_cp_layout), "vllm_ascend");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wl_dump(&s, f);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(text, "    quant_description: "));
+    ck_assert_ptr_nonnull(strstr(text, "    dsa_cp_layout: vllm_ascend\n"));
+    free(text);
+    wl_free(&s);
+    ck_assert_ptr_null(s.quant);
+
+    ck_assert_msg(load_text(base, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s.par.dsa_cp_layout, DSA_LAYOUT_RFC);
+    ck_assert_ptr_null(s.quant);
+    ck_assert_str_eq(s.quant_path, "");
+    wl_free(&s);
+
+    /* the thinker is not what the description describes */
+    static const char *const wrong[] = { "model=qwen3-omni-30b-a3b-thinker", "parallel.tp=8",
+                                         "parallel.ep=1", "platform=h100-sxm-8" };
+    ck_assert_int_eq(load_text(glm, wrong, 4, NULL, &s, &err), -1);
+    assert_msg(&err, "w.yaml:3:47: precision.quant_description: ");
+    assert_msg(&err, "no entry for model.layers.0.self_attn.q_proj.weight");
+    memset(&err, 0, sizeof err);
+    static const char *const missing[] = { "precision.quant_description=nope.json" };
+    ck_assert_int_eq(load_text(glm, missing, 1, NULL, &s, &err), -1);
+    assert_msg(&err, "precision.quant_description: ");
+    assert_msg(&err, "nope.json");
+    memset(&err, 0, sizeof err);
+    static const char *const layout[] = { "parallel.dsa_cp_layout=vllm" };
+    ck_assert_int_eq(load_text(glm, layout, 1, NULL, &s, &err), -1);
+    assert_msg(&err, "parallel.dsa_cp_layout: expected one of rfc, vllm_ascend");
+    memset(&err, 0, sizeof err);
+    static const char *const number[] = { "precision.quant_description=[1]" };
+    ck_assert_int_eq(load_text(glm, number, 1, NULL, &s, &err), -1);
+    assert_msg(&err, "precision.quant_description");
+    unlink(desc);
+}
+END_TEST
+
 static Suite *workload_suite(void)
 {
     Suite *s = suite_create("workload");
@@ -603,6 +665,7 @@ static Suite *workload_suite(void)
     tcase_add_test(core, test_workload_set_and_platform);
     tcase_add_test(core, test_workload_dump);
     tcase_add_test(core, test_workload_names);
+    tcase_add_test(core, test_workload_dsa_keys);
     suite_add_tcase(s, core);
     TCase *limits = tcase_create("Limits");
     tcase_add_checked_fixture(limits, make_tmpdir, remove_tmpdir);

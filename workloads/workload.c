@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/quant.h"
 #include "workloads/datadir.h"
 
 /* Bounds of the workload format (our own sanity limits, far beyond any
@@ -32,12 +33,14 @@ static const char *const graph_names[] = { "eager", "captured", NULL };
 static const char *const net_names[] = { "cm02", "l07", NULL };
 static const char *const dsa_cp_names[] = { "auto", "on", "off", NULL };
 static const int dsa_cp_values[] = { -1, 1, 0 };
+static const char *const dsa_layout_names[] = { "rfc", "vllm_ascend", NULL };
 static const char *const sharding_names[] = { "q_b_proj", "o_proj", "kv_b_proj", "q_a_proj",
                                               "kv_a_proj", NULL };
 
 static const char *const top_keys[] = { "model", "platform", "precision", "parallel", "engine",
                                         "requests", "simulation", NULL };
-static const char *const precision_keys[] = { "weights", "activations", "kv_cache", NULL };
+static const char *const precision_keys[] = { "weights", "activations", "kv_cache",
+                                              "quant_description", NULL };
 static const char *const request_keys[] = { "prompt_tokens", "arrival_s", "decode_tokens", NULL };
 
 /* Enum fields are written through an int (field_set). */
@@ -47,6 +50,7 @@ _Static_assert(sizeof(wl_split) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_ag_tensors) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_graph) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_netmodel) == sizeof(int), "enum size");
+_Static_assert(sizeof(wl_dsa_layout) == sizeof(int), "enum size");
 
 typedef enum { F_INT, F_I64, F_BOOL, F_ENUM } wl_ftype;
 
@@ -76,6 +80,7 @@ static const wl_field parallel_fields[] = {
     { "ring_overlap", F_BOOL, 0, 1, 0, NULL, NULL, PAR(ring_overlap) },
     { "sequence_parallel", F_BOOL, 0, 1, 0, NULL, NULL, PAR(sequence_parallel) },
     { "dsa_cp", F_ENUM, 0, 0, -1, dsa_cp_names, dsa_cp_values, PAR(dsa_cp) },
+    { "dsa_cp_layout", F_ENUM, 0, 0, DSA_LAYOUT_RFC, dsa_layout_names, NULL, PAR(dsa_cp_layout) },
 };
 
 static const wl_field engine_fields[] = {
@@ -232,11 +237,18 @@ static int read_precision(const ynode *root, scenario *s, cp_err *err)
         return 0;
     int w = s->w_dtype, a = s->a_dtype, kv = s->kv_dtype;
     if (n->kind == YN_MAP) {
+        const char *qd = NULL;
         if (yio_opt_enum(n, "precision", "weights", dtype_names, &w, err) < 0 ||
             yio_opt_enum(n, "precision", "activations", dtype_names, &a, err) < 0 ||
             yio_opt_enum(n, "precision", "kv_cache", dtype_names, &kv, err) < 0 ||
+            yio_opt_str(n, "precision", "quant_description", &qd, err) < 0 ||
             yio_no_unknown(n, "precision", precision_keys, err) < 0)
             return -1;
+        if (qd) {
+            char dir[1024];
+            cp_resolve(s->quant_path, sizeof s->quant_path,
+                       cp_dirname(dir, sizeof dir, s->path), qd);
+        }
     } else {
         if (yio_enum(n, "precision", dtype_names, &w, err) < 0)
             return -1;
@@ -354,6 +366,19 @@ static int resolve_model(scenario *s, cp_err *err)
     cp_err in = { 0 };
     if (arch_load(spec, cp_dirname(dir, sizeof dir, s->path), &s->model, &in) < 0)
         return blame(s, err, &in, n->loc, "model");
+    return 0;
+}
+
+/* precision.quant_description: read it and check it against the model. */
+static int load_quant(scenario *s, cp_err *err)
+{
+    if (!s->quant_path[0])
+        return 0;
+    const ynode *n = yio_key(yio_key(yio_root(s->doc), "precision"), "quant_description");
+    cp_err in = { 0 };
+    s->quant = quant_desc_load(s->quant_path, &in);
+    if (!s->quant || quant_desc_check(s->quant, &s->model, &in) < 0)
+        return blame(s, err, &in, n->loc, "precision.quant_description");
     return 0;
 }
 
@@ -566,6 +591,8 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
     if (rc == 0)
         rc = resolve_model(out, err);
     if (rc == 0)
+        rc = load_quant(out, err);
+    if (rc == 0)
         rc = resolve_platform(out, platform_override, err);
     if (rc == 0)
         rc = validate(out, err);
@@ -580,6 +607,7 @@ void wl_free(scenario *s)
         return;
     yio_free(s->doc);
     free(s->reqs);
+    quant_desc_free(s->quant);
     memset(s, 0, sizeof *s);
 }
 
@@ -596,6 +624,11 @@ const char *wl_kv_storage_name(wl_kv_storage k)
 const char *wl_split_name(wl_split sp)
 {
     return (unsigned)sp < COUNT(split_names) - 1 ? split_names[sp] : "?";
+}
+
+const char *wl_dsa_layout_name(wl_dsa_layout l)
+{
+    return (unsigned)l < COUNT(dsa_layout_names) - 1 ? dsa_layout_names[l] : "?";
 }
 
 /* "<indent>key: "value"\n" with the value quoted as YAML needs. */
@@ -661,6 +694,8 @@ void wl_dump(const scenario *s, FILE *out)
     put_str(out, 4, "device", s->plat.device);
     fprintf(out, "  precision:\n    weights: %s\n    activations: %s\n    kv_cache: %s\n",
             dtype_name(s->w_dtype), dtype_name(s->a_dtype), dtype_name(s->kv_dtype));
+    if (s->quant)
+        put_str(out, 4, "quant_description", s->quant_path);
     for (size_t i = 0; i < COUNT(sections); i++)
         dump_section(s, &sections[i], out);
     fputs("  requests:\n", out);

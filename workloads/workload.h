@@ -5,10 +5,11 @@
  *   model       bundled name or path to a config.json
  *   platform    preset name, path, or a map {name, nodes, devices_per_node,
  *               ...preset keys to override}
- *   precision   scalar dtype or {weights, activations, kv_cache}
+ *   precision   scalar dtype or {weights, activations, kv_cache,
+ *                quant_description}
  *   parallel    {tp, sp, ep, dp, kv_storage, exchange, min_tokens, split,
  *                all_gather_tensors, ring_overlap, sequence_parallel,
- *                dsa_cp, layer_sharding}
+ *                dsa_cp, dsa_cp_layout, layer_sharding}
  *   engine      {graph: eager|captured, chunked_prefill}
  *   requests    list of {prompt_tokens, arrival_s, decode_tokens}
  *   simulation  {network_model: cm02|l07}
@@ -29,6 +30,10 @@ typedef enum { SPLIT_STRIPED, SPLIT_CONTIGUOUS, SPLIT_ZIGZAG } wl_split;
 typedef enum { AGT_QKV, AGT_KV } wl_ag_tensors;
 typedef enum { GRAPH_EAGER, GRAPH_CAPTURED } wl_graph;
 typedef enum { NET_CM02, NET_L07 } wl_netmodel;
+/* DSA CP attention: the RFC's token-layout contract (full-token queries,
+ * token slice before o_proj) or vLLM-Ascend's sfa_cp.py (local queries,
+ * fused KV all-gather overlapping the q up-projection). */
+typedef enum { DSA_LAYOUT_RFC, DSA_LAYOUT_VLLM_ASCEND } wl_dsa_layout;
 
 #define WL_MAX_SHARDED 8
 
@@ -42,6 +47,7 @@ typedef struct wl_parallel {
     int ring_overlap;               /* default 0 */
     int sequence_parallel;          /* RFC SP over the TP group, default 0 */
     int dsa_cp;                     /* -1 auto (default), 0 off, 1 on */
+    wl_dsa_layout dsa_cp_layout;    /* default rfc */
     int n_layer_sharding;
     char layer_sharding[WL_MAX_SHARDED][32];
 } wl_parallel;
@@ -62,6 +68,9 @@ typedef struct scenario {
     cp_dtype w_dtype;       /* weights */
     cp_dtype a_dtype;       /* activations */
     cp_dtype kv_dtype;      /* KV cache */
+    char quant_path[1024];  /* precision.quant_description resolved, "" when none */
+    struct quant_desc *quant; /* that description, read and checked against the
+                                 model (models/quant.h); NULL when none */
 
     wl_parallel par;
     wl_graph graph;
@@ -87,5 +96,6 @@ void wl_dump(const scenario *s, FILE *out);
 const char *wl_exchange_name(wl_exchange e);
 const char *wl_kv_storage_name(wl_kv_storage k);
 const char *wl_split_name(wl_split s);
+const char *wl_dsa_layout_name(wl_dsa_layout l);
 
 #endif

@@ -1,0 +1,402 @@
+/* quant: quantization types of the checkpoint's tensors and the static
+ * weight accounting of one rank (see quant.h). */
+#include "models/quant.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/seqpar.h"
+#include "workloads/workload.h"
+
+struct quant_desc {
+    json_t *map;          /* name -> type string */
+    char path[1024];
+};
+
+static const char *const type_names[QT_COUNT] = {"FLOAT", "W8A8", "W8A8_DYNAMIC", "FP8_BLOCK",
+                                                 "PLAIN"};
+
+const char *quant_type_name(quant_type t)
+{
+    return (unsigned)t < QT_COUNT ? type_names[t] : "?";
+}
+
+const char *quant_cat_name(quant_cat c)
+{
+    static const char *const t[QC_COUNT] = {"quantized", "float", "scales", "fp32_scales",
+                                            "derived"};
+    return (unsigned)c < QC_COUNT ? t[c] : "?";
+}
+
+const char *quant_step_name(quant_step st)
+{
+    static const char *const t[QS_COUNT] = {
+        "plain TP-sharded estimate (every tensor at precision.weights)",
+        "+ per-tensor types (float exceptions in the params dtype)",
+        "+ weight_scale / weight_offset / input scales / quant_bias",
+        "+ fp32 scales (deq_scale, weight_scale_fp32, block scales)",
+        "+ derived weights (W_UK_T / W_UV replace kv_b_proj, input-scale repeats)",
+        "+ shared experts sharded by TP (sequence-parallel MoE)",
+        "+ DSA CP full layout of q_b_proj, kv_b_proj (W_UK_T / W_UV), o_proj",
+        "+ layer sharding (weights of the sharded projections: 1 layer in K kept)",
+    };
+    return (unsigned)st < QS_COUNT ? t[st] : "?";
+}
+
+/* ---- the description ------------------------------------------------------ */
+
+quant_desc *quant_desc_load(const char *path, cp_err *err)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) {
+        if (je.line > 0)
+            cp_fail(err, CP_EXIT_INPUT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        else
+            cp_fail(err, CP_EXIT_INPUT, "%s: %s", path, je.text);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        cp_fail(err, CP_EXIT_INPUT,
+                "%s: a quant_model_description.json is a JSON object (tensor name -> quant type)",
+                path);
+        return NULL;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(j, key, v) {
+        if (!json_is_string(v)) {
+            json_decref(j);
+            cp_fail(err, CP_EXIT_INPUT, "%s: \"%s\": expected a quant type string", path, key);
+            return NULL;
+        }
+    }
+    quant_desc *d = calloc(1, sizeof *d);
+    if (!d) {
+        json_decref(j);
+        cp_fail(err, CP_EXIT_INTERNAL, "out of memory reading %s", path);
+        return NULL;
+    }
+    d->map = j;
+    snprintf(d->path, sizeof d->path, "%s", path);
+    return d;
+}
+
+void quant_desc_free(quant_desc *d)
+{
+    if (!d)
+        return;
+    json_decref(d->map);
+    free(d);
+}
+
+const char *quant_desc_path(const quant_desc *d)
+{
+    return d->path;
+}
+
+/* The description's type of a linear weight: QT_COUNT when the entry is
+ * missing, -1 when its type is not modelled. */
+static int desc_type(const quant_desc *d, const char *name)
+{
+    const char *v = json_string_value(json_object_get(d->map, name));
+    if (!v)
+        return QT_COUNT;
+    for (int t = QT_FLOAT; t <= QT_W8A8_DYNAMIC; t++)
+        if (strcmp(v, type_names[t]) == 0)
+            return t;
+    return -1;
+}
+
+typedef struct check_ctx {
+    const quant_desc *d;
+    const arch *a;
+    cp_err *err;
+    int rc;
+} check_ctx;
+
+static void check_tensor(void *ctx, const mem_tensor *t)
+{
+    check_ctx *c = ctx;
+    if (c->rc < 0 || !t->linear)
+        return;
+    int ty = desc_type(c->d, t->name);
+    if (ty == QT_COUNT)
+        c->rc = cp_fail(c->err, CP_EXIT_INPUT,
+                        "%s: no entry for %s (is it the description of %s?)", c->d->path,
+                        t->name, c->a->name);
+    else if (ty < 0)
+        c->rc = cp_fail(c->err, CP_EXIT_INPUT,
+                        "%s: %s: quant type \"%s\" is not modelled (cpsim knows FLOAT, W8A8, "
+                        "W8A8_DYNAMIC)", c->d->path, t->name,
+                        json_string_value(json_object_get(c->d->map, t->name)));
+    else if (ty != QT_FLOAT && t->proj == MP_KV_B && c->a->has_dsa)
+        c->rc = cp_fail(c->err, CP_EXIT_INPUT,
+                        "%s: %s is %s, but the sparse-attention path needs kv_b_proj "
+                        "unquantized (vllm-ascend sfa_v1.py asserts it)", c->d->path, t->name,
+                        type_names[ty]);
+}
+
+int quant_desc_check(const quant_desc *d, const arch *a, cp_err *err)
+{
+    check_ctx c = {d, a, err, 0};
+    mem_each_tensor(a, MEM_ALL_LAYERS, check_tensor, &c);
+    return c.rc;
+}
+
+/* ---- accounting ------------------------------------------------------------- */
+
+double quant_params_bytes(const struct scenario *s)
+{
+    double w = dtype_bytes(s->w_dtype), a = dtype_bytes(s->a_dtype);
+    if (w >= 2.0)
+        return w;
+    return a >= 2.0 ? a : dtype_bytes(DT_BF16);
+}
+
+/* What one accounting pass includes (cumulative steps of quant_step). */
+typedef struct qpass {
+    const struct scenario *s;
+    const quant_desc *d;
+    quant_step upto;
+    mem_shard shard;        /* sharding of this pass */
+    uint32_t sharded;       /* layer-sharded projections */
+    int shard_k;
+    int whole;              /* quant_proj_bytes: the tensor as a whole, held */
+    int weight_only;        /* quant_proj_bytes: the weight alone */
+    mem_proj only;          /* quant_proj_bytes: this projection only (MP_NONE: all) */
+    double pb, wb;          /* bytes per element: params dtype, precision.weights */
+    /* results */
+    double bytes[WF_COUNT][QC_COUNT];
+    int ntype[QT_COUNT];
+    double load_transient;
+    int stack_layer;        /* layer of the expert stacks below */
+    double stack13, stack2; /* quantized routed-expert gate/up and down stacks */
+    int win_layer;          /* layer of win_cur */
+    double win_cur, win_max;
+} qpass;
+
+/* Type of t under the rules of quant.h. */
+static quant_type type_of(const qpass *q, const mem_tensor *t)
+{
+    if (q->upto < QS_TYPES)
+        return QT_PLAIN;
+    if (!t->linear || t->keep_float)
+        return QT_FLOAT;
+    if (q->d)
+        return (quant_type)desc_type(q->d, t->name); /* checked: known */
+    cp_dtype w = q->s->w_dtype;
+    if (dtype_bytes(w) >= 2.0)
+        return QT_FLOAT;
+    if (w == DT_INT8)
+        return QT_W8A8_DYNAMIC;
+    return w == DT_FP8 ? QT_FP8_BLOCK : QT_PLAIN;
+}
+
+static void flush_stacks(qpass *q, int layer)
+{
+    q->load_transient = fmax(q->load_transient, fmax(q->stack13, q->stack2));
+    q->stack13 = q->stack2 = 0;
+    q->stack_layer = layer;
+}
+
+/* Tensors a W8A8 method transposes while loading (w8a8_static.py and
+ * w8a8_dynamic.py: weight.transpose(...).contiguous(); the MoE method
+ * transposes a layer's w13 and w2 stacks whole). */
+static void note_transpose(qpass *q, const mem_tensor *t, double bytes)
+{
+    if (t->expert < 0) {
+        q->load_transient = fmax(q->load_transient, bytes);
+        return;
+    }
+    if (t->layer != q->stack_layer)
+        flush_stacks(q, t->layer);
+    if (t->split == MS_COLUMN)
+        q->stack13 += bytes;
+    else
+        q->stack2 += bytes;
+}
+
+/* Auxiliary tensors of a quantized linear holding out_r x in_r (times
+ * frac) on this rank. */
+static void add_aux(qpass *q, const mem_tensor *t, quant_type ty, mem_local l,
+                    double *cat)
+{
+    double out = l.rows * l.frac, in = l.cols * l.frac;
+    if (ty == QT_FP8_BLOCK) {
+        if (q->upto >= QS_FP32)
+            cat[QC_FP32] += ceil(l.rows / 128.0) * ceil(l.cols / 128.0) * l.frac * 4.0;
+        return;
+    }
+    if (ty != QT_W8A8 && ty != QT_W8A8_DYNAMIC)
+        return;
+    if (q->upto >= QS_PARAMS)
+        cat[QC_PARAMS] += 2.0 * out * q->pb; /* weight_scale, weight_offset */
+    if (ty == QT_W8A8) {
+        if (q->upto >= QS_PARAMS) /* quant_bias int32, input_scale, input_offset int8 */
+            cat[QC_PARAMS] += out * 4.0 + l.frac * (q->pb + 1.0);
+        if (q->upto >= QS_FP32)
+            cat[QC_FP32] += out * 4.0; /* deq_scale */
+        if (q->upto >= QS_DERIVED) /* aclnn_input_scale, reciprocal, offset */
+            cat[QC_DERIVED] += 3.0 * in * q->pb;
+        return;
+    }
+    /* weight_scale_fp32; the MoE method converts the w13 (gate/up) scales only */
+    if (q->upto >= QS_FP32 && (t->expert < 0 || t->split == MS_COLUMN))
+        cat[QC_FP32] += out * 4.0;
+}
+
+/* Rank 0 holds layer l's sharded projections when l % K == 0. */
+static int held(const qpass *q, const mem_tensor *t)
+{
+    if (q->whole || q->upto < QS_LAYER_SHARD || q->shard_k <= 1 || t->layer < 0)
+        return 1;
+    if (!(q->sharded & (1u << t->proj)))
+        return 1;
+    return t->layer % q->shard_k == 0;
+}
+
+static void account(void *ctx, const mem_tensor *t)
+{
+    qpass *q = ctx;
+    if (q->only != MP_NONE && t->proj != q->only)
+        return;
+    quant_type ty = type_of(q, t);
+    if (t->linear)
+        q->ntype[ty]++;
+    mem_shard sh = {.tp = q->shard.tp, .ep = q->shard.ep,
+                    .shared_tp = q->upto >= QS_SHARED_TP && q->shard.shared_tp,
+                    .full_attn = q->upto >= QS_FULL_ATTN && q->shard.full_attn};
+    mem_local l = q->whole ? (mem_local){(double)t->rows, (double)t->cols, 1.0}
+                           : mem_tensor_local(&q->s->model, t, sh);
+    double cat[QC_COUNT] = {0};
+    double elems = l.rows * l.cols * l.frac;
+    int wcat; /* the category of the weight itself (what layer sharding moves) */
+    if (t->proj == MP_KV_B && q->upto >= QS_DERIVED) {
+        wcat = QC_DERIVED; /* W_UK_T + W_UV; kv_b_proj disposed */
+        cat[wcat] += elems * q->pb;
+    } else if (ty == QT_PLAIN) {
+        wcat = q->wb < 2.0 ? QC_QUANTIZED : QC_FLOAT;
+        cat[wcat] += l.rows * l.cols * l.frac * q->wb;
+    } else if (ty == QT_FLOAT) {
+        wcat = QC_FLOAT;
+        cat[wcat] += l.rows * l.cols * l.frac * q->pb;
+    } else {
+        wcat = QC_QUANTIZED;
+        cat[wcat] += elems * 1.0; /* int8 / fp8 */
+        add_aux(q, t, ty, l, cat);
+        if (ty != QT_FP8_BLOCK)
+            note_transpose(q, t, elems);
+    }
+    if (t->layer >= 0 && (q->sharded & (1u << t->proj))) {
+        if (t->layer != q->win_layer) {
+            q->win_max = fmax(q->win_max, q->win_cur);
+            q->win_cur = 0;
+            q->win_layer = t->layer;
+        }
+        q->win_cur += cat[wcat];
+    }
+    /* the series moves the weight; scales and offsets stay on every rank */
+    if (q->weight_only) {
+        double w = cat[wcat];
+        memset(cat, 0, sizeof cat);
+        cat[wcat] = w;
+    } else if (!held(q, t)) {
+        cat[wcat] = 0;
+    }
+    for (int c = 0; c < QC_COUNT; c++)
+        q->bytes[t->fam][c] += cat[c];
+}
+
+static void pass_init(qpass *q, const struct scenario *s, const quant_desc *d, quant_step upto)
+{
+    memset(q, 0, sizeof *q);
+    q->s = s;
+    q->d = d;
+    q->upto = upto;
+    q->shard = seqpar_mem_shard(s);
+    q->sharded = seqpar_sharded(s);
+    q->shard_k = q->sharded ? s->par.tp : 1;
+    q->wb = dtype_bytes(s->w_dtype);
+    q->pb = quant_params_bytes(s);
+    q->stack_layer = -1;
+    q->win_layer = -1;
+}
+
+static double pass_total(qpass *q)
+{
+    double total = 0;
+    for (int f = 0; f < WF_COUNT; f++) {
+        double ft = 0;
+        for (int c = 0; c < QC_COUNT; c++)
+            ft += q->bytes[f][c];
+        total += ft;
+    }
+    return total;
+}
+
+void quant_account(const struct scenario *s, const quant_desc *d, quant_report *out)
+{
+    memset(out, 0, sizeof *out);
+    const arch *a = &s->model;
+    mem_weights plain;
+    mem_weights_per_rank(a, (mem_shard){.tp = s->par.tp, .ep = s->par.ep}, s->w_dtype, &plain);
+    for (int f = 0; f < WF_COUNT; f++)
+        out->plain[f] = plain.bytes[f];
+    qpass *q = malloc(sizeof *q);
+    if (!q)
+        abort(); /* a few kilobytes: out of memory before any work */
+    for (int st = QS_PLAIN; st < QS_COUNT; st++) {
+        pass_init(q, s, d, (quant_step)st);
+        mem_each_tensor(a, MEM_ALL_LAYERS, account, q);
+        out->step_total[st] = pass_total(q);
+    }
+    /* the last pass is the materialized accounting */
+    flush_stacks(q, -1);
+    out->shard = q->shard;
+    out->sharded = q->sharded;
+    out->shard_k = q->shard_k;
+    out->window = 2.0 * fmax(q->win_max, q->win_cur);
+    out->load_transient = q->load_transient;
+    for (int l = 0; q->shard_k > 1 && l < a->layers; l++)
+        out->shard_layers += l % q->shard_k == 0;
+    memcpy(out->ntype, q->ntype, sizeof out->ntype);
+    for (int f = 0; f < WF_COUNT; f++)
+        for (int c = 0; c < QC_COUNT; c++) {
+            out->bytes[f][c] = q->bytes[f][c];
+            out->fam_total[f] += q->bytes[f][c];
+            out->cat_total[c] += q->bytes[f][c];
+        }
+    out->total = out->step_total[QS_LAYER_SHARD];
+    free(q);
+}
+
+double quant_resident_bytes(const struct scenario *s)
+{
+    qpass *q = malloc(sizeof *q);
+    if (!q)
+        abort(); /* a few kilobytes: out of memory before any work */
+    pass_init(q, s, s->quant, QS_LAYER_SHARD);
+    mem_each_tensor(&s->model, MEM_ALL_LAYERS, account, q);
+    double total = pass_total(q);
+    free(q);
+    return total;
+}
+
+double quant_proj_bytes(const struct scenario *s, int layer, mem_proj p)
+{
+    qpass *q = malloc(sizeof *q);
+    if (!q)
+        abort(); /* a few kilobytes: out of memory before any work */
+    pass_init(q, s, s->quant, QS_LAYER_SHARD);
+    q->whole = 1;
+    q->weight_only = 1;
+    q->only = p;
+    mem_each_tensor(&s->model, layer, account, q);
+    double total = pass_total(q);
+    free(q);
+    return total;
+}
