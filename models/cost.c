@@ -27,7 +27,9 @@
  *  - Bandwidth-bound kernels (norm, elementwise, copies, RoPE, LSE merge):
  *        t = T0 + bytes / (hbm_bw * eff_memory * rel[kind])
  *    with rel[kind] the speed of that kind of kernel relative to a copy.
- *  - Sparse attention and the DSA indexer: T0 + roofline at eff_attention.
+ *  - Sparse attention and the DSA indexer: T0 + roofline at eff_attention;
+ *    a profile may add a sparse_attention.csv table (read_sparse) for the
+ *    sparse-attention kernel, which then goes through the table model.
  *
  * Measured tables first.  A profile row gives the ratio measured / analytic
  * (analytic on the device the profile was measured on).  An op that matches
@@ -58,8 +60,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "models/calib.h"
+#include "workloads/datadir.h"
 
 /* ---- constants (fitted on platforms/calibration/h200) ------------------- */
 
@@ -111,7 +115,7 @@
 
 /* Internal kernel kinds: the analytic model and table family of an op. */
 typedef enum {
-    KK_GEMM, KK_ATTN, KK_ROOFLINE,
+    KK_GEMM, KK_ATTN, KK_ROOFLINE, KK_SPARSE,
     KK_COPY, KK_ADD, KK_NORM, KK_SILU_MUL, KK_ROPE, KK_LSE, KK_COUNT
 } kkind;
 
@@ -142,7 +146,7 @@ static const struct {
  * four separate torch kernels and stays in the calibration check only. */
 static const kkind kk_of_kclass[KC_COUNT] = {
     [KC_GEMM] = KK_GEMM, [KC_GROUPED_GEMM] = KK_GEMM, [KC_ATTENTION] = KK_ATTN,
-    [KC_SPARSE_ATTN] = KK_ROOFLINE, [KC_INDEXER] = KK_ROOFLINE,
+    [KC_SPARSE_ATTN] = KK_SPARSE, [KC_INDEXER] = KK_ROOFLINE,
     [KC_NORM] = KK_NORM, [KC_ELEMENTWISE] = KK_ADD, [KC_ROPE] = KK_NORM,
     [KC_TOPK] = KK_NORM, [KC_EMBEDDING] = KK_COPY, [KC_KV_WRITE] = KK_COPY,
     [KC_LSE_MERGE] = KK_LSE, [KC_MOE_PERMUTE] = KK_COPY, [KC_COPY] = KK_COPY,
@@ -181,6 +185,7 @@ typedef enum {
     SRC_ATTN,           /* attention.csv, flash_native_gqa: table and check */
     SRC_ATTN_OTHER,     /* attention.csv, same FA2 kernel called another way */
     SRC_MEM,            /* elementwise.csv */
+    SRC_SPARSE,         /* sparse_attention.csv (optional table) */
 } row_src;
 
 /* One measured row of a profile, as an op. */
@@ -449,6 +454,7 @@ static double analytic(const cost_model *c, const cost_dev *d, const plan_op *op
     case KK_ATTN:
         return attn_time(c->memo, d, op);
     case KK_ROOFLINE:
+    case KK_SPARSE:
         return roofline_time(d, op, d->eff_attention);
     default:
         return mem_time(d, op, kk);
@@ -462,6 +468,8 @@ static double size_of(const plan_op *op, kkind kk)
 {
     if (kk == KK_GEMM)
         return (double)op->m * (op->kclass == KC_GROUPED_GEMM && op->g > 1 ? (double)op->g : 1.0);
+    if (kk == KK_SPARSE)
+        return op->attn.pairs;
     if (kk == KK_ATTN)
         return op->attn.pairs > 0 ? op->attn.pairs
                                   : mask_pairs((double)op->attn.q_len,
@@ -481,6 +489,9 @@ static int same_series(const cost_point *pt, const plan_op *op, kkind kk)
                a->attn.d_qk == op->attn.d_qk && a->attn.d_v == op->attn.d_v &&
                a->attn.causal == op->attn.causal && a->dtype == op->dtype &&
                a->attn.q_len * op->attn.kv_len == op->attn.q_len * a->attn.kv_len;
+    if (kk == KK_SPARSE)
+        return a->attn.heads == op->attn.heads && a->attn.d_qk == op->attn.d_qk &&
+               a->attn.d_v == op->attn.d_v && a->dtype == op->dtype;
     return 1;
 }
 
@@ -520,7 +531,7 @@ static double table_time(const cost_model *c, const plan_op *op, kkind kk, int l
     double ratio = table_ratio(c, op, kk, leave_out);
     if (ratio <= 0)
         return 0;
-    if (kk == KK_GEMM || kk == KK_ATTN) {
+    if (kk == KK_GEMM || kk == KK_ATTN || kk == KK_SPARSE) {
         double t_ref = ratio * analytic(c, &c->ref, op, kk);
         double peaks = dev_peak(&c->ref, op->dtype) / dev_peak(&c->dev, op->dtype);
         return fmax(t_ref * peaks, mem_floor(&c->dev, op));
@@ -722,21 +733,110 @@ static int read_elementwise(const calib_table *t, row_set *rs, cp_err *err)
     return 0;
 }
 
-/* Every modelled row of a profile's kernel tables. */
+/* sparse_attention.csv (optional): the DSA sparse-attention kernel
+ * (SparseFlashAttention) of a profile, bf16, absorbed MLA over at most topk
+ * selected latent keys per query: columns q_len (queries), ctx (keys before
+ * the call's first query plus its queries, causal), topk, heads, d_qk, d_v,
+ * time_us (eager time per call).  A series is (heads, d_qk, d_v); its size is
+ * the attended pairs. */
+static int read_sparse(const calib_table *t, row_set *rs, cp_err *err)
+{
+    static const char *const names[] = {"q_len", "ctx", "topk", "heads", "d_qk", "d_v",
+                                        "time_us", NULL};
+    int c[7];
+    if (num_cols(t, names, c, err) < 0)
+        return -1;
+    for (int r = 0; r < calib_rows(t); r++) {
+        cost_row *row = row_push(rs, err);
+        if (!row)
+            return -1;
+        plan_attn *a = &row->op.attn;
+        int64_t topk = 0;
+        if (count(t, r, c[0], &a->q_len, err) < 0 || count(t, r, c[1], &a->kv_len, err) < 0 ||
+            count(t, r, c[2], &topk, err) < 0 || count(t, r, c[3], &a->heads, err) < 0 ||
+            count(t, r, c[4], &a->d_qk, err) < 0 || count(t, r, c[5], &a->d_v, err) < 0 ||
+            positive(t, r, c[6], &row->t_eager, err) < 0)
+            return -1;
+        if (a->q_len > a->kv_len)
+            return cp_fail_at(err, calib_loc(t, r, c[0]), "q_len above ctx");
+        a->kv_heads = 1;
+        a->causal = 1;
+        /* query i of the call sees min(topk, ctx - q_len + i + 1) keys */
+        double q = (double)a->q_len, pre = (double)(a->kv_len - a->q_len), k = (double)topk;
+        double n = fmin(q, fmax(0.0, k - pre));
+        a->pairs = n * pre + n * (n + 1) / 2 + (q - n) * k;
+        row->op.flops = a->pairs * 2.0 * (double)a->heads * (double)(a->d_qk + a->d_v);
+        row->op.bytes = a->pairs * (double)a->d_qk * 2.0 +
+                        q * (double)a->heads * (double)(a->d_qk + a->d_v) * 2.0;
+        row->op.dtype = DT_BF16;
+        row->op.name = "mla_sparse_attention";
+        row->op.kclass = KC_SPARSE_ATTN;
+        row->t_eager *= 1e-6;
+        row->kk = KK_SPARSE;
+        row->src = SRC_SPARSE;
+        snprintf(row->label, sizeof row->label, "sparse q=%lld ctx=%lld topk=%lld heads=%lld",
+                 (long long)a->q_len, (long long)a->kv_len, (long long)topk,
+                 (long long)a->heads);
+    }
+    return 0;
+}
+
+/* Every modelled row of a profile's kernel tables (sparse_attention.csv only
+ * when the profile has it). */
 static int read_profile(const char *profile, row_set *rs, cp_err *err)
 {
-    static const char *const tables[] = {"gemm", "gemm_graph", "attention", "elementwise"};
-    for (int i = 0; i < 4; i++) {
+    static const char *const tables[] = {"gemm", "gemm_graph", "attention", "elementwise",
+                                         "sparse_attention"};
+    for (int i = 0; i < 5; i++) {
+        char rel[256], path[1024];
+        snprintf(rel, sizeof rel, "platforms/calibration/%s/%s.csv", profile, tables[i]);
+        if (i == 4 && access(cp_data_path(path, sizeof path, rel), R_OK) != 0)
+            break;
         calib_table *t = calib_load(profile, tables[i], err);
         if (!t)
             return -1;
         int rc = i < 2 ? read_gemm(t, i == 1, rs, err)
-                 : i == 2 ? read_attention(t, rs, err) : read_elementwise(t, rs, err);
+                 : i == 2 ? read_attention(t, rs, err)
+                 : i == 3 ? read_elementwise(t, rs, err) : read_sparse(t, rs, err);
         calib_free(t);
         if (rc < 0)
             return -1;
     }
     return 0;
+}
+
+/* The rows of a profile, read once per process (cost_new runs once per
+ * simulation, and a sweep forks its simulations from a parent that has
+ * already read them).  Entries live until the process exits. */
+#define PROFILE_CACHE 4
+static struct {
+    char dir[1024];          /* the profile's directory: data dir and name */
+    row_set rows;
+} profile_cache[PROFILE_CACHE];
+
+static const row_set *profile_rows(const char *profile, cp_err *err)
+{
+    char rel[256], dir[1024];
+    snprintf(rel, sizeof rel, "platforms/calibration/%s", profile);
+    cp_data_path(dir, sizeof dir, rel);
+    int i = 0;
+    for (; i < PROFILE_CACHE && profile_cache[i].dir[0]; i++)
+        if (!strcmp(profile_cache[i].dir, dir))
+            return &profile_cache[i].rows;
+    row_set rs = {0};
+    if (read_profile(profile, &rs, err) < 0) {
+        free(rs.v);
+        return NULL;
+    }
+    if (i == PROFILE_CACHE) { /* full: the oldest entry goes */
+        free(profile_cache[0].rows.v);
+        memmove(&profile_cache[0], &profile_cache[1],
+                (PROFILE_CACHE - 1) * sizeof profile_cache[0]);
+        i = PROFILE_CACHE - 1;
+    }
+    snprintf(profile_cache[i].dir, sizeof profile_cache[i].dir, "%s", dir);
+    profile_cache[i].rows = rs;
+    return &profile_cache[i].rows;
 }
 
 /* Kernel time a row measures for the table: graph replay for GEMMs; eager
@@ -746,7 +846,7 @@ static double row_kernel_time(const cost_row *r)
 {
     if (r->src == SRC_GEMM_GRAPH)
         return r->t_graph;
-    if (r->src == SRC_ATTN || r->src == SRC_MEM)
+    if (r->src == SRC_ATTN || r->src == SRC_MEM || r->src == SRC_SPARSE)
         return r->t_eager - EAGER_GAP;
     return 0;
 }
@@ -771,30 +871,25 @@ static const cost_dev *find_ref(const char *profile, cp_err *err)
  * reference device of the profile). */
 static int load_points(cost_model *c, const char *profile, cp_err *err)
 {
-    row_set rs = {0};
-    const cost_dev *ref = NULL;
-    if (read_profile(profile, &rs, err) < 0 || !(ref = find_ref(profile, err))) {
-        free(rs.v);
+    const row_set *rs = profile_rows(profile, err);
+    const cost_dev *ref = rs ? find_ref(profile, err) : NULL;
+    if (!ref)
         return -1;
-    }
-    c->pts = calloc((size_t)rs.n + 1, sizeof *c->pts);
-    if (!c->pts) {
-        free(rs.v);
+    c->pts = calloc((size_t)rs->n + 1, sizeof *c->pts);
+    if (!c->pts)
         return cp_fail(err, CP_EXIT_INTERNAL, "out of memory");
-    }
     c->ref = *ref;
     c->calibrated = 1;
-    for (int i = 0; i < rs.n; i++) {
-        double t = row_kernel_time(&rs.v[i]);
+    for (int i = 0; i < rs->n; i++) {
+        double t = row_kernel_time(&rs->v[i]);
         if (t <= 0)
             continue;
         cost_point *pt = &c->pts[c->npts++];
-        pt->op = rs.v[i].op;
-        pt->kk = rs.v[i].kk;
+        pt->op = rs->v[i].op;
+        pt->kk = rs->v[i].kk;
         pt->x = size_of(&pt->op, pt->kk);
         pt->ratio = t / analytic(c, &c->ref, &pt->op, pt->kk);
     }
-    free(rs.v);
     return 0;
 }
 
@@ -896,6 +991,7 @@ void cost_price_plan(const cost_model *c, plan *p, int graph)
 static const char *const src_table[] = {
     [SRC_GEMM_EAGER] = "gemm", [SRC_GEMM_GRAPH] = "gemm_graph",
     [SRC_ATTN] = "attention", [SRC_ATTN_OTHER] = "attention", [SRC_MEM] = "elementwise",
+    [SRC_SPARSE] = "sparse_attention",
 };
 
 /* Predicted time per call of back-to-back calls of one kernel. */
@@ -912,7 +1008,8 @@ static void check_row(const cost_model *c, const cost_row *r, int graph, cost_ch
              r->kk == KK_GEMM ? (graph ? " graph" : " eager") : "");
     snprintf(out->kclass, sizeof out->kclass, "%s",
              r->kk == KK_GEMM ? (graph ? "gemm_graph" : "gemm_eager")
-             : r->kk == KK_ATTN ? "attention" : mem_kinds[r->kk].name);
+             : r->kk == KK_ATTN ? "attention"
+             : r->kk == KK_SPARSE ? "sparse_attention" : mem_kinds[r->kk].name);
     out->measured_s = graph ? r->t_graph : r->t_eager;
     double table = table_time(c, &r->op, r->kk, 1);
     double model = analytic(c, &c->dev, &r->op, r->kk);
@@ -926,23 +1023,21 @@ int cost_check_calibration(const platform *p, cost_check_row **rows, cp_err *err
     if (!p->calibration[0])
         return cp_fail(err, CP_EXIT_INPUT, "platform %s has no calibration profile", p->name);
     cost_model *c = cost_new(p, err);
-    row_set rs = {0};
-    if (!c || read_profile(p->calibration, &rs, err) < 0) {
+    const row_set *rs = c ? profile_rows(p->calibration, err) : NULL;
+    if (!rs) {
         cost_free(c);
-        free(rs.v);
         return -1;
     }
-    cost_check_row *out = calloc((size_t)rs.n * 2 + 1, sizeof *out);
+    cost_check_row *out = calloc((size_t)rs->n * 2 + 1, sizeof *out);
     int n = 0;
-    for (int i = 0; out && i < rs.n; i++) {
-        const cost_row *r = &rs.v[i];
+    for (int i = 0; out && i < rs->n; i++) {
+        const cost_row *r = &rs->v[i];
         if (r->t_eager > 0)
             check_row(c, r, 0, &out[n++]);
         if (r->t_graph > 0)
             check_row(c, r, 1, &out[n++]);
     }
     cost_free(c);
-    free(rs.v);
     if (!out)
         return cp_fail(err, CP_EXIT_INTERNAL, "out of memory");
     *rows = out;

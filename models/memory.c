@@ -45,6 +45,7 @@ typedef struct walk {
     const arch *a;
     mem_tensor_fn fn;
     void *ctx;
+    int names;               /* build the names (0: t.name is NULL) */
     char name[192];
 } walk;
 
@@ -53,9 +54,12 @@ typedef struct walk {
 static void put_named(walk *w, const char *prefix, const char *leaf, const char *what,
                       mem_tensor t)
 {
-    snprintf(w->name, sizeof w->name, "%s%s%s%s%s", prefix, *prefix && *leaf ? "." : "", leaf,
-             *prefix || *leaf ? "." : "", what);
-    t.name = w->name;
+    t.name = NULL;
+    if (w->names) {
+        snprintf(w->name, sizeof w->name, "%s%s%s%s%s", prefix, *prefix && *leaf ? "." : "",
+                 leaf, *prefix || *leaf ? "." : "", what);
+        t.name = w->name;
+    }
     w->fn(w->ctx, &t);
 }
 
@@ -163,7 +167,8 @@ static void ffn_tensors(walk *w, const char *mlp, int32_t l)
     }
     put(w, mlp, "gate", keep_float(lin(WF_ROUTER, l, a->experts, a->hidden, MS_REPLICATED)));
     for (int32_t e = 0; e < a->experts; e++) {
-        snprintf(at, sizeof at, "%s.experts.%d", mlp, e);
+        if (w->names) /* formatting 3 names per expert dominates otherwise */
+            snprintf(at, sizeof at, "%s.experts.%d", mlp, e);
         mlp_tensors(w, at, (mem_tensor){.fam = WF_EXPERTS, .layer = l, .expert = e},
                     a->moe_intermediate);
     }
@@ -192,9 +197,9 @@ static void layer_tensors(walk *w, int32_t l)
     ffn_tensors(w, at, l);
 }
 
-void mem_each_tensor(const arch *a, int layer, mem_tensor_fn fn, void *ctx)
+void mem_each_tensor(const arch *a, int layer, int names, mem_tensor_fn fn, void *ctx)
 {
-    walk w = {.a = a, .fn = fn, .ctx = ctx};
+    walk w = {.a = a, .fn = fn, .ctx = ctx, .names = names};
     int64_t h = a->hidden;
     if (layer == -1 || layer == MEM_ALL_LAYERS)
         put(&w, "model", "embed_tokens",
@@ -262,7 +267,7 @@ void mem_weights_per_rank(const arch *a, mem_shard sh, cp_dtype wdt, mem_weights
     for (int f = 0; f < WF_COUNT; f++)
         out->bytes[f] = 0;
     plain_acc p = {a, sh, dtype_bytes(wdt), out};
-    mem_each_tensor(a, MEM_ALL_LAYERS, plain_add, &p);
+    mem_each_tensor(a, MEM_ALL_LAYERS, 0, plain_add, &p);
     out->total = 0;
     for (int f = 0; f < WF_COUNT; f++)
         out->total += out->bytes[f];

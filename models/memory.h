@@ -58,7 +58,8 @@ typedef enum {
 /* One tensor of the checkpoint. */
 typedef struct mem_tensor {
     const char *name;        /* e.g. "model.layers.3.self_attn.q_b_proj.weight";
-                                valid during the callback only */
+                                valid during the callback only; NULL unless
+                                names were asked for */
     mem_wfamily fam;
     int32_t layer;           /* decoder layer, -1 outside the layers */
     int32_t expert;          /* routed expert index, -1 for other tensors */
@@ -82,11 +83,12 @@ typedef struct mem_local {
 typedef void (*mem_tensor_fn)(void *ctx, const mem_tensor *t);
 
 /* Call fn for every tensor of layer `layer` (-1: the tensors outside the
- * layers; MEM_ALL_LAYERS: every tensor), in checkpoint order.  The biases of
+ * layers; MEM_ALL_LAYERS: every tensor), in checkpoint order, with their
+ * checkpoint names when `names` is set.  The biases of
  * linear layers (attention_bias) and the router's correction bias are not
  * listed; the indexer's LayerNorm bias is. */
 #define MEM_ALL_LAYERS (-2)
-void mem_each_tensor(const arch *a, int layer, mem_tensor_fn fn, void *ctx);
+void mem_each_tensor(const arch *a, int layer, int names, mem_tensor_fn fn, void *ctx);
 
 /* The part of t one rank holds under sh. */
 mem_local mem_tensor_local(const arch *a, const mem_tensor *t, mem_shard sh);

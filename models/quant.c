@@ -143,7 +143,7 @@ static void check_tensor(void *ctx, const mem_tensor *t)
 int quant_desc_check(const quant_desc *d, const arch *a, cp_err *err)
 {
     check_ctx c = {d, a, err, 0};
-    mem_each_tensor(a, MEM_ALL_LAYERS, check_tensor, &c);
+    mem_each_tensor(a, MEM_ALL_LAYERS, 1, check_tensor, &c);
     return c.rc;
 }
 
@@ -351,7 +351,7 @@ void quant_account(const struct scenario *s, const quant_desc *d, quant_report *
         abort(); /* a few kilobytes: out of memory before any work */
     for (int st = QS_PLAIN; st < QS_COUNT; st++) {
         pass_init(q, s, d, (quant_step)st);
-        mem_each_tensor(a, MEM_ALL_LAYERS, account, q);
+        mem_each_tensor(a, MEM_ALL_LAYERS, d != NULL, account, q);
         out->step_total[st] = pass_total(q);
     }
     /* the last pass is the materialized accounting */
@@ -380,7 +380,7 @@ double quant_resident_bytes(const struct scenario *s)
     if (!q)
         abort(); /* a few kilobytes: out of memory before any work */
     pass_init(q, s, s->quant, QS_LAYER_SHARD);
-    mem_each_tensor(&s->model, MEM_ALL_LAYERS, account, q);
+    mem_each_tensor(&s->model, MEM_ALL_LAYERS, s->quant != NULL, account, q);
     double total = pass_total(q);
     free(q);
     return total;
@@ -395,7 +395,7 @@ double quant_proj_bytes(const struct scenario *s, int layer, mem_proj p)
     q->whole = 1;
     q->weight_only = 1;
     q->only = p;
-    mem_each_tensor(&s->model, layer, account, q);
+    mem_each_tensor(&s->model, layer, s->quant != NULL, account, q);
     double total = pass_total(q);
     free(q);
     return total;

@@ -20,6 +20,9 @@ void cli_usage(FILE *out)
         "  plan WORKLOAD.yaml        print the per-rank op programs (--json: as JSON)\n"
         "  memory WORKLOAD.yaml      static weights of one rank by family and category,\n"
         "                            plain estimate vs materialized (--quant, --json)\n"
+        "  sweep SWEEP.yaml          a grid of scenarios, one child process each\n"
+        "                            (cpsim sweep --help)\n"
+        "  plot DIR                  gnuplot pictures of a run or sweep folder\n"
         "\n"
         "Options:\n"
         "  --platform NAME|FILE      use this platform preset or file instead of the\n"
@@ -30,6 +33,8 @@ void cli_usage(FILE *out)
         "                            --set platform.nodes=2 (repeatable, applied in order)\n"
         "  --out DIR                 output directory for run (default: out)\n"
         "  --quiet                   run: print nothing on success\n"
+        "  --plots                   run: also draw timeline and memory plots (gnuplot)\n"
+        "                            into DIR/plots with an index.html\n"
         "  --json                    plan: JSON output\n"
         "  --help, --version\n"
         "  --cfg=KEY:VALUE, --log=...  passed to SimGrid\n"
@@ -66,7 +71,8 @@ static int opt_is(const char *a, const char *name)
 
 int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
 {
-    static const char *const commands[] = {"run", "validate", "plan", "memory", NULL};
+    static const char *const commands[] = {"run", "validate", "plan", "memory", "sweep",
+                                           "plot", NULL};
     memset(o, 0, sizeof *o);
     o->cmd = CMD_RUN;
     o->out_dir = "out";
@@ -103,9 +109,12 @@ int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
             o->quiet = 1;
         } else if (strcmp(a, "--json") == 0) {
             o->json = 1;
+        } else if (strcmp(a, "--plots") == 0) {
+            o->plots = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             static const char *const opts[] = {"--platform", "--set", "--out", "--quiet",
-                                               "--json", "--help", "--version", NULL};
+                                               "--json", "--plots", "--help", "--version",
+                                               NULL};
             char hint[128];
             return cp_fail(err, CP_EXIT_INPUT, "unknown option %s%s", a,
                            cp_suggest(hint, sizeof hint, a, opts));
@@ -120,7 +129,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
             else {
                 char hint[128];
                 return cp_fail(err, CP_EXIT_INPUT,
-                               "unknown command \"%s\"%s; commands: run, validate, plan, memory", a,
+                               "unknown command \"%s\"%s; commands: run, validate, plan, memory, "
+                               "sweep, plot", a,
                                cp_suggest(hint, sizeof hint, a, commands));
             }
         } else if (!o->workload) {

@@ -19,6 +19,7 @@ typedef struct cli_opts {
     const char *out_dir;               /* --out DIR (default "out") */
     int quiet;                         /* --quiet */
     int json;                          /* --json (plan) */
+    int plots;                         /* --plots (run): gnuplot pictures in --out */
 } cli_opts;
 
 /* Parse argv.  SimGrid's own --cfg=... and --log=... options are skipped

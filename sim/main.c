@@ -11,6 +11,8 @@ static const struct {
     const char *name;
     int (*main)(int argc, char **argv);
 } subcommands[] = {
+    {"sweep", sweep_main},
+    {"plot", plot_main},
     {"memory", memory_main},
 };
 

@@ -29,7 +29,7 @@ int pipeline_prepare(const pipe_req *rq, scenario *s, plan *p, cp_err *err)
     }
     cost_price_plan(cm, p, s->graph == GRAPH_CAPTURED);
     cost_free(cm);
-    if (rq->fold_layers)
+    if (rq->fold_layers || s->fold_layers)
         plan_fold_layers(p);
     return 0;
 }

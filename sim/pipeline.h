@@ -19,7 +19,8 @@ typedef struct pipe_req {
     int nsets;
     const char *platform;          /* --platform, or NULL */
     const char *out_dir;           /* write summary/trace/memory here; NULL: no files */
-    int fold_layers;               /* 1: repeated regions instead of identical layers */
+    int fold_layers;               /* 1: fold identical layers into repeated regions
+                                      (also simulation.fold_layers) */
 } pipe_req;
 
 /* Load, plan and price a scenario (no SimGrid).  On error returns -1 with

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "models/memory.h"
+#include "reports/plot.h"
 #include "sim/cli.h"
 #include "sim/engine.h"
 #include "sim/pipeline.h"
@@ -29,6 +30,10 @@ int cli_run(const cli_opts *o, int *argc, char **argv)
     if (pipeline_run(&rq, &summary, o->quiet ? NULL : stdout, &err) != 0)
         return fail(&err);
     json_decref(summary);
+    if (o->plots && plot_run_dir(o->out_dir, NULL, &err) != 0)
+        return fail(&err);
+    if (o->plots && !o->quiet)
+        printf("plots: %s/plots/index.html\n", o->out_dir);
     return CP_EXIT_OK;
 }
 

@@ -296,6 +296,70 @@ START_TEST(test_uncalibrated_is_analytic)
 }
 END_TEST
 
+/* A profile with a sparse_attention.csv table prices the DSA sparse
+ * attention from it: a copy of the h200 profile plus a table whose rows run
+ * 1.5x the analytic time of their shape. */
+START_TEST(test_sparse_attention_table)
+{
+    char dir[] = "/tmp/cpsim-cost-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/platforms/calibration && cp -r %s/platforms/calibration/h200 "
+             "%s/platforms/calibration/", dir, CP_SRCDIR, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    /* the data directory is chosen, and a profile read, once per process:
+     * the analytic times come from an uncalibrated model (the same device) */
+    setenv("CPSIM_DATADIR", dir, 1);
+    platform p = h200();
+    platform un = h200();
+    un.calibration[0] = '\0';
+    cost_model *bare = model_of(&un);
+    /* GLM-5.1 under DSA CP: 64 heads over 512+64 latent dims, top-2048 */
+    static const int64_t ctx[] = {4096, 16384, 65536};
+    char path[512];
+    snprintf(path, sizeof path, "%s/platforms/calibration/h200/sparse_attention.csv", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "q_len,ctx,topk,heads,d_qk,d_v,time_us\n");
+    for (int i = 0; i < 3; i++) {
+        plan_op op = {.kind = OPK_COMPUTE, .kclass = KC_SPARSE_ATTN, .dtype = DT_BF16};
+        op.attn = (plan_attn){.q_len = ctx[i], .kv_len = ctx[i], .heads = 64, .kv_heads = 1,
+                              .d_qk = 576, .d_v = 512, .causal = 1};
+        double n = 2048;
+        op.attn.pairs = n * (n + 1) / 2 + (double)(ctx[i] - 2048) * n;
+        op.flops = op.attn.pairs * 2.0 * 64 * (576 + 512);
+        op.bytes = op.attn.pairs * 576 * 2.0 + (double)ctx[i] * 64 * (576 + 512) * 2.0;
+        /* eager time of a call: 1.5 x the analytic kernel plus the eager gap */
+        fprintf(f, "%lld,%lld,2048,64,576,512,%.6f\n", (long long)ctx[i], (long long)ctx[i],
+                1e6 * (1.5 * cost_kernel_analytic_s(bare, &op)) + 1.6);
+    }
+    fclose(f);
+    cost_free(bare);
+    cost_model *c = model_of(&p);
+    plan_op q = {.kind = OPK_COMPUTE, .kclass = KC_SPARSE_ATTN, .dtype = DT_BF16};
+    q.attn = (plan_attn){.q_len = 8192, .kv_len = 8192, .heads = 64, .kv_heads = 1,
+                         .d_qk = 576, .d_v = 512, .causal = 1};
+    q.attn.pairs = 2048.0 * 2049 / 2 + (8192.0 - 2048) * 2048;
+    q.flops = q.attn.pairs * 2.0 * 64 * 1088;
+    q.bytes = q.attn.pairs * 576 * 2.0 + 8192.0 * 64 * 1088 * 2.0;
+    ck_assert_double_eq_tol(cost_kernel_s(c, &q) / cost_kernel_analytic_s(c, &q), 1.5, 1e-9);
+    /* another head count is another series: analytic */
+    q.attn.heads = 32;
+    ck_assert_double_eq(cost_kernel_s(c, &q), cost_kernel_analytic_s(c, &q));
+    cost_check_row *rows = NULL;
+    cp_err err = {0};
+    int n = cost_check_calibration(&p, &rows, &err);
+    int sparse = 0;
+    for (int i = 0; i < n; i++)
+        sparse += strcmp(rows[i].table, "sparse_attention") == 0;
+    ck_assert_int_eq(sparse, 3);
+    free(rows);
+    cost_free(c);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_h100_vs_h200)
 {
     platform p2 = h200(), p1 = h100();
@@ -666,6 +730,7 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, test_bad_profile);
     tcase_add_test(tc, test_calib_profile_tables);
     tcase_add_test(tc, test_calib_bad_files);
+    tcase_add_test(tc, test_sparse_attention_table);
     suite_add_tcase(s, tc);
     return s;
 }

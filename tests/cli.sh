@@ -51,6 +51,16 @@ expect 0 "" -- "$CPSIM" run --quiet --cfg=network/model:CM02 --log=root.thres:cr
 [ -s "$tmp/q/summary.json" ] || fail "--quiet run wrote no summary"
 [ -s "$tmp/stdout" ] && fail "--quiet printed something"
 
+# a raw SimGrid XML platform, given relative to the current directory
+(cd "$top_srcdir" && "$CPSIM" run --quiet --platform tests/platforms/raw-ok.xml \
+    --set parallel.tp=2 --set requests.0.prompt_tokens=1024 --out "$tmp/raw") ||
+    fail "run on a raw SimGrid XML platform"
+grep -q '"platform": "raw-ok.xml"' "$tmp/raw/summary.json" || fail "raw platform not in the summary"
+
+# folding identical layers changes nothing in the results
+"$CPSIM" run --quiet --set simulation.fold_layers=true --out "$tmp/fold" || fail "folded run"
+cmp -s "$tmp/out/summary.json" "$tmp/fold/summary.json" || fail "folded run differs"
+
 expect 0 "resolved" -- "$CPSIM" validate "$top_srcdir/workloads/default.yaml"
 expect 0 '"schema": "cpsim.plan/1"' -- "$CPSIM" plan "$top_srcdir/workloads/default.yaml" --json
 expect 0 "qkv_proj" -- "$CPSIM" plan "$top_srcdir/workloads/default.yaml"

@@ -90,6 +90,7 @@ static const wl_field engine_fields[] = {
 
 static const wl_field simulation_fields[] = {
     { "network_model", F_ENUM, 0, 0, NET_CM02, net_names, NULL, offsetof(scenario, net_model) },
+    { "fold_layers", F_BOOL, 0, 1, 0, NULL, NULL, offsetof(scenario, fold_layers) },
 };
 
 static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err);
@@ -408,9 +409,12 @@ static int resolve_platform(scenario *s, const char *override, cp_err *err)
             return -1;
         loc = name_node->loc;
     }
+    /* a preset path is relative to the workload file; --platform's to the
+     * current directory */
     char dir[1024];
     cp_err in = { 0 };
-    if (plat_load(name, cp_dirname(dir, sizeof dir, s->path), over, &s->plat, &in) < 0)
+    if (plat_load(name, override ? NULL : cp_dirname(dir, sizeof dir, s->path), over, &s->plat,
+                  &in) < 0)
         return blame(s, err, &in, loc, "platform");
     return 0;
 }

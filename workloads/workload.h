@@ -12,7 +12,7 @@
  *                dsa_cp, dsa_cp_layout, layer_sharding}
  *   engine      {graph: eager|captured, chunked_prefill}
  *   requests    list of {prompt_tokens, arrival_s, decode_tokens}
- *   simulation  {network_model: cm02|l07}
+ *   simulation  {network_model: cm02|l07, fold_layers}
  */
 #ifndef CP_WORKLOAD_H
 #define CP_WORKLOAD_H
@@ -76,6 +76,7 @@ typedef struct scenario {
     wl_graph graph;
     int chunked_prefill;
     wl_netmodel net_model;
+    int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
 
     wl_request *reqs;
     int nreqs;

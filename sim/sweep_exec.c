@@ -1,0 +1,416 @@
+/* sweep_exec: running the points of a sweep (see sweep.h, sweep_exec).
+ *
+ * Each point is loaded and planned here (no simulation: a fraction of a
+ * millisecond), so that a workload that does not load or a plan that cannot
+ * be built is recorded at once, and so that points that would run the same
+ * simulation (equal sweep_sim_key) run it once: the first starts a child,
+ * the others wait for it and get its figures under their own scenario.  Up
+ * to `jobs` children run at a time; poll() watches their pipes. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "models/build.h"
+#include "reports/report.h"
+#include "sim/child.h"
+#include "sim/sweep.h"
+
+/* Seconds between progress lines when stderr is not a terminal, and
+ * between redraws of the bar when it is (our choices: a log line every 10 s
+ * keeps a batch log short; 5 redraws a second look live). */
+#define PROGRESS_LOG_S 10.0
+#define PROGRESS_BAR_S 0.2
+
+double sweep_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- progress --------------------------------------------------------------------- */
+
+static void fmt_dur(double s, char *buf, size_t len)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+void sweep_progress_show(sweep_progress *p, int final)
+{
+    double t = sweep_now();
+    if (p->quiet || (!final && t - p->last < (p->tty ? PROGRESS_BAR_S : PROGRESS_LOG_S)))
+        return;
+    p->last = t;
+    double el = t - p->t0;
+    int ran = p->done - p->resumed;
+    char e[32], eta[32] = "?";
+    fmt_dur(el, e, sizeof e);
+    if (ran > 0)
+        fmt_dur(el / ran * (p->total - p->done), eta, sizeof eta);
+    if (p->tty) {
+        /* 30 cells: a bar that fits an 80-column terminal with the figures */
+        int width = 30, fill = p->total ? (int)((long)width * p->done / p->total) : width;
+        fprintf(stderr, "\r[%.*s%*s] %d/%d  %d failed  %s elapsed  ETA %s\033[K",
+                fill, "##############################", width - fill, "", p->done, p->total,
+                p->failed, e, eta);
+        if (final)
+            fputc('\n', stderr);
+    } else {
+        fprintf(stderr, "sweep %s: %d/%d done, %d failed, %s elapsed, ETA %s\n", p->name,
+                p->done, p->total, p->failed, e, eta);
+    }
+    if (final)
+        fprintf(stderr, "sweep %s: %d points ran as %d simulations\n", p->name, ran,
+                p->children);
+    fflush(stderr);
+}
+
+/* ---- shared simulations ------------------------------------------------------------ */
+
+/* A point waiting for the simulation it shares. */
+typedef struct waiter {
+    const sweep_point *pt;
+    char hash[17];
+    json_t *scenario;      /* its own summary "scenario" block */
+} waiter;
+
+enum { SIM_RUNNING, SIM_DONE, SIM_FAILED };
+
+typedef struct sim {
+    uint64_t key;
+    int state;
+    json_t *summary;       /* SIM_DONE */
+    cp_err why;            /* SIM_FAILED */
+    waiter *w;
+    int nw, cap;
+} sim;
+
+/* Open addressing on the key; the table doubles at half full. */
+typedef struct sim_table {
+    sim **slot;
+    size_t cap, n;
+} sim_table;
+
+static sim *sim_find(sim_table *t, uint64_t key, int add)
+{
+    if (add && 2 * (t->n + 1) > t->cap) {
+        sim_table g = {calloc(t->cap ? 2 * t->cap : 64, sizeof *g.slot),
+                       t->cap ? 2 * t->cap : 64, 0};
+        if (!g.slot)
+            abort();
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->slot[i]) {
+                size_t j = t->slot[i]->key & (g.cap - 1);
+                while (g.slot[j])
+                    j = (j + 1) & (g.cap - 1);
+                g.slot[j] = t->slot[i];
+            }
+        g.n = t->n;
+        free(t->slot);
+        *t = g;
+    }
+    if (!t->cap)
+        return NULL;
+    size_t j = key & (t->cap - 1);
+    while (t->slot[j] && t->slot[j]->key != key)
+        j = (j + 1) & (t->cap - 1);
+    if (t->slot[j] || !add)
+        return t->slot[j];
+    sim *s = calloc(1, sizeof *s);
+    if (!s)
+        abort();
+    s->key = key;
+    t->slot[j] = s;
+    t->n++;
+    return s;
+}
+
+static void sim_table_free(sim_table *t)
+{
+    for (size_t i = 0; i < t->cap; i++) {
+        sim *s = t->slot[i];
+        if (!s)
+            continue;
+        for (int k = 0; k < s->nw; k++)
+            json_decref(s->w[k].scenario);
+        free(s->w);
+        json_decref(s->summary);
+        free(s);
+    }
+    free(t->slot);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- the runner ------------------------------------------------------------------- */
+
+typedef struct slot {
+    child_proc cp;
+    const sweep_point *pt;
+    char hash[17];
+    sim *sim;              /* NULL when not sharing */
+    double t0;
+    int busy;
+} slot;
+
+/* A point planned and due to start a child of its own. */
+typedef struct queued {
+    const sweep_point *pt;
+    char hash[17];
+    sim *sim;
+    char **sets;
+    int nsets;
+} queued;
+
+typedef struct runner {
+    const sweep_spec *sp;
+    const sweep_exec_opts *o;
+    sim_table sims;
+    queued *queue;         /* at most `jobs`, oldest first */
+    int nready;
+} runner;
+
+static int record(runner *r, const sweep_point *pt, const char *hash, json_t *summary,
+                  const cp_err *why, cp_err *err)
+{
+    json_t *line = sweep_result_line(r->sp, pt, hash, summary, why);
+    int rc = sweep_append(r->o->fd, line, err);
+    json_decref(line);
+    r->o->pg->done++;
+    r->o->pg->failed += summary == NULL;
+    sweep_progress_show(r->o->pg, 0);
+    return rc;
+}
+
+/* A point that shares a finished simulation: its figures, its scenario. */
+static int record_shared(runner *r, const sim *s, const waiter *w, cp_err *err)
+{
+    if (s->state == SIM_FAILED)
+        return record(r, w->pt, w->hash, NULL, &s->why, err);
+    json_t *summary = json_deep_copy(s->summary);
+    json_object_set(summary, "scenario", w->scenario);
+    int rc = record(r, w->pt, w->hash, summary, NULL, err);
+    json_decref(summary);
+    return rc;
+}
+
+/* The summary "scenario" block of a scenario, as summary.json writes it. */
+static json_t *scenario_block(const scenario *s)
+{
+    rep_summary none = {0};
+    json_t *j = rep_summary_json(&none, s);
+    json_t *b = json_incref(json_object_get(j, "scenario"));
+    json_decref(j);
+    return b;
+}
+
+/* The simulation the point runs: *e NULL when it runs alone (sharing off),
+ * else its entry, new (*fresh) or started by an earlier point. */
+static int share_of(runner *r, const scenario *s, const plan *p, sim **e, int *fresh,
+                    cp_err *err)
+{
+    uint64_t key;
+    *e = NULL;
+    *fresh = 1;
+    if (!r->o->share)
+        return 0;
+    if (sweep_sim_key(s, p, &key, err) < 0)
+        return -1;
+    *e = sim_find(&r->sims, key, 0);
+    *fresh = *e == NULL;
+    if (!*e)
+        *e = sim_find(&r->sims, key, 1);
+    return 0;
+}
+
+/* Wait for (or take at once) the figures of a simulation already started. */
+static int join(runner *r, sim *e, const sweep_point *pt, const char *hash, const scenario *s,
+                cp_err *err)
+{
+    waiter w = {pt, "", scenario_block(s)};
+    memcpy(w.hash, hash, sizeof w.hash);
+    if (e->state != SIM_RUNNING) {
+        int rc = record_shared(r, e, &w, err);
+        json_decref(w.scenario);
+        return rc;
+    }
+    if (e->nw == e->cap) {
+        e->cap = e->cap ? 2 * e->cap : 8;
+        e->w = realloc(e->w, (size_t)e->cap * sizeof *e->w);
+        if (!e->w)
+            abort();
+    }
+    e->w[e->nw++] = w;
+    return 0;
+}
+
+/* Load and plan the point here: one that does not load or plan is
+ * recorded at once, one that shares a simulation joins it, others queue for
+ * a child of their own. */
+static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
+{
+    queued q = {.pt = pt};
+    q.sets = sweep_point_sets(r->sp, pt, &q.nsets);
+    scenario scen;
+    plan p = {0};
+    cp_err why = {0};
+    if (wl_load(r->sp->base, (const char *const *)q.sets, q.nsets, NULL, &scen, &why) < 0) {
+        sweep_sets_free(q.sets, q.nsets);
+        return record(r, pt, NULL, NULL, &why, err);
+    }
+    uint64_t h = 0;
+    int rc = sweep_scenario_hash(&scen, &h, err), fresh = 1;
+    sweep_hex(h, q.hash);
+    if (rc == 0 && build_plan(&scen, &p, &why) < 0)
+        rc = record(r, pt, q.hash, NULL, &why, err);
+    else if (rc == 0 && (rc = share_of(r, &scen, &p, &q.sim, &fresh, err)) == 0 && !fresh)
+        rc = join(r, q.sim, pt, q.hash, &scen, err);
+    else if (rc == 0) {
+        r->queue[r->nready++] = q;
+        q.sets = NULL;         /* the queue owns them */
+    }
+    plan_free(&p);
+    wl_free(&scen);
+    sweep_sets_free(q.sets, q.nsets);
+    return rc;
+}
+
+/* Start the oldest queued point in the free slot s. */
+static int spawn(runner *r, slot *s, cp_err *err)
+{
+    queued q = r->queue[0];
+    memmove(r->queue, r->queue + 1, (size_t)--r->nready * sizeof *r->queue);
+    pipe_req rq = {.workload = r->sp->base, .sets = (const char *const *)q.sets,
+                   .nsets = q.nsets};
+    int rc = child_spawn(&rq, &s->cp, err);
+    r->o->pg->children += rc == 0;
+    s->pt = q.pt;
+    memcpy(s->hash, q.hash, sizeof q.hash);
+    s->sim = q.sim;
+    s->t0 = sweep_now();
+    s->busy = rc == 0;
+    sweep_sets_free(q.sets, q.nsets);
+    return rc;
+}
+
+/* The child's outcome: the point's line, then those of the points that
+ * share its simulation. */
+static int finish_slot(runner *r, slot *s, int timed_out, cp_err *err)
+{
+    json_t *summary = NULL;
+    cp_err why = {0};
+    s->busy = 0;
+    if (child_finish(&s->cp, &summary, &why) < 0 && timed_out) {
+        memset(&why, 0, sizeof why);
+        cp_fail(&why, CP_EXIT_INTERNAL, "timed out after %g s (options.timeout_s)",
+                r->o->timeout_s);
+    }
+    int rc = record(r, s->pt, s->hash, summary, &why, err);
+    sim *e = s->sim;
+    if (e) {
+        e->state = summary ? SIM_DONE : SIM_FAILED;
+        e->summary = json_incref(summary);
+        e->why = why;
+        for (int k = 0; k < e->nw; k++) {
+            if (rc == 0)
+                rc = record_shared(r, e, &e->w[k], err);
+            json_decref(e->w[k].scenario);
+        }
+        e->nw = 0;
+    }
+    json_decref(summary);
+    return rc;
+}
+
+/* Children are disposable: on an interrupt they are killed unrecorded (with
+ * the points waiting for them), and --resume runs them again. */
+static void kill_all(slot *slots, int jobs)
+{
+    for (int k = 0; k < jobs; k++) {
+        if (!slots[k].busy)
+            continue;
+        kill(slots[k].cp.pid, SIGKILL);
+        json_t *summary = NULL;
+        cp_err why = {0};
+        child_finish(&slots[k].cp, &summary, &why);
+        json_decref(summary);
+        slots[k].busy = 0;
+    }
+}
+
+/* Record the children that finished (or ran out of time), waiting for one
+ * (or a timeout, or a signal) when `block`. */
+static int wait_some(runner *r, slot *slots, int jobs, int block, cp_err *err)
+{
+    struct pollfd *pf = calloc((size_t)jobs, sizeof *pf);
+    int *who = calloc((size_t)jobs, sizeof *who);
+    if (!pf || !who)
+        abort();
+    int n = 0, rc = 0;
+    double t = sweep_now(), wait = r->o->pg->tty ? PROGRESS_BAR_S : PROGRESS_LOG_S;
+    double limit = r->o->timeout_s;
+    for (int k = 0; k < jobs; k++) {
+        if (!slots[k].busy)
+            continue;
+        if (limit > 0 && slots[k].t0 + limit - t < wait)
+            wait = slots[k].t0 + limit - t;
+        pf[n] = (struct pollfd){.fd = slots[k].cp.fd, .events = POLLIN};
+        who[n++] = k;
+    }
+    int nready = poll(pf, (nfds_t)n, block && wait > 0 ? (int)(wait * 1000) + 1 : 0);
+    t = sweep_now();
+    for (int i = 0; nready >= 0 && i < n && rc == 0; i++) {
+        slot *s = &slots[who[i]];
+        if (pf[i].revents) {
+            rc = finish_slot(r, s, 0, err);
+        } else if (limit > 0 && t - s->t0 > limit) {
+            kill(s->cp.pid, SIGKILL);
+            rc = finish_slot(r, s, 1, err);
+        }
+    }
+    free(pf);
+    free(who);
+    sweep_progress_show(r->o->pg, 0);
+    return rc;
+}
+
+int sweep_exec(const sweep_spec *sp, const sweep_point *const *todo, int ntodo,
+               const sweep_exec_opts *o, const volatile sig_atomic_t *stop, cp_err *err)
+{
+    int jobs = o->jobs < 1 ? 1 : o->jobs;
+    slot *slots = calloc((size_t)jobs, sizeof *slots);
+    runner r = {sp, o, {0}, calloc((size_t)jobs, sizeof *r.queue), 0};
+    if (!slots || !r.queue)
+        abort();
+    int next = 0, busy = 0, rc = 0;
+    while (rc == 0 && !*stop && (next < ntodo || r.nready > 0 || busy > 0)) {
+        busy = 0;
+        for (int k = 0; k < jobs && rc == 0; k++) {
+            if (!slots[k].busy && r.nready > 0)
+                rc = spawn(&r, &slots[k], err);
+            busy += slots[k].busy;
+        }
+        /* plan ahead while the children run, up to one queued point per
+         * slot; wait only when there is nothing to plan */
+        if (rc == 0 && next < ntodo && r.nready < jobs) {
+            rc = plan_point(&r, todo[next++], err);
+            if (rc == 0 && busy > 0)
+                rc = wait_some(&r, slots, jobs, 0, err);
+        } else if (rc == 0 && busy > 0) {
+            rc = wait_some(&r, slots, jobs, 1, err);
+        }
+    }
+    kill_all(slots, jobs);
+    for (int i = 0; i < r.nready; i++)
+        sweep_sets_free(r.queue[i].sets, r.queue[i].nsets);
+    free(r.queue);
+    free(slots);
+    sim_table_free(&r.sims);
+    return rc < 0 ? -1 : *stop ? 1 : 0;
+}

@@ -1,0 +1,388 @@
+/* sweep_tables: results.csv, the best configuration per prompt length
+ * (best.csv) and where a split step starts to beat the copied one
+ * (split.csv), from result lines (see sweep.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/plot.h"
+#include "reports/report.h"
+#include "sim/sweep.h"
+
+/* ---- CSV ------------------------------------------------------------------------- */
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* A JSON value as CSV text: strings bare, numbers as JSON writes them,
+ * null and absent empty. */
+static void csv_json(FILE *f, json_t *v)
+{
+    if (!v || json_is_null(v))
+        return;
+    if (json_is_string(v)) {
+        csv_field(f, json_string_value(v));
+        return;
+    }
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
+    if (t)
+        csv_field(f, t);
+    free(t);
+}
+
+static const char *const summary_cols[] = {"ttft_s", "makespan_s", "compute_s_max",
+                                           "comm_s_max", "overlap_fraction", "peak_bytes_max",
+                                           "capacity_bytes", "oom", NULL};
+
+static int write_results_csv(const sweep_lines *l, const char *path, cp_err *err)
+{
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    FILE *f = rf.f;
+    json_t *keys = json_object();   /* parameter columns, first-seen order */
+    for (size_t i = 0; i < l->n; i++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(l->line[i], "params"), k, v)
+            json_object_set_new(keys, k, json_true());
+    }
+    fputs("index,id", f);
+    const char *k;
+    json_t *v;
+    json_object_foreach(keys, k, v) {
+        fputc(',', f);
+        csv_field(f, k);
+    }
+    fputs(",status,exit,prompt_tokens", f);
+    for (int c = 0; summary_cols[c]; c++)
+        fprintf(f, ",%s", summary_cols[c]);
+    fputs(",scenario_hash,error\n", f);
+    for (size_t i = 0; i < l->n; i++) {
+        json_t *j = l->line[i], *s = json_object_get(j, "summary");
+        plot_point pt;
+        plot_point_of(j, &pt);
+        fprintf(f, "%d,%s", pt.index, json_string_value(json_object_get(j, "id")));
+        json_object_foreach(keys, k, v) {
+            fputc(',', f);
+            csv_json(f, json_object_get(json_object_get(j, "params"), k));
+        }
+        fputc(',', f);
+        csv_json(f, json_object_get(j, "status"));
+        fputc(',', f);
+        csv_json(f, json_object_get(j, "exit"));
+        fputc(',', f);
+        if (pt.prompt >= 0)
+            fprintf(f, "%lld", pt.prompt);
+        for (int c = 0; summary_cols[c]; c++) {
+            fputc(',', f);
+            csv_json(f, json_object_get(s, summary_cols[c]));
+        }
+        fputc(',', f);
+        csv_json(f, json_object_get(j, "scenario_hash"));
+        fputc(',', f);
+        csv_json(f, json_object_get(j, "error"));
+        fputc('\n', f);
+    }
+    json_decref(keys);
+    return rep_close(&rf, 1, err);
+}
+
+/* ---- best configuration per prompt length ------------------------------------------ */
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+/* Distinct known prompt lengths, ascending; returns how many. */
+static size_t prompts_of(const plot_point *pts, size_t n, long long **out)
+{
+    long long *p = malloc((n + 1) * sizeof *p);
+    if (!p)
+        abort();
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pts[i].prompt >= 0)
+            p[k++] = pts[i].prompt;
+    qsort(p, k, sizeof *p, cmp_ll);
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++)
+        if (m == 0 || p[m - 1] != p[i])
+            p[m++] = p[i];
+    *out = p;
+    return m;
+}
+
+static int write_best(const plot_point *pts, size_t n, const char *path, FILE *out, cp_err *err)
+{
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    fputs("prompt_tokens,index,strategy,min_tokens,ttft_s,peak_bytes_max,capacity_bytes,"
+          "fitting_points,points\n", rf.f);
+    if (out)
+        fprintf(out, "\nbest configuration per prompt length (fits in memory):\n"
+                     "%14s %10s %9s  %s\n", "prompt_tokens", "ttft_s", "peak_GB",
+                "configuration");
+    long long *prompts;
+    size_t np = prompts_of(pts, n, &prompts);
+    for (size_t q = 0; q < np; q++) {
+        const plot_point *best = NULL;
+        int fits = 0, total = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (pts[i].prompt != prompts[q])
+                continue;
+            total++;
+            if (!pts[i].ok || pts[i].oom)
+                continue;
+            fits++;
+            if (!best || pts[i].ttft_s < best->ttft_s)
+                best = &pts[i];
+        }
+        if (best) {
+            fprintf(rf.f, "%lld,%d,", prompts[q], best->index);
+            csv_field(rf.f, best->label);
+            fprintf(rf.f, ",%lld,%.10g,%.10g,%.10g,%d,%d\n", best->min_tokens, best->ttft_s,
+                    best->peak_bytes, best->capacity_bytes, fits, total);
+        } else {
+            fprintf(rf.f, "%lld,,,,,,,0,%d\n", prompts[q], total);
+        }
+        if (out && best && best->sp > 1)   /* min_tokens matters on SP nodes only */
+            fprintf(out, "%14lld %10.4f %9.2f  %s min_tokens=%lld\n", prompts[q], best->ttft_s,
+                    best->peak_bytes / 1e9, best->label, best->min_tokens);
+        else if (out && best)
+            fprintf(out, "%14lld %10.4f %9.2f  %s\n", prompts[q], best->ttft_s,
+                    best->peak_bytes / 1e9, best->label);
+        else if (out)
+            fprintf(out, "%14lld %10s %9s  none of %d points fits\n", prompts[q], "-", "-",
+                    total);
+    }
+    free(prompts);
+    return rep_close(&rf, 1, err);
+}
+
+/* ---- split against copied ------------------------------------------------------------ */
+
+/* The best TTFT among fitting points that match; INFINITY when none fits,
+ * NAN when there is no such point at all. */
+static double best_ttft(const plot_point *pts, size_t n, const char *exchange, const char *shape,
+                        long long prompt, int split)
+{
+    double best = NAN;
+    for (size_t i = 0; i < n; i++) {
+        const plot_point *p = &pts[i];
+        if (!p->ok || p->prompt != prompt || strcmp(p->shape, shape) != 0 ||
+            strcmp(p->exchange, exchange) != 0 || plot_point_split(p) != split)
+            continue;
+        double t = p->oom ? INFINITY : p->ttft_s;
+        if (isnan(best) || t < best)
+            best = t;
+    }
+    return best;
+}
+
+typedef struct crossing {
+    long long first_win;     /* -1: the split step never wins for good */
+    long long suggest;       /* min_tokens to use; -1 none */
+    long long last_len;      /* longest length compared */
+    int compared;            /* lengths with both a split and a copied step */
+    int wins_everywhere;
+} crossing;
+
+/* Walk the compared lengths: the crossing is the first length from which
+ * split wins at every longer one. */
+static crossing find_crossing(const plot_point *pts, size_t n, const char *exchange,
+                              const char *shape, const long long *prompts, size_t np)
+{
+    crossing c = {-1, -1, -1, 0, 0};
+    long long prev_len = -1;
+    double prev_ratio = NAN;
+    for (size_t q = 0; q < np; q++) {
+        double s = best_ttft(pts, n, exchange, shape, prompts[q], 1);
+        double cp = best_ttft(pts, n, exchange, shape, prompts[q], 0);
+        if (isnan(cp))   /* the copied step of an exchange that never splits */
+            cp = best_ttft(pts, n, "none", shape, prompts[q], 0);
+        if (isnan(s) || isnan(cp) || (isinf(s) && isinf(cp)))
+            continue;
+        c.compared++;
+        c.last_len = prompts[q];
+        int win = s < cp;
+        double ratio = isinf(s) ? INFINITY : isinf(cp) ? 0.0 : s / cp;
+        if (win && c.first_win < 0) {
+            c.first_win = prompts[q];
+            c.wins_everywhere = c.compared == 1;
+            c.suggest = prompts[q];
+            /* derived: log-linear interpolation of the split/copied TTFT
+             * ratio between the last losing and the first winning length,
+             * where both ratios are finite and positive */
+            if (prev_len > 0 && isfinite(prev_ratio) && ratio > 0) {
+                double t = log(prev_ratio) / (log(prev_ratio) - log(ratio));
+                c.suggest = llround(exp(log((double)prev_len) +
+                                        t * (log((double)prompts[q]) - log((double)prev_len))));
+            }
+        } else if (!win) {
+            c.first_win = c.suggest = -1;
+            c.wins_everywhere = 0;
+        }
+        prev_len = prompts[q];
+        prev_ratio = ratio;
+    }
+    return c;
+}
+
+static void crossing_note(const crossing *c, char *buf, size_t len)
+{
+    if (c->first_win < 0)
+        snprintf(buf, len, "copied wins at %lld tokens: none (never split)", c->last_len);
+    else if (c->wins_everywhere)
+        snprintf(buf, len, "split wins at every length compared");
+    else
+        snprintf(buf, len, "interpolated between the last losing and first winning length");
+}
+
+static int write_split(const plot_point *pts, size_t n, const char *path, FILE *out,
+                       cp_err *err)
+{
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    fputs("exchange,shape,first_win_tokens,suggested_min_tokens,lengths_compared,note\n", rf.f);
+    long long *prompts;
+    size_t np = prompts_of(pts, n, &prompts);
+    int with_sp = 0;
+    for (size_t i = 0; i < n; i++)
+        with_sp |= pts[i].sp > 1;
+    if (!with_sp)
+        out = NULL;      /* a sweep without SP nodes has nothing to show here */
+    if (out)
+        fprintf(out, "\nsplit against copied prefill steps (sequence parallelism):\n"
+                     "%-12s %-24s %16s %21s  %s\n", "exchange", "shape", "split wins from",
+                "suggested min_tokens", "note");
+    int rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        const plot_point *p = &pts[i];
+        if (plot_point_split(p) != 1)
+            continue;
+        int seen = 0;     /* first split point of its (exchange, shape) */
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = plot_point_split(&pts[k]) == 1 && strcmp(pts[k].exchange, p->exchange) == 0 &&
+                   strcmp(pts[k].shape, p->shape) == 0;
+        if (seen)
+            continue;
+        crossing c = find_crossing(pts, n, p->exchange, p->shape, prompts, np);
+        if (c.compared == 0)
+            continue;
+        char note[128];
+        crossing_note(&c, note, sizeof note);
+        csv_field(rf.f, p->exchange);
+        fputc(',', rf.f);
+        csv_field(rf.f, p->shape);
+        fprintf(rf.f, ",%lld,%lld,%d,", c.first_win, c.suggest, c.compared);
+        csv_field(rf.f, note);
+        fputc('\n', rf.f);
+        if (out) {
+            char a[32] = "-", b[32] = "none";
+            if (c.first_win >= 0) {
+                snprintf(a, sizeof a, "%lld", c.first_win);
+                snprintf(b, sizeof b, "%lld", c.suggest);
+            }
+            fprintf(out, "%-12s %-24s %16s %21s  %s\n", p->exchange, p->shape, a, b, note);
+        }
+        rows++;
+    }
+    if (out && rows == 0)
+        fprintf(out, "  nothing to compare: no prompt length has both a split and a copied "
+                     "step that ran (points with sp > 1)\n");
+    free(prompts);
+    return rep_close(&rf, 1, err);
+}
+
+/* ---- failures ------------------------------------------------------------------------- */
+
+/* The most frequent failure reasons, most frequent first. */
+static void print_failures(const sweep_lines *l, FILE *out)
+{
+    json_t *count = json_object();
+    size_t failed = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const char *e = json_string_value(json_object_get(l->line[i], "error"));
+        if (!e)
+            continue;
+        failed++;
+        json_int_t c = json_integer_value(json_object_get(count, e));
+        json_object_set_new(count, e, json_integer(c + 1));
+    }
+    if (failed)
+        fprintf(out, "\n%zu of %zu points failed; reasons:\n", failed, l->n);
+    for (int shown = 0; shown < 5 && json_object_size(count) > 0; shown++) {
+        const char *k, *top = NULL;
+        json_t *v;
+        json_int_t best = 0;
+        json_object_foreach(count, k, v)
+            if (json_integer_value(v) > best) {
+                best = json_integer_value(v);
+                top = k;
+            }
+        fprintf(out, "%8lld x %s\n", (long long)best, top);
+        json_object_del(count, top);
+    }
+    json_decref(count);
+}
+
+/* Small sweeps (comparisons) print every point side by side. */
+#define POINTS_TABLE_MAX 40
+
+static void print_points(const plot_point *pts, size_t n, FILE *out)
+{
+    fprintf(out, "\n%5s %-44s %8s %10s %9s %9s  %s\n", "point", "configuration", "prompt",
+            "ttft_s", "overlap", "peak_GB", "verdict");
+    for (size_t i = 0; i < n; i++) {
+        const plot_point *p = &pts[i];
+        if (!p->ok) {
+            fprintf(out, "%5d %-44s %8lld %10s %9s %9s  failed\n", p->index, p->label,
+                    p->prompt, "-", "-", "-");
+            continue;
+        }
+        fprintf(out, "%5d %-44s %8lld %10.4f %8.1f%% %9.2f  %s\n", p->index, p->label,
+                p->prompt, p->ttft_s, 100.0 * p->overlap, p->peak_bytes / 1e9,
+                p->oom ? "OOM" : "fits");
+    }
+}
+
+int sweep_write_tables(const sweep_lines *l, const char *dir, FILE *out, cp_err *err)
+{
+    plot_point *pts = malloc((l->n + 1) * sizeof *pts);
+    if (!pts)
+        abort();
+    for (size_t i = 0; i < l->n; i++)
+        plot_point_of(l->line[i], &pts[i]);
+    if (out && l->n <= POINTS_TABLE_MAX)
+        print_points(pts, l->n, out);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    int rc = write_results_csv(l, path, err);
+    snprintf(path, sizeof path, "%s/best.csv", dir);
+    if (rc == 0)
+        rc = write_best(pts, l->n, path, out, err);
+    snprintf(path, sizeof path, "%s/split.csv", dir);
+    if (rc == 0)
+        rc = write_split(pts, l->n, path, out, err);
+    if (rc == 0 && out)
+        print_failures(l, out);
+    free(pts);
+    return rc;
+}

@@ -1,0 +1,676 @@
+/* check_sweep: the sweep file, its expansion and `where` conditions, point
+ * identities and scenario hashes, results lines after a kill, shards,
+ * merge, and the tables, on files made here (no simulation). */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reports/plot.h"
+#include "sim/sweep.h"
+#include "tests/testutil.h"
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+    tu_setup();
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/cpsim-sweep-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    for (char *c = path + strlen(tmpdir) + 1; *c; c++)
+        if (*c == '/') {
+            *c = '\0';
+            mkdir(path, 0777);
+            *c = '/';
+        }
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *slurp(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s missing", path);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static const char base_yaml[] =
+    "model: qwen3-omni-30b-a3b-thinker\n"
+    "platform: h100-sxm-8\n"
+    "parallel: {tp: 8}\n"
+    "requests:\n"
+    "  - prompt_tokens: 4096\n";
+
+static int load(const char *name, const char *text, sweep_spec *sp, cp_err *err)
+{
+    write_file("base.yaml", base_yaml);
+    write_file(name, text);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    return sweep_load(path, sp, err);
+}
+
+/* Expand a sweep file; fails the test on error. */
+static void expand(const char *text, sweep_spec *sp, sweep_points *pts)
+{
+    cp_err err = {0};
+    ck_assert_msg(load("s.yaml", text, sp, &err) == 0, "%s", err.msg);
+    ck_assert_msg(sweep_expand(sp, pts, &err) == 0, "%s", err.msg);
+}
+
+/* The error of a sweep file that must be refused. */
+static const char *refusal(const char *text)
+{
+    static cp_err err;
+    memset(&err, 0, sizeof err);
+    sweep_spec sp;
+    sweep_points pts;
+    if (load("bad.yaml", text, &sp, &err) == 0) {
+        int rc = sweep_expand(&sp, &pts, &err);
+        sweep_free(&sp);
+        if (rc == 0)
+            sweep_points_free(&pts);
+        ck_assert_msg(rc < 0, "accepted: %s", text);
+    }
+    ck_assert_int_eq(err.code, CP_EXIT_INPUT);
+    return err.msg;
+}
+
+/* ---- where expressions --------------------------------------------------------------- */
+
+typedef struct kv {
+    const char *key, *val;
+} kv;
+
+static int table_lookup(void *ctx, const char *key, sx_val *out, cp_err *err)
+{
+    (void)err;
+    for (const kv *t = ctx; t->key; t++)
+        if (strcmp(t->key, key) == 0) {
+            *out = sx_value_of(t->val);
+            return 1;
+        }
+    return 0;
+}
+
+static const kv params[] = {{"parallel.tp", "4"},          {"parallel.sp", "2"},
+                            {"parallel.exchange", "ring"}, {"requests.0.prompt_tokens", "65536"},
+                            {NULL, NULL}};
+
+/* 1 true, 0 false, -1 error (message in err). */
+static int holds(const char *text, cp_err *err)
+{
+    memset(err, 0, sizeof *err);
+    sx_expr *e = sx_parse(text, (cp_loc){"f.yaml", 3, 7}, 1, err);
+    if (!e)
+        return -1;
+    int h = 0;
+    int rc = sx_eval(e, table_lookup, (void *)params, &h, err);
+    sx_free(e);
+    return rc < 0 ? -1 : h;
+}
+
+START_TEST(expressions_evaluate)
+{
+    cp_err err;
+    ck_assert_int_eq(holds("parallel.tp * parallel.sp == 8", &err), 1);
+    ck_assert_int_eq(holds("parallel.tp * parallel.sp == 16", &err), 0);
+    ck_assert_int_eq(holds("1 + 2 * 3 == 7 && (1 + 2) * 3 == 9", &err), 1);
+    ck_assert_int_eq(holds("10 - 4 - 3 == 3 && 12 / 4 / 3 == 1 && 7 % 4 == 3", &err), 1);
+    ck_assert_int_eq(holds("parallel.exchange == ring", &err), 1);
+    ck_assert_int_eq(holds("parallel.exchange != 'ring' || parallel.tp > 4", &err), 0);
+    ck_assert_int_eq(holds("!(parallel.sp == 1) && -parallel.tp < 0", &err), 1);
+    ck_assert_int_eq(holds("requests.0.prompt_tokens >= 65536 && 1e6 > 999999.5", &err), 1);
+    ck_assert_int_eq(holds("parallel.exchange == \"all_gather\"", &err), 0);
+    /* short circuit: the right side would divide by zero */
+    ck_assert_int_eq(holds("parallel.sp == 2 || 1 / 0", &err), 1);
+    ck_assert_int_eq(holds("(parallel.exchange == ring) == (parallel.sp > 1)", &err), 1);
+}
+END_TEST
+
+START_TEST(expression_errors_name_the_place)
+{
+    cp_err err;
+    ck_assert_int_eq(holds("parallel.tp * == 8", &err), -1);
+    ck_assert_str_eq(err.msg, "f.yaml:3:21: where: expected a number, a key, a string or "
+                              "\"(\", found \"== 8\" in \"parallel.tp * == 8\"");
+    ck_assert_int_eq(holds("parallel.tp = 8", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "f.yaml:3:19: where: expected an operator"));
+    ck_assert_int_eq(holds("(parallel.tp == 8", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "expected \")\""));
+    ck_assert_int_eq(holds("1 < 2 < 3", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "do not chain"));
+    ck_assert_int_eq(holds("parallel.exchange == 'ring", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "f.yaml:3:28: where: unterminated string"));
+    ck_assert_int_eq(holds("parallel.tpp == 4", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "f.yaml:3:7: where: unknown key parallel.tpp"));
+    ck_assert_int_eq(holds("parallel.exchange * 2 == 4", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "f.yaml:3:25: where: * needs a number, got the "
+                                          "string \"ring\""));
+    ck_assert_int_eq(holds("parallel.exchange == 4", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "compares a string with a number"));
+    ck_assert_int_eq(holds("parallel.exchange < ring", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "orders numbers only"));
+    ck_assert_int_eq(holds("parallel.tp % (parallel.sp - 2) == 0", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "f.yaml:3:19: where: division by zero"));
+    ck_assert_int_eq(holds("parallel.exchange", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "is a string, not a condition"));
+    ck_assert_int_eq(holds("4k == 4", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "malformed number"));
+}
+END_TEST
+
+/* ---- sweep files and expansion ------------------------------------------------------- */
+
+START_TEST(grid_expands_in_order_with_where)
+{
+    sweep_spec sp;
+    sweep_points pts;
+    expand("name: demo\n"
+           "base: base.yaml\n"
+           "set: {engine.graph: captured}\n"
+           "grid:\n"
+           "  parallel.tp: [1, 2, 4, 8]\n"
+           "  parallel.sp: [1, 2, 4, 8]\n"
+           "  parallel.exchange: [none, ring]\n"
+           "where:\n"
+           "  - parallel.tp * parallel.sp == 8\n"
+           "  - parallel.exchange == ring || parallel.sp == 1\n",
+           &sp, &pts);
+    ck_assert_str_eq(sp.name, "demo");
+    ck_assert_int_eq(sp.naxes, 3);
+    ck_assert_int_eq(pts.candidates, 32);
+    /* shapes 1x8, 2x4, 4x2 with ring; 8x1 with none and ring */
+    ck_assert_int_eq(pts.n, 5);
+    static const int want[5][3] = {{0, 3, 1}, {1, 2, 1}, {2, 1, 1}, {3, 0, 0}, {3, 0, 1}};
+    for (int i = 0; i < pts.n; i++) {
+        ck_assert_int_eq(pts.pt[i].index, i);
+        for (int a = 0; a < 3; a++)
+            ck_assert_int_eq(pts.pt[i].val[a], want[i][a]);
+        for (int k = 0; k < i; k++)
+            ck_assert_str_ne(pts.pt[i].id, pts.pt[k].id);
+    }
+    int n;
+    char **sets = sweep_point_sets(&sp, &pts.pt[4], &n);
+    ck_assert_int_eq(n, 4);
+    ck_assert_str_eq(sets[0], "engine.graph=captured");
+    ck_assert_str_eq(sets[1], "parallel.tp=8");
+    ck_assert_str_eq(sets[3], "parallel.exchange=ring");
+    sweep_sets_free(sets, n);
+    json_t *p = sweep_point_params(&sp, &pts.pt[4]);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "parallel.sp")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "parallel.exchange")), "ring");
+    json_decref(p);
+    /* the same file expands to the same ids and spec hash */
+    sweep_points again;
+    cp_err err = {0};
+    ck_assert_int_eq(sweep_expand(&sp, &again, &err), 0);
+    ck_assert_str_eq(again.pt[2].id, pts.pt[2].id);
+    ck_assert(again.spec_hash == pts.spec_hash);
+    sweep_points_free(&again);
+    sweep_points_free(&pts);
+    sweep_free(&sp);
+}
+END_TEST
+
+START_TEST(values_keep_their_yaml_types)
+{
+    sweep_spec sp;
+    sweep_points pts;
+    expand("base: base.yaml\n"
+           "grid:\n"
+           "  parallel.layer_sharding: [[], [o_proj, q_b_proj]]\n"
+           "  platform.device.hbm_bytes: [40e9, \"x y\"]\n"
+           "  parallel.ring_overlap: [true]\n",
+           &sp, &pts);
+    ck_assert_str_eq(sp.name, "s");
+    ck_assert_int_eq(pts.n, 4);
+    int n;
+    char **sets = sweep_point_sets(&sp, &pts.pt[3], &n);
+    ck_assert_str_eq(sets[0], "parallel.layer_sharding=[o_proj, q_b_proj]");
+    ck_assert_str_eq(sets[1], "platform.device.hbm_bytes=\"x y\"");
+    sweep_sets_free(sets, n);
+    json_t *p = sweep_point_params(&sp, &pts.pt[2]);
+    ck_assert(json_is_array(json_object_get(p, "parallel.layer_sharding")));
+    ck_assert_int_eq(json_array_size(json_object_get(p, "parallel.layer_sharding")), 2);
+    ck_assert(json_is_real(json_object_get(p, "platform.device.hbm_bytes")));
+    ck_assert(json_is_true(json_object_get(p, "parallel.ring_overlap")));
+    json_decref(p);
+    sweep_points_free(&pts);
+    sweep_free(&sp);
+}
+END_TEST
+
+START_TEST(where_reads_workload_and_resolved_keys)
+{
+    sweep_spec sp;
+    sweep_points pts;
+    /* model.heads (32) and platform.devices (8) are resolved values; tp 3
+     * does not load (heads), so the base's resolved heads decide */
+    expand("base: base.yaml\n"
+           "grid:\n"
+           "  parallel.tp: [1, 3, 4, 16]\n"
+           "  parallel.layer_sharding: [[], [o_proj]]\n"
+           "where:\n"
+           "  - model.heads % parallel.tp == 0 && parallel.tp <= platform.devices\n"
+           "  - parallel.layer_sharding == '[]' || requests.0.prompt_tokens == 4096\n"
+           "  - parallel.ep == 1\n",
+           &sp, &pts);
+    ck_assert_int_eq(pts.n, 4);
+    ck_assert_int_eq(pts.pt[0].val[0], 0);
+    ck_assert_int_eq(pts.pt[3].val[0], 2);
+    sweep_points_free(&pts);
+    sweep_free(&sp);
+}
+END_TEST
+
+START_TEST(bad_sweep_files_are_refused_with_their_place)
+{
+    ck_assert_ptr_nonnull(strstr(refusal("grid: {parallel.tp: [1]}\n"), "missing key \"base\""));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\n"), "missing key \"grid\""));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid:\n  parallel.tp: []\n"),
+                                 "bad.yaml:3:16: grid.parallel.tp: no values"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid:\n  parallel.tp: 4\n"),
+                                 "bad.yaml:3:16"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngird: {parallel.tp: [1]}\n"),
+                                 "did you mean \"grid\""));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid: {parallel.tp: [1]}\n"
+                                         "options: {jobs: 0}\n"), "options.jobs"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid: {parallel.tp: [1]}\n"
+                                         "where:\n  - parallel.tp >> 1\n"),
+                                 "bad.yaml:4:18: where: expected a number"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid: {parallel.tp: [1]}\n"
+                                         "where: [\"parallel.tp == nope.key\"]\n"),
+                                 "bad.yaml:3:25: where: unknown key nope.key"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: nothere.yaml\ngrid: {parallel.tp: [1]}\n"
+                                         "where: [parallel.zz == 1]\n"), "nothere.yaml"));
+    /* a key of a point that does not load comes from the base, which must */
+    write_file("tp3.yaml", "model: qwen3-omni-30b-a3b-thinker\nparallel: {tp: 3}\n");
+    ck_assert_ptr_nonnull(strstr(refusal("base: tp3.yaml\ngrid: {parallel.ep: [1]}\n"
+                                         "where: [model.heads > 1]\n"),
+                                 "where: model.heads: the base workload does not load"));
+}
+END_TEST
+
+/* ---- hashes ------------------------------------------------------------------------------ */
+
+START_TEST(fnv1a_matches_its_reference_values)
+{
+    /* FNV-1a 64 test vectors (draft-eastlake-fnv, section 6 / the FNV
+     * reference code's test suite) */
+    ck_assert(sweep_fnv1a64(SWEEP_FNV_INIT, "", 0) == 0xcbf29ce484222325ULL);
+    ck_assert(sweep_fnv1a64(SWEEP_FNV_INIT, "a", 1) == 0xaf63dc4c8601ec8cULL);
+    ck_assert(sweep_fnv1a64(SWEEP_FNV_INIT, "foobar", 6) == 0x85944171f73967e8ULL);
+    char hex[17];
+    sweep_hex(0xaf63dc4c8601ec8cULL, hex);
+    ck_assert_str_eq(hex, "af63dc4c8601ec8c");
+}
+END_TEST
+
+static uint64_t hash_of(const char *name, const char *const *sets, int nsets)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    scenario s;
+    cp_err err = {0};
+    ck_assert_msg(wl_load(path, sets, nsets, NULL, &s, &err) == 0, "%s", err.msg);
+    uint64_t h = 0;
+    ck_assert_int_eq(sweep_scenario_hash(&s, &h, &err), 0);
+    wl_free(&s);
+    return h;
+}
+
+START_TEST(scenario_hash_follows_content_not_place)
+{
+    write_file("a/w.yaml", base_yaml);
+    write_file("b/c/w.yaml", "# a comment\n" "model: qwen3-omni-30b-a3b-thinker\n"
+                             "platform: {name: h100-sxm-8}\n"
+                             "parallel: {tp: 8, sp: 1}\n"
+                             "requests: [{prompt_tokens: 4096}]\n");
+    uint64_t a = hash_of("a/w.yaml", NULL, 0), b = hash_of("b/c/w.yaml", NULL, 0);
+    ck_assert(a == b);
+    const char *tp4[] = {"parallel.tp=4"};
+    ck_assert(hash_of("a/w.yaml", tp4, 1) != a);
+    const char *bw[] = {"platform.fabric.bandwidth=100e9"};
+    ck_assert(hash_of("a/w.yaml", bw, 1) != a);
+    ck_assert(hash_of("a/w.yaml", NULL, 0) == a);
+}
+END_TEST
+
+/* ---- results, resume, shards, merge ----------------------------------------------------- */
+
+static json_t *line(int index, const char *id, const char *status)
+{
+    return json_pack("{s:i, s:s, s:{s:i}, s:n, s:s, s:s, s:i}", "index", index, "id", id,
+                     "params", "parallel.tp", index, "scenario_hash", "status", status,
+                     "error", "x", "exit", 2);
+}
+
+static void append_lines(const char *name, int from, int to)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "a");
+    ck_assert_ptr_nonnull(f);
+    for (int i = from; i < to; i++) {
+        char id[17];
+        snprintf(id, sizeof id, "%016x", i);
+        json_t *j = line(i, id, "failed");
+        json_dumpf(j, f, JSON_COMPACT);
+        fputc('\n', f);
+        json_decref(j);
+    }
+    fclose(f);
+}
+
+START_TEST(a_torn_last_line_is_dropped_and_repaired)
+{
+    write_file("r/results.jsonl", "");
+    append_lines("r/results.jsonl", 0, 3);
+    char path[256];
+    snprintf(path, sizeof path, "%s/r/results.jsonl", tmpdir);
+    FILE *f = fopen(path, "a");
+    fputs("{\"index\":3,\"id\":\"00", f);   /* the kill came mid-write */
+    fclose(f);
+    sweep_lines l = {0};
+    cp_err err = {0};
+    ck_assert_int_eq(sweep_read_results(path, 0, &l, &err), 0);
+    ck_assert_uint_eq(l.n, 3);
+    sweep_lines_free(&l);
+    ck_assert_int_eq(sweep_read_results(path, 1, &l, &err), 0);
+    sweep_lines_free(&l);
+    struct stat st;
+    stat(path, &st);
+    ck_assert_int_eq(slurp("r/results.jsonl")[st.st_size - 1], '\n');
+    ck_assert_ptr_null(strstr(slurp("r/results.jsonl"), "\"index\":3"));
+    /* a malformed complete line is an error naming it */
+    f = fopen(path, "a");
+    fputs("{\"index\":\"x\"}\n", f);
+    fclose(f);
+    ck_assert_int_eq(sweep_read_results(path, 1, &l, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "results.jsonl:4: not a sweep result line"));
+    sweep_lines_free(&l);
+}
+END_TEST
+
+START_TEST(append_writes_whole_lines_and_normalize_dedupes)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/out.jsonl", tmpdir);
+    FILE *f = fopen(path, "w");
+    cp_err err = {0};
+    json_t *a = line(5, "aaaaaaaaaaaaaaaa", "failed"), *b = line(1, "bbbbbbbbbbbbbbbb", "failed");
+    ck_assert_int_eq(sweep_append(fileno(f), a, &err), 0);
+    ck_assert_int_eq(sweep_append(fileno(f), b, &err), 0);
+    ck_assert_int_eq(sweep_append(fileno(f), a, &err), 0);
+    fclose(f);
+    sweep_lines l = {0};
+    ck_assert_int_eq(sweep_read_results(path, 0, &l, &err), 0);
+    ck_assert_uint_eq(l.n, 3);
+    ck_assert_int_eq(sweep_lines_normalize(&l, &err), 0);
+    ck_assert_uint_eq(l.n, 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(l.line[0], "index")), 1);
+    /* one id with two different outcomes is refused */
+    json_t *c = line(5, "aaaaaaaaaaaaaaaa", "ok");
+    sweep_lines_add(&l, c);
+    ck_assert_int_eq(sweep_lines_normalize(&l, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "two different results"));
+    sweep_lines_free(&l);
+    json_decref(a);
+    json_decref(b);
+}
+END_TEST
+
+START_TEST(shards_partition_the_points)
+{
+    int i, n;
+    cp_err err = {0};
+    ck_assert_int_eq(sweep_parse_shard("2/5", &i, &n, &err), 0);
+    ck_assert_int_eq(i, 2);
+    ck_assert_int_eq(n, 5);
+    ck_assert_int_eq(sweep_parse_shard("5/5", &i, &n, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "I must be in [0, 4]"));
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(sweep_parse_shard("1-4", &i, &n, &err), -1);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(sweep_parse_shard("0/0", &i, &n, &err), -1);
+    for (int p = 0; p < 103; p++) {
+        int owners = 0;
+        for (int s = 0; s < 4; s++)
+            owners += sweep_in_shard(p, s, 4);
+        ck_assert_int_eq(owners, 1);
+    }
+    int per[4] = {0};
+    for (int p = 0; p < 103; p++)
+        for (int s = 0; s < 4; s++)
+            per[s] += sweep_in_shard(p, s, 4);
+    ck_assert_int_eq(per[0], 26);
+    ck_assert_int_eq(per[3], 25);
+}
+END_TEST
+
+static void shard_dir(const char *dir, const char *spec_hash, int from, int to, int step)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s/sweep.json", dir);
+    char meta[256];
+    snprintf(meta, sizeof meta, "{\"schema\": \"cpsim.sweep/1\", \"points\": 10, "
+             "\"spec_hash\": \"%s\"}\n", spec_hash);
+    write_file(name, meta);
+    snprintf(name, sizeof name, "%s/results.jsonl", dir);
+    write_file(name, "");
+    for (int i = from; i < to; i += step)
+        append_lines(name, i, i + 1);
+}
+
+START_TEST(merge_joins_shards_in_index_order)
+{
+    shard_dir("s0", "h1", 0, 10, 2);
+    shard_dir("s1", "h1", 1, 10, 2);
+    char d0[128], d1[128], out[128];
+    snprintf(d0, sizeof d0, "%s/s0", tmpdir);
+    snprintf(d1, sizeof d1, "%s/s1", tmpdir);
+    snprintf(out, sizeof out, "%s/m", tmpdir);
+    char *dirs[] = {d1, d0, d0};   /* order and repeats do not matter */
+    cp_err err = {0};
+    ck_assert_msg(sweep_merge(dirs, 3, out, NULL, &err) == 0, "%s", err.msg);
+    sweep_lines l = {0};
+    char path[256];
+    snprintf(path, sizeof path, "%s/results.jsonl", out);
+    ck_assert_int_eq(sweep_read_results(path, 0, &l, &err), 0);
+    ck_assert_uint_eq(l.n, 10);
+    for (size_t i = 0; i < l.n; i++)
+        ck_assert_int_eq(json_integer_value(json_object_get(l.line[i], "index")), (int)i);
+    sweep_lines_free(&l);
+    ck_assert_ptr_nonnull(strstr(slurp("m/sweep.json"), "\"shard\": \"merged\""));
+    ck_assert_ptr_nonnull(strstr(slurp("m/results.csv"), "\n9,0000000000000009,9,failed,2,"));
+    /* another sweep's folder is refused */
+    shard_dir("other", "h2", 0, 1, 1);
+    char d2[128];
+    snprintf(d2, sizeof d2, "%s/other", tmpdir);
+    char *bad[] = {d0, d2};
+    ck_assert_int_eq(sweep_merge(bad, 2, out, NULL, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "another sweep"));
+}
+END_TEST
+
+/* ---- tables ------------------------------------------------------------------------------ */
+
+/* An ok line as the runner writes it, with the fields tables read. */
+static json_t *result(int index, int tp, int sp, const char *exchange, long long min_tokens,
+                      long long prompt, double ttft, int oom)
+{
+    char id[17];
+    snprintf(id, sizeof id, "%016x", index);
+    return json_pack("{s:i, s:s, s:{s:i, s:i, s:s, s:I, s:I}, s:s, s:s, s:{s:{s:{s:i, s:i, s:s,"
+                     " s:s, s:I}}, s:f, s:[{s:I}], s:f, s:f, s:f, s:b}}",
+                     "index", index, "id", id, "params", "parallel.tp", tp, "parallel.sp", sp,
+                     "parallel.exchange", exchange, "parallel.min_tokens", (json_int_t)min_tokens,
+                     "requests.0.prompt_tokens", (json_int_t)prompt, "scenario_hash", "h",
+                     "status", "ok", "summary", "scenario", "parallel", "tp", tp, "sp", sp,
+                     "exchange", exchange, "kv_storage", "by_position", "min_tokens",
+                     (json_int_t)min_tokens, "ttft_s", ttft, "requests", "prompt_tokens",
+                     (json_int_t)prompt, "overlap_fraction", 0.25, "peak_bytes_max", 5e10,
+                     "capacity_bytes", 8e10, "oom", oom);
+}
+
+/* Synthetic sweep: ring on TP4 x SP2 splits (min_tokens 0) or copies
+ * (min_tokens 1M); the split step costs 1.0 + L/8192 against the copied
+ * 0.5 + L/4096 (times in arbitrary seconds), so split wins from 8192 on.
+ * TP8 x SP1 points never split and all_gather never wins. */
+static void synthetic(sweep_lines *l)
+{
+    static const long long L[] = {2048, 4096, 16384, 65536};
+    int k = 0;
+    for (int q = 0; q < 4; q++) {
+        double x = (double)L[q];
+        sweep_lines_add(l, result(k++, 4, 2, "ring", 0, L[q], 1.0 + x / 8192, 0));
+        sweep_lines_add(l, result(k++, 4, 2, "ring", 1 << 20, L[q], 0.5 + x / 4096, 0));
+        sweep_lines_add(l, result(k++, 4, 2, "all_gather", 0, L[q], 9.0 + x, 0));
+        sweep_lines_add(l, result(k++, 4, 2, "all_gather", 1 << 20, L[q], 0.5 + x / 4096, 0));
+        /* TP8: fastest, but out of memory from 65536 on */
+        sweep_lines_add(l, result(k++, 8, 1, "none", 0, L[q], 0.1, L[q] >= 65536));
+    }
+    json_t *failed = json_pack("{s:i, s:s, s:{s:i, s:i, s:s, s:I}, s:n, s:s, s:s, s:i}", "index",
+                               k, "id", "ffffffffffffffff", "params", "parallel.tp", 2,
+                               "parallel.sp", 4, "parallel.exchange", "ring",
+                               "requests.0.prompt_tokens", (json_int_t)2048, "scenario_hash",
+                               "status", "failed", "error", "not available", "exit", 2);
+    sweep_lines_add(l, failed);
+}
+
+START_TEST(points_classify_split_and_copied_steps)
+{
+    sweep_lines l = {0};
+    synthetic(&l);
+    plot_point p;
+    plot_point_of(l.line[0], &p);
+    ck_assert_int_eq(plot_point_split(&p), 1);
+    ck_assert_str_eq(p.label, "tp=4 sp=2 exchange=ring");
+    ck_assert_str_eq(p.shape, "tp=4 sp=2");
+    plot_point_of(l.line[1], &p);
+    ck_assert_int_eq(plot_point_split(&p), 0);
+    plot_point_of(l.line[4], &p);
+    ck_assert_int_eq(plot_point_split(&p), -1);
+    plot_point_of(l.line[l.n - 1], &p);
+    ck_assert_int_eq(p.ok, 0);
+    ck_assert_int_eq(p.tp, 2);
+    ck_assert_int_eq(p.sp, 4);
+    ck_assert_int_eq(p.prompt, 2048);
+    sweep_lines_free(&l);
+}
+END_TEST
+
+START_TEST(tables_pick_the_best_fit_and_the_crossing)
+{
+    sweep_lines l = {0};
+    synthetic(&l);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s", tmpdir);
+    cp_err err = {0};
+    FILE *out = tmpfile();
+    ck_assert_msg(sweep_write_tables(&l, dir, out, &err) == 0, "%s", err.msg);
+    fclose(out);
+    const char *best = slurp("best.csv");
+    /* TP8 wins where it fits; at 65536 the best fitting one is ring split
+     * (1 + 8 = 9 s against copied 16.5 s) */
+    ck_assert_ptr_nonnull(strstr(best, "\n2048,4,tp=8 sp=1 exchange=none,0,0.1,"));
+    ck_assert_ptr_nonnull(strstr(best, "\n65536,15,tp=4 sp=2 exchange=ring,0,9,"));
+    ck_assert_ptr_nonnull(strstr(best, "\n2048,4,tp=8 sp=1 exchange=none,0,0.1,5e+10,8e+10,5,6\n"));
+    /* ring: copied wins at 2048 (1.25 > 1.0) and 4096 (1.5 = 1.5: a tie is
+     * no win), split from 16384 (3 < 4.5).  Interpolated on log L between
+     * the ratios 1.0 at 4096 and 3/4.5 at 16384: 4096 itself */
+    const char *split = slurp("split.csv");
+    ck_assert_ptr_nonnull(strstr(split, "\nring,tp=4 sp=2,16384,4096,4,"));
+    ck_assert_ptr_nonnull(strstr(split, "\nall_gather,tp=4 sp=2,-1,-1,4,"));
+    const char *csv = slurp("results.csv");
+    ck_assert_ptr_nonnull(strstr(csv, "index,id,parallel.tp,parallel.sp,parallel.exchange,"
+                                      "parallel.min_tokens,requests.0.prompt_tokens,status,"));
+    ck_assert_ptr_nonnull(strstr(csv, "\n20,ffffffffffffffff,2,4,ring,,2048,failed,2,2048,,,,,,,,,,"
+                                      "not available\n"));
+    sweep_lines_free(&l);
+}
+END_TEST
+
+START_TEST(crossing_interpolates_between_lengths)
+{
+    /* split/copied ratios 2 at 1024 and 0.5 at 4096: log-linear crossing at
+     * sqrt(1024 * 4096) = 2048 */
+    sweep_lines l = {0};
+    sweep_lines_add(&l, result(0, 2, 4, "ring", 0, 1024, 2.0, 0));
+    sweep_lines_add(&l, result(1, 2, 4, "ring", 1 << 20, 1024, 1.0, 0));
+    sweep_lines_add(&l, result(2, 2, 4, "ring", 0, 4096, 1.0, 0));
+    sweep_lines_add(&l, result(3, 2, 4, "ring", 1 << 20, 4096, 2.0, 0));
+    cp_err err = {0};
+    ck_assert_int_eq(sweep_write_tables(&l, tmpdir, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(slurp("split.csv"), "\nring,tp=2 sp=4,4096,2048,2,"));
+    sweep_lines_free(&l);
+    /* split wins everywhere: the shortest length compared */
+    sweep_lines_add(&l, result(0, 2, 4, "ring", 0, 1024, 0.5, 0));
+    sweep_lines_add(&l, result(1, 2, 4, "none", 0, 1024, 1.0, 0));
+    ck_assert_int_eq(sweep_write_tables(&l, tmpdir, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(slurp("split.csv"),
+                                 "\nring,tp=2 sp=4,1024,1024,1,split wins at every length"));
+    sweep_lines_free(&l);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("sweep");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, expressions_evaluate);
+    tcase_add_test(tc, expression_errors_name_the_place);
+    tcase_add_test(tc, grid_expands_in_order_with_where);
+    tcase_add_test(tc, values_keep_their_yaml_types);
+    tcase_add_test(tc, where_reads_workload_and_resolved_keys);
+    tcase_add_test(tc, bad_sweep_files_are_refused_with_their_place);
+    tcase_add_test(tc, fnv1a_matches_its_reference_values);
+    tcase_add_test(tc, scenario_hash_follows_content_not_place);
+    tcase_add_test(tc, a_torn_last_line_is_dropped_and_repaired);
+    tcase_add_test(tc, append_writes_whole_lines_and_normalize_dedupes);
+    tcase_add_test(tc, shards_partition_the_points);
+    tcase_add_test(tc, merge_joins_shards_in_index_order);
+    tcase_add_test(tc, points_classify_split_and_copied_steps);
+    tcase_add_test(tc, tables_pick_the_best_fit_and_the_crossing);
+    tcase_add_test(tc, crossing_interpolates_between_lengths);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
