@@ -26,8 +26,9 @@ static int write_all(int fd, const char *buf, size_t n)
     return 0;
 }
 
-/* The child: run, report one line, exit without returning to the caller. */
-static void child_main(const pipe_req *rq, int fd)
+/* The child: run (or, with s and p, simulate), report one line, exit
+ * without returning to the caller. */
+static void child_main(const pipe_req *rq, const scenario *s, const plan *p, int fd)
 {
     static char arg0[] = "cpsim";
     char *argv[] = {arg0, NULL};
@@ -37,7 +38,9 @@ static void child_main(const pipe_req *rq, int fd)
     eng_init(&argc, argv);
     json_t *line;
     int code = 0;
-    if (pipeline_run(rq, &summary, NULL, &err) == 0) {
+    int rc = s && p ? pipeline_simulate(rq, s, p, &summary, NULL, &err)
+                    : pipeline_run(rq, &summary, NULL, &err);
+    if (rc == 0) {
         line = summary;
     } else {
         code = err.code ? err.code : CP_EXIT_INTERNAL;
@@ -51,7 +54,8 @@ static void child_main(const pipe_req *rq, int fd)
     _exit(bad ? CP_EXIT_INTERNAL : code);
 }
 
-int child_spawn(const pipe_req *rq, child_proc *cp, cp_err *err)
+static int spawn(const pipe_req *rq, const scenario *s, const plan *p, child_proc *cp,
+                 cp_err *err)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -66,12 +70,23 @@ int child_spawn(const pipe_req *rq, child_proc *cp, cp_err *err)
     }
     if (pid == 0) {
         close(fds[0]);
-        child_main(rq, fds[1]);
+        child_main(rq, s, p, fds[1]);
     }
     close(fds[1]);
     cp->pid = pid;
     cp->fd = fds[0];
     return 0;
+}
+
+int child_spawn(const pipe_req *rq, child_proc *cp, cp_err *err)
+{
+    return spawn(rq, NULL, NULL, cp, err);
+}
+
+int child_spawn_prepared(const pipe_req *rq, const scenario *s, const plan *p, child_proc *cp,
+                         cp_err *err)
+{
+    return spawn(rq, s, p, cp, err);
 }
 
 /* Everything the child wrote (NUL-terminated, caller frees). */

@@ -22,6 +22,12 @@ typedef struct child_proc {
 /* Start a child for rq.  -1 with err when fork or pipe fail. */
 int child_spawn(const pipe_req *rq, child_proc *cp, cp_err *err);
 
+/* Same for a scenario and plan already prepared in this process: the child
+ * inherits them and only simulates (pipeline_simulate).  The caller keeps
+ * and frees s and p. */
+int child_spawn_prepared(const pipe_req *rq, const scenario *s, const plan *p, child_proc *cp,
+                         cp_err *err);
+
 /* Read the child's line (blocking), reap it and return its outcome: 0 when it
  * produced a summary (*summary set, caller decrefs), else -1 with err naming
  * the failure (the child's own message, or how it died) and its exit code. */

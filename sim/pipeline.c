@@ -80,26 +80,36 @@ int pipeline_run(const pipe_req *rq, json_t **summary, FILE *table, cp_err *err)
     *summary = NULL;
     if (pipeline_prepare(rq, &s, &p, err) != 0)
         return -1;
+    int rc = pipeline_simulate(rq, &s, &p, summary, table, err);
+    plan_free(&p);
+    wl_free(&s);
+    return rc;
+}
+
+int pipeline_simulate(const pipe_req *rq, const scenario *s, const plan *p, json_t **summary,
+                      FILE *table, cp_err *err)
+{
+    *summary = NULL;
     coll_model cm;
     interf_model im;
     eng_result r = {0};
     rep_summary sm = {0};
-    int rc = coll_model_init(&cm, &s.plat, err);
+    int rc = coll_model_init(&cm, &s->plat, err);
     if (rc == 0)
-        rc = interf_load(&im, &s.plat, err);
+        rc = interf_load(&im, &s->plat, err);
     if (rc == 0) {
-        eng_opts eo = {.plat = &s.plat, .cm = &cm, .graph = s.graph == GRAPH_CAPTURED,
-                       .l07 = s.net_model == NET_L07, .im = &im};
-        rc = eng_run(&p, &eo, &r, err);
+        eng_opts eo = {.plat = &s->plat, .cm = &cm, .graph = s->graph == GRAPH_CAPTURED,
+                       .l07 = s->net_model == NET_L07, .im = &im};
+        rc = eng_run(p, &eo, &r, err);
     }
     if (rc == 0)
-        rc = rep_summarize(&s, &p, &r, &sm, err);
+        rc = rep_summarize(s, p, &r, &sm, err);
     if (rc == 0)
-        *summary = rep_summary_json(&sm, &s);
+        *summary = rep_summary_json(&sm, s);
     if (rc == 0 && rq->out_dir)
-        rc = write_outputs(rq->out_dir, &s, &p, &r, *summary, err);
+        rc = write_outputs(rq->out_dir, s, p, &r, *summary, err);
     if (rc == 0 && table) {
-        rep_print_table(&sm, &s, table);
+        rep_print_table(&sm, s, table);
         if (rq->out_dir)
             fprintf(table, "\nwrote %s/summary.json, %s/trace.json, %s/memory.csv ",
                     rq->out_dir, rq->out_dir, rq->out_dir);
@@ -112,7 +122,5 @@ int pipeline_run(const pipe_req *rq, json_t **summary, FILE *table, cp_err *err)
     }
     rep_summary_free(&sm);
     eng_result_free(&r);
-    plan_free(&p);
-    wl_free(&s);
     return rc;
 }

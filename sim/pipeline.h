@@ -33,4 +33,9 @@ int pipeline_prepare(const pipe_req *rq, scenario *s, plan *p, cp_err *err);
  * console table and a line of simulator figures are printed to it. */
 int pipeline_run(const pipe_req *rq, json_t **summary, FILE *table, cp_err *err);
 
+/* The simulation and reports of a prepared scenario and plan (the second
+ * half of pipeline_run; rq gives out_dir).  Frees neither. */
+int pipeline_simulate(const pipe_req *rq, const scenario *s, const plan *p, json_t **summary,
+                      FILE *table, cp_err *err);
+
 #endif

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "models/build.h"
+#include "models/cost.h"
 #include "reports/report.h"
 #include "sim/child.h"
 #include "sim/sweep.h"
@@ -166,6 +167,8 @@ typedef struct queued {
     sim *sim;
     char **sets;
     int nsets;
+    scenario scen;           /* loaded and planned here: the child inherits */
+    plan plan;
 } queued;
 
 typedef struct runner {
@@ -257,27 +260,40 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
 {
     queued q = {.pt = pt};
     q.sets = sweep_point_sets(r->sp, pt, &q.nsets);
-    scenario scen;
-    plan p = {0};
+    pipe_req rq = {.workload = r->sp->base, .sets = (const char *const *)q.sets,
+                   .nsets = q.nsets};
     cp_err why = {0};
-    if (wl_load(r->sp->base, (const char *const *)q.sets, q.nsets, NULL, &scen, &why) < 0) {
+    if (wl_load(rq.workload, rq.sets, rq.nsets, NULL, &q.scen, &why) < 0) {
         sweep_sets_free(q.sets, q.nsets);
         return record(r, pt, NULL, NULL, &why, err);
     }
     uint64_t h = 0;
-    int rc = sweep_scenario_hash(&scen, &h, err), fresh = 1;
+    int rc = sweep_scenario_hash(&q.scen, &h, err), fresh = 1, queue = 0;
     sweep_hex(h, q.hash);
-    if (rc == 0 && build_plan(&scen, &p, &why) < 0)
+    if (rc == 0 && build_plan(&q.scen, &q.plan, &why) < 0) {
         rc = record(r, pt, q.hash, NULL, &why, err);
-    else if (rc == 0 && (rc = share_of(r, &scen, &p, &q.sim, &fresh, err)) == 0 && !fresh)
-        rc = join(r, q.sim, pt, q.hash, &scen, err);
-    else if (rc == 0) {
-        r->queue[r->nready++] = q;
-        q.sets = NULL;         /* the queue owns them */
+    } else if (rc == 0 && (rc = share_of(r, &q.scen, &q.plan, &q.sim, &fresh, err)) == 0 &&
+               !fresh) {
+        rc = join(r, q.sim, pt, q.hash, &q.scen, err);
+    } else if (rc == 0) {
+        /* priced as the child's own pipeline would (pipeline_prepare) */
+        cost_model *cm = cost_new(&q.scen.plat, &why);
+        if (cm) {
+            cost_price_plan(cm, &q.plan, q.scen.graph == GRAPH_CAPTURED);
+            cost_free(cm);
+            if (q.scen.fold_layers)
+                plan_fold_layers(&q.plan);
+            r->queue[r->nready++] = q;
+            queue = 1;         /* the queue owns sets, scenario and plan */
+        } else {
+            rc = record(r, pt, q.hash, NULL, &why, err);
+        }
     }
-    plan_free(&p);
-    wl_free(&scen);
-    sweep_sets_free(q.sets, q.nsets);
+    if (!queue) {
+        plan_free(&q.plan);
+        wl_free(&q.scen);
+        sweep_sets_free(q.sets, q.nsets);
+    }
     return rc;
 }
 
@@ -288,7 +304,9 @@ static int spawn(runner *r, slot *s, cp_err *err)
     memmove(r->queue, r->queue + 1, (size_t)--r->nready * sizeof *r->queue);
     pipe_req rq = {.workload = r->sp->base, .sets = (const char *const *)q.sets,
                    .nsets = q.nsets};
-    int rc = child_spawn(&rq, &s->cp, err);
+    int rc = child_spawn_prepared(&rq, &q.scen, &q.plan, &s->cp, err);
+    plan_free(&q.plan);
+    wl_free(&q.scen);
     r->o->pg->children += rc == 0;
     s->pt = q.pt;
     memcpy(s->hash, q.hash, sizeof q.hash);
@@ -407,8 +425,11 @@ int sweep_exec(const sweep_spec *sp, const sweep_point *const *todo, int ntodo,
         }
     }
     kill_all(slots, jobs);
-    for (int i = 0; i < r.nready; i++)
+    for (int i = 0; i < r.nready; i++) {
+        plan_free(&r.queue[i].plan);
+        wl_free(&r.queue[i].scen);
         sweep_sets_free(r.queue[i].sets, r.queue[i].nsets);
+    }
     free(r.queue);
     free(slots);
     sim_table_free(&r.sims);
