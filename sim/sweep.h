@@ -162,7 +162,7 @@ typedef struct sweep_exec_opts {
  * without a child; the others run in child processes, up to o->jobs at a
  * time.  0 when all ran; 1 when *stop became non-zero (running children are
  * killed, they and the points sharing them go unrecorded); -1 with err. */
-int sweep_exec(const sweep_spec *sp, const sweep_point *const *todo, int ntodo,
+int sweep_exec(const sweep_spec *sp, const sweep_point *const *pending_pts, int npending,
                const sweep_exec_opts *o, const volatile sig_atomic_t *stop, cp_err *err);
 
 /* ---- results (sweep_results.c) --------------------------------------------- */

@@ -398,7 +398,7 @@ static int wait_some(runner *r, slot *slots, int jobs, int block, cp_err *err)
     return rc;
 }
 
-int sweep_exec(const sweep_spec *sp, const sweep_point *const *todo, int ntodo,
+int sweep_exec(const sweep_spec *sp, const sweep_point *const *pending_pts, int npending,
                const sweep_exec_opts *o, const volatile sig_atomic_t *stop, cp_err *err)
 {
     int jobs = o->jobs < 1 ? 1 : o->jobs;
@@ -407,7 +407,7 @@ int sweep_exec(const sweep_spec *sp, const sweep_point *const *todo, int ntodo,
     if (!slots || !r.queue)
         abort();
     int next = 0, busy = 0, rc = 0;
-    while (rc == 0 && !*stop && (next < ntodo || r.nready > 0 || busy > 0)) {
+    while (rc == 0 && !*stop && (next < npending || r.nready > 0 || busy > 0)) {
         busy = 0;
         for (int k = 0; k < jobs && rc == 0; k++) {
             if (!slots[k].busy && r.nready > 0)
@@ -416,8 +416,8 @@ int sweep_exec(const sweep_spec *sp, const sweep_point *const *todo, int ntodo,
         }
         /* plan ahead while the children run, up to one queued point per
          * slot; wait only when there is nothing to plan */
-        if (rc == 0 && next < ntodo && r.nready < jobs) {
-            rc = plan_point(&r, todo[next++], err);
+        if (rc == 0 && next < npending && r.nready < jobs) {
+            rc = plan_point(&r, pending_pts[next++], err);
             if (rc == 0 && busy > 0)
                 rc = wait_some(&r, slots, jobs, 0, err);
         } else if (rc == 0 && busy > 0) {

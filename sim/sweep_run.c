@@ -228,8 +228,8 @@ static int pending(const sweep_points *pts, const sweep_lines *done, const sweep
                    const sweep_point ***out, int *total)
 {
     const char **ids = malloc((done->n + 1) * sizeof *ids);
-    const sweep_point **todo = malloc(((size_t)pts->n + 1) * sizeof *todo);
-    if (!ids || !todo)
+    const sweep_point **pending_pts = malloc(((size_t)pts->n + 1) * sizeof *pending_pts);
+    if (!ids || !pending_pts)
         abort();
     for (size_t i = 0; i < done->n; i++)
         ids[i] = json_string_value(json_object_get(done->line[i], "id"));
@@ -242,10 +242,10 @@ static int pending(const sweep_points *pts, const sweep_lines *done, const sweep
         ++*total;
         const char *id = pts->pt[i].id;
         if (!bsearch(&id, ids, done->n, sizeof *ids, cmp_id))
-            todo[n++] = &pts->pt[i];
+            pending_pts[n++] = &pts->pt[i];
     }
     free(ids);
-    *out = todo;
+    *out = pending_pts;
     return n;
 }
 
@@ -290,8 +290,8 @@ static int conclude(const char *dir, const sweep_args *a, int plots, cp_err *err
  * the points of this shard that it lacks. */
 typedef struct session {
     int fd;
-    const sweep_point **todo;
-    int ntodo;
+    const sweep_point **pending_pts;
+    int npending;
     int total;              /* points of this shard */
     int failed;             /* failed points among those done before */
 } session;
@@ -311,7 +311,7 @@ static int open_session(const sweep_spec *sp, const sweep_points *pts, const swe
     if (rc == 0)
         rc = sweep_read_results(path, 1, &done, err);
     if (rc == 0)
-        ss->ntodo = pending(pts, &done, a, &ss->todo, &ss->total);
+        ss->npending = pending(pts, &done, a, &ss->pending_pts, &ss->total);
     for (size_t i = 0; i < done.n; i++)
         ss->failed += strcmp(json_string_value(json_object_get(done.line[i], "status")), "ok") != 0;
     sweep_lines_free(&done);
@@ -333,7 +333,7 @@ static void close_session(session *ss)
         fdatasync(ss->fd);
         close(ss->fd);
     }
-    free(ss->todo);
+    free(ss->pending_pts);
 }
 
 static int run_sweep(const sweep_spec *sp, const sweep_args *a, const char *dir, cp_err *err)
@@ -350,18 +350,18 @@ static int run_sweep(const sweep_spec *sp, const sweep_args *a, const char *dir,
     int rc = open_session(sp, &pts, a, dir, &ss, err), stopped = 0;
     int jobs = a->jobs ? a->jobs : sp->jobs ? sp->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
     jobs = jobs < 1 ? 1 : jobs;
-    sweep_progress pg = {.total = ss.total, .done = ss.total - ss.ntodo,
-                         .resumed = ss.total - ss.ntodo, .failed = ss.failed,
+    sweep_progress pg = {.total = ss.total, .done = ss.total - ss.npending,
+                         .resumed = ss.total - ss.npending, .failed = ss.failed,
                          .t0 = sweep_now(), .last = sweep_now(), .tty = isatty(STDERR_FILENO),
                          .quiet = a->quiet, .name = sp->name};
     if (rc == 0 && !a->quiet)
         fprintf(stderr, "sweep %s: %d points (%d of %d grid combinations pass `where`)%s, %d "
                 "to run, %d at a time\n", sp->name, ss.total, pts.n, pts.candidates,
-                a->shard_n > 1 ? " in this shard" : "", ss.ntodo, jobs);
+                a->shard_n > 1 ? " in this shard" : "", ss.npending, jobs);
     if (rc == 0) {
         sweep_exec_opts eo = {.jobs = jobs, .timeout_s = sp->timeout_s, .share = !a->no_share,
                               .fd = ss.fd, .pg = &pg};
-        stopped = sweep_exec(sp, ss.todo, ss.ntodo, &eo, &stop_signal, err);
+        stopped = sweep_exec(sp, ss.pending_pts, ss.npending, &eo, &stop_signal, err);
         rc = stopped < 0 ? -1 : 0;
         sweep_progress_show(&pg, 1);
     }

@@ -810,15 +810,10 @@ START_TEST(repetition_equivalence)
     wl_free(&s);
     char wl[32];
     glm_file(wl);
-    json_t *a = simulate(wl, NULL, 0, 0), *b = simulate(wl, NULL, 0, 1);
+    json_t *a = tu_fold_identical(wl, NULL, 0);
     unlink(wl);
-    char *ta = json_dumps(a, JSON_SORT_KEYS), *tb = json_dumps(b, JSON_SORT_KEYS);
-    ck_assert_msg(strcmp(ta, tb) == 0, "folded and expanded summaries differ");
     ck_assert_double_gt(num(a, "ttft_s"), 0.01);
-    free(ta);
-    free(tb);
     json_decref(a);
-    json_decref(b);
 }
 END_TEST
 
@@ -875,9 +870,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_main(suite());
 }

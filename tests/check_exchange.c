@@ -864,18 +864,7 @@ START_TEST(sp_plans_fold_identically)
     const char *sets[] = {"parallel.tp=2", "parallel.sp=4", "parallel.kv_storage=by_position",
                           "parallel.exchange=ring", "parallel.ring_overlap=true",
                           "requests.0.prompt_tokens=8192", "requests.0.decode_tokens=2"};
-    json_t *a = NULL, *b = NULL;
-    cp_err err = {0};
-    pipe_req rq = {.sets = sets, .nsets = 7};
-    ck_assert_msg(child_run(&rq, &a, &err) == 0, "%s", err.msg);
-    rq.fold_layers = 1;
-    ck_assert_msg(child_run(&rq, &b, &err) == 0, "%s", err.msg);
-    char *ta = json_dumps(a, JSON_SORT_KEYS), *tb = json_dumps(b, JSON_SORT_KEYS);
-    ck_assert_str_eq(ta, tb);
-    free(ta);
-    free(tb);
-    json_decref(a);
-    json_decref(b);
+    json_decref(tu_fold_identical(NULL, sets, 7));
 }
 END_TEST
 
@@ -910,9 +899,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_main(suite());
 }

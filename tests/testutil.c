@@ -9,6 +9,7 @@
 
 #include "models/build.h"
 #include "models/cost.h"
+#include "sim/child.h"
 
 #ifndef CP_SRCDIR
 #define CP_SRCDIR "."
@@ -69,4 +70,29 @@ const plan_op *tu_find(const plan *p, int g, const char *name, int layer)
         if (strcmp(pg->ops[i].name, name) == 0 && (layer == -2 || pg->ops[i].layer == layer))
             return &pg->ops[i];
     return NULL;
+}
+
+json_t *tu_fold_identical(const char *workload, const char *const *sets, int nsets)
+{
+    json_t *a = NULL, *b = NULL;
+    cp_err err = {0};
+    pipe_req rq = {.workload = workload, .sets = sets, .nsets = nsets};
+    ck_assert_msg(child_run(&rq, &a, &err) == 0, "%s", err.msg);
+    rq.fold_layers = 1;
+    ck_assert_msg(child_run(&rq, &b, &err) == 0, "%s", err.msg);
+    char *ta = json_dumps(a, JSON_SORT_KEYS), *tb = json_dumps(b, JSON_SORT_KEYS);
+    ck_assert_msg(strcmp(ta, tb) == 0, "folded and expanded summaries differ");
+    free(ta);
+    free(tb);
+    json_decref(b);
+    return a;
+}
+
+int tu_main(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

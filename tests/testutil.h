@@ -2,6 +2,9 @@
 #ifndef CP_TESTUTIL_H
 #define CP_TESTUTIL_H
 
+#include <check.h>
+#include <jansson.h>
+
 #include "models/plan.h"
 #include "workloads/workload.h"
 
@@ -23,5 +26,13 @@ void tu_plan(scenario *s, plan *p, const char *yaml, const char *const *sets, in
 int tu_count(const plan *p, int g, const char *name, int layer);
 /* First such op, or NULL. */
 const plan_op *tu_find(const plan *p, int g, const char *name, int layer);
+
+/* Simulate the workload (NULL: the default) with the sets in a child
+ * process, expanded and with folded layers; the two summaries must be
+ * byte-identical.  Returns the summary (caller decrefs). */
+json_t *tu_fold_identical(const char *workload, const char *const *sets, int nsets);
+
+/* Run a suite (fork mode) and return the process exit status. */
+int tu_main(Suite *s);
 
 #endif
