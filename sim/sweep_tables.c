@@ -297,8 +297,11 @@ static int write_split(const plot_point *pts, size_t n, const char *path, FILE *
         if (out) {
             char a[32] = "-", b[32] = "none";
             if (c.first_win >= 0) {
-                snprintf(a, sizeof a, "%lld", c.first_win);
-                snprintf(b, sizeof b, "%lld", c.suggest);
+                /* winning from the shortest length compared only bounds
+                 * the crossing from above */
+                const char *le = c.wins_everywhere ? "<= " : "";
+                snprintf(a, sizeof a, "%s%lld", le, c.first_win);
+                snprintf(b, sizeof b, "%s%lld", le, c.suggest);
             }
             fprintf(out, "%-12s %-24s %16s %21s  %s\n", p->exchange, p->shape, a, b, note);
         }
