@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "models/memory.h"
+#include "models/quant.h"
 #include "reports/plot.h"
 #include "sim/cli.h"
 #include "sim/engine.h"
@@ -52,8 +53,9 @@ int cli_validate(const cli_opts *o)
     for (int g = 0; g < p.nprogs; g++)
         nops += p.progs[g].nops;
     printf("plan:\n  ranks: %d\n  programs: %d\n  ops: %zu\n  steps: %d\n"
-           "  weights_per_rank_bytes: %.0f\n",
-           p.nranks, p.nprogs, nops, p.nsteps, w.total);
+           "  weights_per_rank_bytes: %.0f     # plain TP-sharded estimate\n"
+           "  resident_weights_bytes: %.0f     # materialized (cpsim memory)\n",
+           p.nranks, p.nprogs, nops, p.nsteps, w.total, quant_resident_bytes(&s));
     plan_free(&p);
     wl_free(&s);
     return CP_EXIT_OK;
