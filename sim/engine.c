@@ -40,6 +40,7 @@ typedef struct rank_st {
     sg_cond_t cv;
     uint32_t done[ST_COUNT];    /* ops completed per stream */
     int32_t started_step;       /* last step whose step op completed, -1 before */
+    int waiters;                /* streams blocked in wait_ready */
     uint32_t at[ST_COUNT];      /* op each stream is working on (deadlock report) */
     int finished[ST_COUNT];
     /* interference (engine.h) */
@@ -129,18 +130,29 @@ static int ready(const rank_st *rs, uint32_t i)
     return 1;
 }
 
+/* Actors are coroutines that switch only inside SimGrid calls, so the
+ * rank's counters are read and written without the mutex; the mutex and
+ * the condition serve the streams that must wait.  A waiter registers and
+ * re-checks with no SimGrid call in between, so a completion can never slip
+ * between its check and its wait. */
 static void wait_ready(rank_st *rs, uint32_t i)
 {
+    if (ready(rs, i))
+        return;
     sg_mutex_lock(rs->mu);
+    rs->waiters++;
     while (!ready(rs, i))
         sg_cond_wait(rs->cv, rs->mu);
+    rs->waiters--;
     sg_mutex_unlock(rs->mu);
 }
 
 static void mark_done(rank_st *rs, int stream)
 {
-    sg_mutex_lock(rs->mu);
     rs->done[stream]++;
+    if (rs->waiters == 0)
+        return;
+    sg_mutex_lock(rs->mu);
     sg_cond_notify_all(rs->cv);
     sg_mutex_unlock(rs->mu);
 }
@@ -309,9 +321,7 @@ static void stream_main(int argc, char **argv)
             sleep_until(o->arrival_s);
             t0 = simgrid_get_clock();
             step_start[o->step] = t0;
-            sg_mutex_lock(rs->mu);
-            rs->started_step = o->step;
-            sg_mutex_unlock(rs->mu);
+            rs->started_step = o->step; /* the waiters hear of it at mark_done */
             break;
         default:
             break;
