@@ -194,6 +194,9 @@ int sweep_write_lines(const char *path, const sweep_lines *l, cp_err *err);
  * of one id disagree. */
 int sweep_lines_normalize(sweep_lines *l, cp_err *err);
 
+/* DIR/results.jsonl read and normalized (its path into path). */
+int sweep_load_dir(const char *dir, sweep_lines *l, char *path, size_t len, cp_err *err);
+
 /* cpsim sweep --merge: the results of several output folders (all of the
  * same sweep: equal spec_hash) into out_dir: sweep.json, results.jsonl
  * sorted by index, tables.  Prints how many points each folder gave and

@@ -189,14 +189,18 @@ int sweep_write_lines(const char *path, const sweep_lines *l, cp_err *err)
     return 0;
 }
 
+int sweep_load_dir(const char *dir, sweep_lines *l, char *path, size_t len, cp_err *err)
+{
+    snprintf(path, len, "%s/results.jsonl", dir);
+    int rc = sweep_read_results(path, 0, l, err);
+    return rc == 0 ? sweep_lines_normalize(l, err) : rc;
+}
+
 int sweep_plot_dir(const char *dir, cp_err *err)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/results.jsonl", dir);
     sweep_lines l = {0};
-    int rc = sweep_read_results(path, 0, &l, err);
-    if (rc == 0)
-        rc = sweep_lines_normalize(&l, err);
+    int rc = sweep_load_dir(dir, &l, path, sizeof path, err);
     if (rc == 0)
         rc = plot_sweep(dir, l.line, l.n, err);
     sweep_lines_free(&l);

@@ -266,11 +266,8 @@ static void list_points(const sweep_spec *sp, const sweep_points *pts, const swe
 static int conclude(const char *dir, const sweep_args *a, int plots, cp_err *err)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/results.jsonl", dir);
     sweep_lines l = {0};
-    int rc = sweep_read_results(path, 0, &l, err);
-    if (rc == 0)
-        rc = sweep_lines_normalize(&l, err);
+    int rc = sweep_load_dir(dir, &l, path, sizeof path, err);
     /* a finished sweep leaves its lines in index order: deterministic files */
     if (rc == 0)
         rc = sweep_write_lines(path, &l, err);
