@@ -175,6 +175,53 @@ void layer_attention_gqa(bld *b, int64_t t, int64_t prefix)
 
 /* ---- MoE ------------------------------------------------------------------------ */
 
+/* Weighted sum of each of m tokens' k expert outputs into [m, h]. */
+static void moe_sum(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    double row = (double)a->hidden * b->ab, out = (double)m * (double)a->top_k;
+    em_compute(b, "moe_sum", KC_MOE_PERMUTE, 2.0 * out * (double)a->hidden,
+               out * row + (double)m * row, shp(3, m, a->top_k, a->hidden), shp(0, 0, 0, 0),
+               shp(2, m, a->hidden, 0));
+}
+
+void layer_moe_route(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    double md = (double)m, E = (double)a->experts, k = (double)a->top_k;
+    em_act_alloc(b, md * E * 4.0);
+    em_gemm(b, "router", m, a->hidden, a->experts, 1);
+    em_compute(b, "topk", KC_TOPK, 5.0 * md * E, md * E * 4.0 + md * k * 8.0,
+               shp(2, m, a->experts, 0), shp(0, 0, 0, 0), shp(2, m, a->top_k, 0));
+    em_act_free(b, md * E * 4.0);
+}
+
+void layer_moe_routed_ep(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden, k = a->top_k, e_local = a->experts / b->ep;
+    double row = (double)h * b->ab, out = (double)m * (double)k;
+    /* uniform routing: the rank's E/ep experts receive, from all ep ranks,
+     * as many rows as it sends */
+    int64_t m_exp = (int64_t)ceil(out / (double)e_local);
+    double in = (double)m_exp * (double)e_local;
+    /* pack each token's k copies by destination rank, then exchange */
+    em_act_alloc(b, out * row);
+    em_compute(b, "moe_permute", KC_MOE_PERMUTE, 0, 2.0 * out * row, shp(2, m, h, 0),
+               shp(0, 0, 0, 0), shp(2, m * k, h, 0));
+    em_buf_alloc(b, in * row);
+    em_coll(b, "moe_dispatch", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
+    em_act_free(b, out * row);
+    layer_mlp(b, &MLP_EXPERTS, m_exp, a->moe_intermediate, e_local);
+    em_buf_free(b, in * row); /* received rows */
+    em_buf_alloc(b, out * row);
+    em_coll(b, "moe_combine", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
+    em_act_free(b, in * row); /* expert outputs, sent back */
+    em_act_alloc(b, (double)m * row);
+    moe_sum(b, m);
+    em_buf_free(b, out * row); /* combined rows */
+}
+
 /* MoE block on the rank's t tokens; leaves the output [t, h] allocated and
  * reduced.  With EP the tokens a rank holds are also held by the other
  * members of its TP group; the members of the EP group that hold the same
@@ -187,55 +234,28 @@ void layer_attention_gqa(bld *b, int64_t t, int64_t prefix)
 void layer_moe(bld *b, int64_t t)
 {
     const arch *a = b->a;
-    int64_t h = a->hidden, E = a->experts, k = a->top_k;
+    int64_t h = a->hidden;
     int ep = b->ep;
     int inside_tp = ep <= b->tp;
     int sharers = inside_tp ? ep : b->tp;
     plan_group gather = inside_tp ? G_EP : G_TP;
     int64_t tl = ep > 1 ? (t + sharers - 1) / sharers : t;
     double tld = (double)tl, row = (double)h * b->ab;
-    int64_t e_local = ep > 1 ? E / ep : E;
-    int64_t inter = ep > 1 ? a->moe_intermediate : a->moe_intermediate / b->tp;
-    /* rows leaving this rank: every token goes to k experts */
-    double rows_out = tld * (double)k;
-    /* uniform routing: with EP the rank's E/ep experts receive, from all ep
-     * ranks, ep * rows_out / ep = rows_out rows; without EP every expert
-     * receives rows_out / E rows */
-    int64_t m_exp = (int64_t)ceil(rows_out / (double)e_local);
-    double rows_in = (double)m_exp * (double)e_local;
 
-    em_act_alloc(b, tld * E * 4.0);
-    em_gemm(b, "router", tl, h, E, 1);
-    em_compute(b, "topk", KC_TOPK, 5.0 * tld * E, tld * E * 4.0 + tld * k * 8.0,
-            shp(2, tl, E, 0), shp(0, 0, 0, 0), shp(2, tl, k, 0));
-    em_act_free(b, tld * E * 4.0);
-
+    layer_moe_route(b, tl);
     if (ep > 1) {
-        /* pack each token's k copies by destination rank, then exchange */
-        em_act_alloc(b, rows_out * row);
-        em_compute(b, "moe_permute", KC_MOE_PERMUTE, 0, 2.0 * rows_out * row, shp(2, tl, h, 0),
-                shp(0, 0, 0, 0), shp(2, tl * k, h, 0));
-        em_buf_alloc(b, rows_in * row);
-        em_coll(b, "moe_dispatch", CK_ALL_TO_ALL, G_EP, rows_out * row, shp(2, tl * k, h, 0));
-        em_act_free(b, rows_out * row);
+        layer_moe_routed_ep(b, tl);
+    } else {
+        /* every expert, sharded by TP in its intermediate dimension, gets
+         * tl * k / E rows under uniform routing; the fused MoE kernel reads
+         * them by index straight from the hidden states (vLLM fused_moe):
+         * no packed copy */
+        int64_t m_exp = (int64_t)ceil(tld * (double)a->top_k / (double)a->experts);
+        layer_mlp(b, &MLP_EXPERTS, m_exp, a->moe_intermediate / b->tp, a->experts);
+        em_act_alloc(b, tld * row);
+        moe_sum(b, tl);
+        em_act_free(b, (double)m_exp * (double)a->experts * row); /* expert outputs */
     }
-    /* without EP the fused MoE kernel reads its rows by index straight from
-     * the hidden states (vLLM fused_moe): no packed copy */
-    layer_mlp(b, &MLP_EXPERTS, m_exp, inter, e_local);
-    if (ep > 1) {
-        em_buf_free(b, rows_in * row); /* received rows */
-        em_buf_alloc(b, rows_out * row);
-        em_coll(b, "moe_combine", CK_ALL_TO_ALL, G_EP, rows_out * row, shp(2, tl * k, h, 0));
-        em_act_free(b, rows_in * row); /* expert outputs, sent back */
-    }
-    /* weighted sum of each token's k expert outputs */
-    em_act_alloc(b, tld * row);
-    em_compute(b, "moe_sum", KC_MOE_PERMUTE, 2.0 * rows_out * h, rows_out * row + tld * row,
-            shp(3, tl, k, h), shp(0, 0, 0, 0), shp(2, tl, h, 0));
-    if (ep > 1)
-        em_buf_free(b, rows_out * row); /* combined rows */
-    else
-        em_act_free(b, rows_in * row); /* expert outputs */
     if (a->shared_intermediate > 0) {
         int64_t sh_inter = ep > 1 ? a->shared_intermediate : a->shared_intermediate / b->tp;
         layer_mlp(b, &MLP_SHARED, tl, sh_inter, 1);

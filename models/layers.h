@@ -26,6 +26,13 @@ void layer_attention_gqa(bld *b, int64_t t, int64_t prefix);
 /* MLA attention over heads/tp (layer_mla.c). */
 void layer_attention_mla(bld *b, int64_t t, int64_t prefix);
 
+/* Router GEMM and top-k for the m rows this rank routes. */
+void layer_moe_route(bld *b, int64_t m);
+/* Routed experts by EP for m routed rows: pack each row's k copies by
+ * destination, all-to-all, the rank's E/ep experts, all-to-all back,
+ * weighted sum; leaves [m, h] allocated. */
+void layer_moe_routed_ep(bld *b, int64_t m);
+
 /* MoE block on t tokens (router, top-k, experts, shared experts). */
 void layer_moe(bld *b, int64_t t);
 

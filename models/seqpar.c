@@ -199,46 +199,6 @@ static void take_broadcasts(bld *b, mla_cp *c)
 
 /* ---- MoE on the local rows --------------------------------------------------- */
 
-/* Router and top-k on m rows. */
-static void route(bld *b, int64_t m)
-{
-    const arch *a = b->a;
-    double md = (double)m, E = (double)a->experts, k = (double)a->top_k;
-    em_act_alloc(b, md * E * 4.0);
-    em_gemm(b, "router", m, a->hidden, a->experts, 1);
-    em_compute(b, "topk", KC_TOPK, 5.0 * md * E, md * E * 4.0 + md * k * 8.0,
-               shp(2, m, a->experts, 0), shp(0, 0, 0, 0), shp(2, m, a->top_k, 0));
-    em_act_free(b, md * E * 4.0);
-}
-
-/* Routed experts by EP for the m rows this rank routes: pack each row's k
- * copies by destination, all-to-all, the rank's E/ep experts, all-to-all
- * back, weighted sum.  With uniform routing each rank receives as many
- * rows as it sends.  Leaves [m, h] allocated. */
-static void routed_ep(bld *b, int64_t m)
-{
-    const arch *a = b->a;
-    int64_t h = a->hidden, k = a->top_k, e_local = a->experts / b->ep;
-    double row = (double)h * b->ab, out = (double)m * (double)k;
-    int64_t m_exp = (int64_t)ceil(out / (double)e_local);
-    double in = (double)m_exp * (double)e_local;
-    em_act_alloc(b, out * row);
-    em_compute(b, "moe_permute", KC_MOE_PERMUTE, 0, 2.0 * out * row, shp(2, m, h, 0),
-               shp(0, 0, 0, 0), shp(2, m * k, h, 0));
-    em_buf_alloc(b, in * row);
-    em_coll(b, "moe_dispatch", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
-    em_act_free(b, out * row);
-    layer_mlp(b, &MLP_EXPERTS, m_exp, a->moe_intermediate, e_local);
-    em_buf_free(b, in * row);
-    em_buf_alloc(b, out * row);
-    em_coll(b, "moe_combine", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
-    em_act_free(b, in * row); /* expert outputs, sent back */
-    em_act_alloc(b, (double)m * row);
-    em_compute(b, "moe_sum", KC_MOE_PERMUTE, 2.0 * out * h, out * row + (double)m * row,
-               shp(3, m, k, h), shp(0, 0, 0, 0), shp(2, m, h, 0));
-    em_buf_free(b, out * row);
-}
-
 /* Routed experts sharded by TP (ep = 1) for the n local rows: the rows and
  * their top-k ids and weights are all-gathered (vLLM's all-gather MoE
  * dispatch), every rank runs its intermediate slice of every expert on the
@@ -288,9 +248,9 @@ static void shared_experts(bld *b, int64_t m)
 static void moe_local(bld *b, int64_t n)
 {
     b->layout = TL_LOCAL;
-    route(b, n);
+    layer_moe_route(b, n);
     if (b->ep > 1)
-        routed_ep(b, n);
+        layer_moe_routed_ep(b, n);
     else
         routed_gathered(b, n);
     shared_experts(b, n);
@@ -334,7 +294,7 @@ static void moe_decode(bld *b, int64_t t)
     em_compute(b, "topk", KC_TOPK, 5.0 * (double)ts * E, (double)ts * lg + (double)ts * a->top_k * 8.0,
                shp(2, ts, E, 0), shp(0, 0, 0, 0), shp(2, ts, a->top_k, 0));
     em_act_free(b, (double)ts * lg);
-    routed_ep(b, ts);
+    layer_moe_routed_ep(b, ts);
     em_act_free(b, (double)ts * row); /* the slice, dispatched */
     b->layout = TL_FULL;
     em_act_alloc(b, (double)pad * row);
