@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ typedef struct cfg {
     const json_t *top;
     const json_t *text;    /* nested text config, NULL when none */
     const char *text_name; /* its dotted name, for messages */
+    int qk_class;          /* an architectures[] class is in qk_norm_classes */
     cp_err *err;
 } cfg;
 
@@ -71,21 +73,69 @@ static char *show(const json_t *v, char *buf, size_t n)
     return buf;
 }
 
-/* Integer `key` into *out when present.  Returns 1 when read, 0 when absent
- * (*out untouched), -1 when not an integer in [lo, hi]. */
-static int opt_int(const cfg *c, const char *key, int64_t lo, int64_t hi, int64_t *out)
+/* Member `key` of the object o whose dotted name is oname, with its own
+ * dotted name in qname; NULL when absent or null. */
+static const json_t *member(const json_t *o, const char *oname, const char *key, char *qname,
+                            size_t n)
 {
-    char qname[160], got[64];
-    const json_t *v = lookup(c, key, qname, sizeof qname);
-    if (!v)
-        return 0;
+    snprintf(qname, n, "%s.%s", oname, key);
+    const json_t *v = json_object_get(o, key);
+    return json_is_null(v) ? NULL : v;
+}
+
+/* The present value v, named qname, as an integer in [lo, hi]; 0 or -1. */
+static int want_int(const cfg *c, const json_t *v, const char *qname, int64_t lo, int64_t hi,
+                    int64_t *out)
+{
+    char got[64];
     if (json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi) {
         *out = json_integer_value(v);
-        return 1;
+        return 0;
     }
     return cp_fail_at(c->err, at(c),
                       "field \"%s\" must be an integer in [%" PRId64 ", %" PRId64 "], got %s",
                       qname, lo, hi, show(v, got, sizeof got));
+}
+
+/* The present value v as true/false (or 0/1 as in hand-written configs). */
+static int want_bool(const cfg *c, const json_t *v, const char *qname, int *out)
+{
+    char got[64];
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v);
+        return 0;
+    }
+    if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1)) {
+        *out = (int)json_integer_value(v);
+        return 0;
+    }
+    return cp_fail_at(c->err, at(c), "field \"%s\" must be true or false, got %s", qname,
+                      show(v, got, sizeof got));
+}
+
+/* The present value v as a string shorter than n into buf; `what` says what
+ * was expected. */
+static int want_str(const cfg *c, const json_t *v, const char *qname, char *buf, size_t n,
+                    const char *what)
+{
+    char got[64];
+    if (json_is_string(v) && json_string_length(v) < n) {
+        snprintf(buf, n, "%s", json_string_value(v));
+        return 0;
+    }
+    return cp_fail_at(c->err, at(c), "field \"%s\" must be %s, got %s", qname, what,
+                      show(v, got, sizeof got));
+}
+
+/* Integer `key` into *out when present.  Returns 1 when read, 0 when absent
+ * (*out untouched), -1 when not an integer in [lo, hi]. */
+static int opt_int(const cfg *c, const char *key, int64_t lo, int64_t hi, int64_t *out)
+{
+    char qname[160];
+    const json_t *v = lookup(c, key, qname, sizeof qname);
+    if (!v)
+        return 0;
+    return want_int(c, v, qname, lo, hi, out) < 0 ? -1 : 1;
 }
 
 /* Like opt_int, but absence is an error; `why` (may be "") explains when the
@@ -100,23 +150,46 @@ static int req_int(const cfg *c, const char *key, int64_t lo, int64_t hi, int64_
 }
 
 /* Boolean `key` (true/false, or 0/1 as in hand-written configs) into *out
- * when present; 0 or -1. */
+ * when present.  Returns 1 when read, 0 when absent (*out untouched), -1. */
 static int opt_bool(const cfg *c, const char *key, int *out)
 {
-    char qname[160], got[64];
+    char qname[160];
     const json_t *v = lookup(c, key, qname, sizeof qname);
     if (!v)
         return 0;
-    if (json_is_boolean(v)) {
-        *out = json_is_true(v);
-        return 0;
+    return want_bool(c, v, qname, out) < 0 ? -1 : 1;
+}
+
+/* --- warnings ------------------------------------------------------------ */
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+void arch_warn(arch *a, const char *fmt, ...)
+{
+    if (a->nwarn == ARCH_MAX_WARN) {
+        snprintf(a->warn[ARCH_MAX_WARN - 1], sizeof a->warn[0],
+                 "%.120s: further warnings omitted (more than %d)", base_name(a->path),
+                 ARCH_MAX_WARN - 1);
+        return;
     }
-    if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1)) {
-        *out = (int)json_integer_value(v);
-        return 0;
-    }
-    return cp_fail_at(c->err, at(c), "field \"%s\" must be true or false, got %s", qname,
-                      show(v, got, sizeof got));
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->warn[a->nwarn++], sizeof a->warn[0], fmt, ap);
+    va_end(ap);
+}
+
+/* A field, shown as `value`, that changes the `work` of the simulated
+ * forward pass in a way that is not modelled; `what` says what it does,
+ * `how` what is simulated instead. */
+static void warn_field(const cfg *c, arch *a, const char *qname, const char *value,
+                       const char *what, const char *work, const char *how)
+{
+    arch_warn(a, "%s: field \"%s\" = %s (%s) changes the %s work and is not modelled: %s",
+              base_name(c->path), qname, value, what, work, how);
 }
 
 /* Checkpoint dtype: "torch_dtype", or "dtype" as newer transformers write it. */
@@ -232,31 +305,359 @@ static int parse_dsa(const cfg *c, arch *a)
     return 0;
 }
 
-/* qk_norm is use_qk_norm when given, else 0: the kind of model is never
- * guessed, so Qwen3 configs that omit the field (qwen3-32b.json) count no
- * q/k-norm weights (2 * head_dim elements per layer, < 0.001 % of the model). */
+/* Architecture classes whose transformers model applies q_norm and k_norm in
+ * its (full-)attention layers although their configs carry no flag for it
+ * (Qwen3's config.json has no use_qk_norm).  prefix = 1 matches every class
+ * name that starts with `name`.  Source: transformers src/transformers/
+ * models/<dir>/modeling_<dir>.py, the attention class's __init__:
+ *   qwen3 Qwen3Attention, qwen3_moe Qwen3MoeAttention, qwen3_next
+ *   Qwen3NextAttention (the full-attention layers), qwen3_vl
+ *   Qwen3VLTextAttention, qwen3_vl_moe Qwen3VLMoeTextAttention,
+ *   qwen3_omni_moe Qwen3OmniMoeThinkerTextAttention (thinker and talker
+ *   classes): q_norm / k_norm = RMSNorm(head_dim), per head;
+ *   gemma3 Gemma3Attention: Gemma3RMSNorm(dim=head_dim), per head;
+ *   olmo2 Olmo2Attention: Olmo2RMSNorm(num_attention_heads * head_dim) and
+ *   Olmo2RMSNorm(num_key_value_heads * head_dim); olmoe OlmoeAttention:
+ *   OlmoeRMSNorm(hidden_size) and OlmoeRMSNorm(kv_heads * head_dim).
+ * The two OLMo families normalise the whole projection rather than each
+ * head: the same work, but (heads + kv_heads) * head_dim weights where
+ * gqa_params counts 2 * head_dim (< 0.01 % of those models). */
+static const struct {
+    const char *name;
+    int prefix;
+} qk_norm_classes[] = {
+    {"Qwen3ForCausalLM", 0},
+    {"Qwen3MoeForCausalLM", 0},
+    {"Qwen3NextForCausalLM", 0},
+    {"Qwen3OmniMoe", 1}, /* ...ForConditionalGeneration, ...ThinkerFor... */
+    {"Qwen3VLForConditionalGeneration", 0},
+    {"Qwen3VLMoeForConditionalGeneration", 0},
+    {"Gemma3ForCausalLM", 0},
+    {"Gemma3ForConditionalGeneration", 0},
+    {"Olmo2ForCausalLM", 0},
+    {"OlmoeForCausalLM", 0},
+};
+
+static int qk_norm_class(const char *name)
+{
+    for (size_t i = 0; i < sizeof qk_norm_classes / sizeof qk_norm_classes[0]; i++) {
+        const char *k = qk_norm_classes[i].name;
+        if (qk_norm_classes[i].prefix ? strncmp(name, k, strlen(k)) == 0 : strcmp(name, k) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* One architectures[] list v, named qname: class names shorter than
+ * arch_class.  Sets c->qk_class when one is in qk_norm_classes and, when
+ * `top`, a->arch_class to the first entry. */
+static int class_list(cfg *c, const json_t *v, const char *qname, arch *a, int top)
+{
+    char got[64];
+    size_t i;
+    const json_t *e;
+    if (!v || json_is_null(v))
+        return 0;
+    int ok = json_is_array(v);
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e) || json_string_length(e) >= sizeof a->arch_class) {
+            ok = 0;
+            break;
+        }
+        if (top && i == 0)
+            snprintf(a->arch_class, sizeof a->arch_class, "%s", json_string_value(e));
+        c->qk_class |= qk_norm_class(json_string_value(e));
+    }
+    if (ok)
+        return 0;
+    return cp_fail_at(c->err, at(c),
+                      "field \"%s\" must be a list of class names shorter than %zu characters, "
+                      "got %s", qname, sizeof a->arch_class, show(v, got, sizeof got));
+}
+
+/* architectures[] at the top level and in thinker_config (Qwen3-Omni). */
+static int parse_class(cfg *c, arch *a)
+{
+    const json_t *thinker = json_object_get(c->top, "thinker_config");
+    if (class_list(c, json_object_get(c->top, "architectures"), "architectures", a, 1) < 0)
+        return -1;
+    if (!json_is_object(thinker))
+        return 0;
+    return class_list(c, json_object_get(thinker, "architectures"),
+                      "thinker_config.architectures", a, 0);
+}
+
+/* qk_norm is use_qk_norm when present (true or false wins), else 1 when an
+ * architectures[] class is in qk_norm_classes, else 0.  Only the presence of
+ * q/k norms is taken from the class; every size still comes from fields. */
 static int parse_attention(const cfg *c, arch *a)
 {
+    int r = 0;
     if (req_int(c, "num_attention_heads", 1, MAX_HEADS, &a->heads, "") < 0 ||
-        opt_bool(c, "use_qk_norm", &a->qk_norm) < 0 ||
+        (r = opt_bool(c, "use_qk_norm", &a->qk_norm)) < 0 ||
         opt_bool(c, "attention_bias", &a->attention_bias) < 0 ||
         opt_int(c, "kv_lora_rank", 0, MAX_WIDTH, &a->kv_lora_rank) < 0)
         return -1;
+    if (r == 0)
+        a->qk_norm = c->qk_class;
     int rc = a->kv_lora_rank > 0 ? parse_mla(c, a) : parse_gqa(c, a);
     return rc < 0 ? -1 : parse_dsa(c, a);
 }
 
+/* Attention fields that change the work but are not modelled, in this
+ * order: partial_rotary_factor < 1 (also under rope_parameters, as newer
+ * transformers write it), attn_output_gate, attention_chunk_size,
+ * no_rope_layers with NoPE layers. */
+static int warn_attention(const cfg *c, arch *a)
+{
+    char qname[224], rp_name[160], got[64], val[64];
+    const json_t *v = lookup(c, "partial_rotary_factor", qname, sizeof qname);
+    const json_t *rp = lookup(c, "rope_parameters", rp_name, sizeof rp_name);
+    if (!v && json_is_object(rp))
+        v = member(rp, rp_name, "partial_rotary_factor", qname, sizeof qname);
+    if (v && (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 1))
+        return cp_fail_at(c->err, at(c), "field \"%s\" must be a number in (0, 1], got %s",
+                          qname, show(v, got, sizeof got));
+    if (v && json_number_value(v) < 1)
+        warn_field(c, a, qname, show(v, got, sizeof got), "RoPE on part of each head", "RoPE",
+                   "RoPE is simulated on the whole head");
+
+    int gate = 0;
+    int64_t chunk = 0;
+    if (opt_bool(c, "attn_output_gate", &gate) < 0 ||
+        opt_int(c, "attention_chunk_size", 1, MAX_POSITION, &chunk) < 0)
+        return -1;
+    if (gate) {
+        lookup(c, "attn_output_gate", qname, sizeof qname);
+        warn_field(c, a, qname, "true", "a sigmoid gate on the attention output", "attention",
+                   "no output gate is simulated");
+    }
+    if (chunk > 0) {
+        lookup(c, "attention_chunk_size", qname, sizeof qname);
+        snprintf(val, sizeof val, "%" PRId64, chunk);
+        warn_field(c, a, qname, val, "chunked local attention", "attention",
+                   "attention is simulated as full causal");
+    }
+
+    /* no_rope_layers (Llama4TextConfig, SmolLM3Config): 1 = the layer uses
+     * RoPE, 0 = NoPE; an empty list makes transformers build its default,
+     * a NoPE layer every no_rope_layer_interval layers. */
+    v = lookup(c, "no_rope_layers", qname, sizeof qname);
+    if (!v)
+        return 0;
+    size_t i;
+    const json_t *e;
+    int64_t nope = 0;
+    int ok = json_is_array(v) && (json_array_size(v) == 0 ||
+                                  (int64_t)json_array_size(v) >= a->layers);
+    json_array_foreach(v, i, e) {
+        if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > 1) {
+            ok = 0;
+            break;
+        }
+        nope += (int64_t)i < a->layers && json_integer_value(e) == 0;
+    }
+    if (!ok)
+        return cp_fail_at(c->err, at(c),
+                          "field \"%s\" must be a list of 0 or 1 for each of the %" PRId64
+                          " layers, got %s", qname, a->layers, show(v, got, sizeof got));
+    if (json_array_size(v) == 0)
+        warn_field(c, a, qname, "[]", "NoPE every no_rope_layer_interval-th layer by default",
+                   "RoPE", "RoPE is simulated on every layer");
+    else if (nope > 0) {
+        snprintf(val, sizeof val, "0 on %" PRId64 " of %" PRId64 " layers", nope, a->layers);
+        warn_field(c, a, qname, val, "layers without RoPE", "RoPE",
+                   "RoPE is simulated on every layer");
+    }
+    return 0;
+}
+
+/* --- sliding windows ----------------------------------------------------- */
+
+enum { LT_FULL, LT_SLIDING, LT_OTHER };
+
+/* layer_types (newer transformers): one name per layer, exactly
+ * num_hidden_layers of them as transformers' layer_type_validation demands.
+ * kind[i] is LT_FULL for "full_attention", LT_SLIDING for
+ * "sliding_attention", LT_OTHER for anything else ("linear_attention",
+ * "chunked_attention", ...), which is warned once per name, in order of first
+ * appearance.  *present says whether the field is there. */
+static int layer_types(const cfg *c, arch *a, uint8_t *kind, int *present)
+{
+    char qname[160], got[64], val[96];
+    const json_t *v = lookup(c, "layer_types", qname, sizeof qname);
+    *present = v != NULL;
+    if (!v)
+        return 0;
+    int ok = json_is_array(v) && (int64_t)json_array_size(v) == a->layers;
+    for (int64_t i = 0; ok && i < a->layers; i++) {
+        const json_t *e = json_array_get(v, (size_t)i);
+        ok = json_is_string(e);
+        if (ok)
+            kind[i] = strcmp(json_string_value(e), "full_attention") == 0      ? LT_FULL
+                      : strcmp(json_string_value(e), "sliding_attention") == 0 ? LT_SLIDING
+                                                                               : LT_OTHER;
+    }
+    if (!ok)
+        return cp_fail_at(c->err, at(c),
+                          "field \"%s\" must be a list of %" PRId64 " attention kinds, one per "
+                          "layer, got %s", qname, a->layers, show(v, got, sizeof got));
+    for (int64_t i = 0; i < a->layers; i++) {
+        const char *name = json_string_value(json_array_get(v, (size_t)i));
+        int64_t n = 0;
+        int first = 1;
+        for (int64_t j = 0; kind[i] == LT_OTHER && j < a->layers; j++) {
+            int same = strcmp(json_string_value(json_array_get(v, (size_t)j)), name) == 0;
+            first &= !(same && j < i);
+            n += same;
+        }
+        if (kind[i] != LT_OTHER || !first)
+            continue;
+        snprintf(val, sizeof val, "\"%.40s\" on %" PRId64 " of %" PRId64 " layers", name, n,
+                 a->layers);
+        warn_field(c, a, qname, val, "neither full nor sliding", "attention",
+                   "simulated as full causal");
+    }
+    return 0;
+}
+
+/* Which layers attend within sliding_window (int, or null = none), in this
+ * order of precedence:
+ *   1. use_sliding_window present and false: no layer (Qwen2Config sets
+ *      sliding_window = None unless use_sliding_window);
+ *   2. layer_types present: the "sliding_attention" layers;
+ *   3. max_window_layers or use_sliding_window present (Qwen2/Qwen3): layer i
+ *      when use_sliding_window is true and i >= max_window_layers
+ *      (transformers Qwen2Config/Qwen3Config build layer_types so; absent
+ *      use_sliding_window is their default False, absent max_window_layers
+ *      their default 28);
+ *   4. sliding_window_pattern present (Gemma3 configs before layer_types):
+ *      layer i when (i + 1) % pattern != 0 (Gemma3Attention is_sliding);
+ *   5. otherwise (Mistral): every layer.
+ * A config without sliding_window has no window (the config classes'
+ * default of 4096 is not assumed); one whose layer_types name sliding
+ * layers must give it.  A window wider than the context is kept
+ * as written.  Qwen3-Next-style full_attention_interval (linear attention
+ * on the other layers) without layer_types is warned here. */
+static int parse_window(const cfg *c, arch *a)
+{
+    char qname[160], val[32];
+    int64_t sw = 0, max_window = 28, pattern = 0, full_every = 0; /* 28: Qwen2Config default */
+    int use = -1, types = 0, r_max = 0, r_use = 0, r_pat = 0;
+    uint8_t kind[ARCH_MAX_LAYERS] = {0};
+    if (opt_int(c, "sliding_window", 0, MAX_POSITION, &sw) < 0 ||
+        (r_use = opt_bool(c, "use_sliding_window", &use)) < 0 ||
+        (r_max = opt_int(c, "max_window_layers", 0, ARCH_MAX_LAYERS, &max_window)) < 0 ||
+        (r_pat = opt_int(c, "sliding_window_pattern", 1, ARCH_MAX_LAYERS, &pattern)) < 0 ||
+        opt_int(c, "full_attention_interval", 1, ARCH_MAX_LAYERS, &full_every) < 0 ||
+        layer_types(c, a, kind, &types) < 0)
+        return -1;
+    if (!types && full_every > 1) {
+        lookup(c, "full_attention_interval", qname, sizeof qname);
+        snprintf(val, sizeof val, "%" PRId64, full_every);
+        warn_field(c, a, qname, val, "linear attention on the other layers", "attention",
+                   "every layer is simulated as full causal attention");
+    }
+    for (int64_t i = 0; i < a->layers; i++) {
+        if (types)
+            a->layer_window[i] = kind[i] == LT_SLIDING;
+        else if (r_max || r_use)
+            a->layer_window[i] = use == 1 && i >= max_window;
+        else if (r_pat)
+            a->layer_window[i] = (i + 1) % pattern != 0;
+        else
+            a->layer_window[i] = 1;
+        if (use == 0)
+            a->layer_window[i] = 0;
+        if (a->layer_window[i] && sw == 0 && types) {
+            lookup(c, "layer_types", qname, sizeof qname);
+            return cp_fail_at(c->err, at(c),
+                              "field \"%s\" marks layer %" PRId64 " as \"sliding_attention\" "
+                              "but \"sliding_window\" is missing", qname, i);
+        }
+        a->layer_window[i] &= sw > 0;
+        a->window_layers += a->layer_window[i];
+    }
+    a->sliding_window = a->window_layers > 0 ? sw : 0;
+    return 0;
+}
+
+/* --- FFN ------------------------------------------------------------------ */
+
+/* The expert layouts, told apart by fields:
+ *   EXPERTS_SIZED: num_experts or n_routed_experts (Qwen-MoE, DeepSeek, GLM):
+ *     experts moe_intermediate_size wide, shared experts as configured,
+ *     dense layers intermediate_size wide;
+ *   EXPERTS_LOCAL: num_local_experts only (Mixtral, GPT-OSS; transformers
+ *     MixtralExperts/GptOssExperts are intermediate_size wide):
+ *     intermediate_size is the expert width, every layer is MoE unless
+ *     placement fields say otherwise, no shared expert, no dense MLP;
+ *   EXPERTS_LLAMA4: num_local_experts with intermediate_size_mlp or
+ *     interleave_moe_layer_step, fields only Llama4TextConfig has
+ *     (transformers models/llama4/modeling_llama4.py): Llama4TextMoe builds
+ *     num_local_experts experts and always one shared_expert =
+ *     Llama4TextMLP(config), both intermediate_size wide, and a router
+ *     Linear(hidden, num_local_experts, bias=False); a layer not in
+ *     config.moe_layers gets Llama4TextMLP(intermediate_size_mlp).
+ * moe_intermediate_size, when given, is the expert width in every layout. */
+enum { EXPERTS_SIZED, EXPERTS_LOCAL, EXPERTS_LLAMA4 };
+
 /* Routing and expert widths; shared experts as n_shared_experts (DeepSeek,
  * each moe_intermediate wide) or one shared_expert_intermediate_size wide
- * MLP (Qwen-MoE; 0 means none). */
-static int parse_moe(const cfg *c, arch *a)
+ * MLP (Qwen-MoE; 0 means none), or Llama-4's one shared expert. */
+/* Classes whose router scores experts by sigmoid with a correction bias
+ * (noaux_tc) when the config does not say: transformers deepseek_v3
+ * DeepseekV3Config scoring_func default "sigmoid" (DeepseekV3TopkRouter),
+ * deepseek_v32 likewise, glm4_moe Glm4MoeTopkRouter and glm_moe_dsa
+ * (sigmoid + e_score_correction_bias).  Every other router: softmax. */
+static const char *const sigmoid_router_classes[] = {
+    "DeepseekV3", "DeepseekV32", "Glm4Moe", "GlmMoeDsa", NULL,
+};
+
+static int parse_router(const cfg *c, arch *a)
+{
+    char qname[160], got[64];
+    const json_t *v = lookup(c, "scoring_func", qname, sizeof qname);
+    if (v) {
+        if (json_is_string(v) && (!strcmp(json_string_value(v), "sigmoid") ||
+                                  !strcmp(json_string_value(v), "softmax"))) {
+            a->router_sigmoid = !strcmp(json_string_value(v), "sigmoid");
+            return 0;
+        }
+        return cp_fail_at(c->err, at(c), "field \"%s\" must be \"softmax\" or \"sigmoid\", got %s",
+                          qname, show(v, got, sizeof got));
+    }
+    for (int i = 0; sigmoid_router_classes[i]; i++)
+        if (!strncmp(a->arch_class, sigmoid_router_classes[i], strlen(sigmoid_router_classes[i])))
+            a->router_sigmoid = 1;
+    return 0;
+}
+
+static int parse_moe(const cfg *c, arch *a, int layout, int64_t inter)
 {
     const char *why = " (required when the model has routed experts)";
     int64_t width = 0;
     if (req_int(c, "num_experts_per_tok", 1, a->experts, &a->top_k, why) < 0 ||
-        req_int(c, "moe_intermediate_size", 1, MAX_WIDTH, &a->moe_intermediate, why) < 0)
+        parse_router(c, a) < 0)
         return -1;
-    int r = opt_int(c, "n_shared_experts", 0, MAX_EXPERTS, &a->shared_experts);
+    int r = opt_int(c, "moe_intermediate_size", 1, MAX_WIDTH, &a->moe_intermediate);
+    if (r < 0)
+        return -1;
+    if (r == 0 && layout == EXPERTS_SIZED)
+        return cp_fail_at(c->err, at(c), "missing required field \"moe_intermediate_size\"%s",
+                          why);
+    if (r == 0 && inter == 0)
+        return cp_fail_at(c->err, at(c),
+                          "missing required field \"intermediate_size\" (the expert width when "
+                          "the experts are given as num_local_experts)");
+    if (r == 0)
+        a->moe_intermediate = inter;
+    if (layout == EXPERTS_LLAMA4) {
+        a->shared_experts = 1;
+        a->shared_intermediate = inter > 0 ? inter : a->moe_intermediate;
+        return 0;
+    }
+    r = opt_int(c, "n_shared_experts", 0, MAX_EXPERTS, &a->shared_experts);
     if (r != 0) {
         a->shared_intermediate = a->shared_experts * a->moe_intermediate;
         return r < 0 ? -1 : 0;
@@ -268,11 +669,12 @@ static int parse_moe(const cfg *c, arch *a)
     return 0;
 }
 
-/* mlp_only_layers: indices of layers kept dense in a Qwen-MoE model. */
-static int dense_list(const cfg *c, arch *a)
+/* A list of layer indices in [0, layers) named `key`: layer_moe[i] = set for
+ * each.  Returns 1 when read, 0 when absent, -1. */
+static int layer_list(const cfg *c, arch *a, const char *key, uint8_t set)
 {
     char qname[160], got[64];
-    const json_t *v = lookup(c, "mlp_only_layers", qname, sizeof qname);
+    const json_t *v = lookup(c, key, qname, sizeof qname);
     if (!v)
         return 0;
     size_t i;
@@ -284,10 +686,10 @@ static int dense_list(const cfg *c, arch *a)
             ok = 0;
             break;
         }
-        a->layer_moe[json_integer_value(e)] = 0;
+        a->layer_moe[json_integer_value(e)] = set;
     }
     if (ok)
-        return 0;
+        return 1;
     return cp_fail_at(c->err, at(c),
                       "field \"%s\" must be a list of layer indices in [0, %" PRId64 "], got %s",
                       qname, a->layers - 1, show(v, got, sizeof got));
@@ -296,38 +698,282 @@ static int dense_list(const cfg *c, arch *a)
 /* Which layers carry a MoE FFN.  DeepSeek/GLM (transformers
  * DeepseekV3DecoderLayer): i >= first_k_dense_replace and
  * i % moe_layer_freq == 0.  Qwen-MoE (Qwen3MoeDecoderLayer): i not in
- * mlp_only_layers and (i + 1) % decoder_sparse_step == 0.  Absent fields take
- * the neutral values 0, 1, 1, [], so both rules apply together. */
+ * mlp_only_layers and (i + 1) % decoder_sparse_step == 0.  Llama-4
+ * (Llama4TextConfig): moe_layers when given (it overrides the step), else
+ * range(interleave_moe_layer_step - 1, layers, step), i.e.
+ * (i + 1) % interleave_moe_layer_step == 0.  Absent fields take the neutral
+ * values 0, 1, 1, 1, [], so the rules apply together. */
 static int place_moe(const cfg *c, arch *a)
 {
-    int64_t first_dense = 0, freq = 1, step = 1;
+    int64_t first_dense = 0, freq = 1, step = 1, interleave = 1;
     if (opt_int(c, "first_k_dense_replace", 0, a->layers, &first_dense) < 0 ||
         opt_int(c, "moe_layer_freq", 1, ARCH_MAX_LAYERS, &freq) < 0 ||
-        opt_int(c, "decoder_sparse_step", 1, ARCH_MAX_LAYERS, &step) < 0)
+        opt_int(c, "decoder_sparse_step", 1, ARCH_MAX_LAYERS, &step) < 0 ||
+        opt_int(c, "interleave_moe_layer_step", 1, ARCH_MAX_LAYERS, &interleave) < 0)
         return -1;
     for (int64_t i = 0; i < a->layers; i++)
-        a->layer_moe[i] = i >= first_dense && i % freq == 0 && (i + 1) % step == 0;
-    return dense_list(c, a);
+        a->layer_moe[i] = i >= first_dense && i % freq == 0 && (i + 1) % step == 0 &&
+                          (i + 1) % interleave == 0;
+    char qname[160];
+    if (lookup(c, "moe_layers", qname, sizeof qname)) {
+        memset(a->layer_moe, 0, sizeof a->layer_moe);
+        if (layer_list(c, a, "moe_layers", 1) < 0)
+            return -1;
+    }
+    return layer_list(c, a, "mlp_only_layers", 0) < 0 ? -1 : 0;
 }
 
-/* FFN kind of every layer; MoE when num_experts or n_routed_experts > 0. */
+/* FFN kind of every layer; MoE when num_experts, n_routed_experts or
+ * num_local_experts > 0 (the first of them that is, in that order). */
 static int parse_ffn(const cfg *c, arch *a)
 {
-    int64_t num_experts = 0, n_routed = 0;
-    if (opt_int(c, "intermediate_size", 1, MAX_WIDTH, &a->intermediate) < 0 ||
+    int64_t num_experts = 0, n_routed = 0, n_local = 0, inter = 0, inter_mlp = 0, step = 0;
+    int r_mlp, mlp_bias = 0;
+    char qname[160];
+    if (opt_int(c, "intermediate_size", 1, MAX_WIDTH, &inter) < 0 ||
+        (r_mlp = opt_int(c, "intermediate_size_mlp", 1, MAX_WIDTH, &inter_mlp)) < 0 ||
+        opt_int(c, "interleave_moe_layer_step", 1, ARCH_MAX_LAYERS, &step) < 0 ||
         opt_int(c, "num_experts", 0, MAX_EXPERTS, &num_experts) < 0 ||
-        opt_int(c, "n_routed_experts", 0, MAX_EXPERTS, &n_routed) < 0)
+        opt_int(c, "n_routed_experts", 0, MAX_EXPERTS, &n_routed) < 0 ||
+        opt_int(c, "num_local_experts", 0, MAX_EXPERTS, &n_local) < 0 ||
+        opt_bool(c, "mlp_bias", &mlp_bias) < 0)
         return -1;
-    a->experts = n_routed > 0 ? n_routed : num_experts;
+    a->experts = n_routed > 0 ? n_routed : num_experts > 0 ? num_experts : n_local;
     a->has_moe = a->experts > 0;
-    if (a->has_moe && (parse_moe(c, a) < 0 || place_moe(c, a) < 0))
+    int layout = n_routed > 0 || num_experts > 0 ? EXPERTS_SIZED
+                 : r_mlp || step > 0             ? EXPERTS_LLAMA4
+                                                 : EXPERTS_LOCAL;
+    if (!a->has_moe)
+        layout = EXPERTS_SIZED;
+    a->intermediate = layout == EXPERTS_SIZED ? inter : layout == EXPERTS_LLAMA4 ? inter_mlp : 0;
+    if (a->has_moe && (parse_moe(c, a, layout, inter) < 0 || place_moe(c, a) < 0))
         return -1;
     for (int64_t i = 0; i < a->layers; i++)
         a->dense_layers += !a->layer_moe[i];
     if (a->dense_layers > 0 && a->intermediate == 0)
         return cp_fail_at(c->err, at(c),
-                          "missing required field \"intermediate_size\" (%" PRId64
-                          " of %" PRId64 " layers have a dense FFN)", a->dense_layers, a->layers);
+                          layout == EXPERTS_LOCAL
+                              ? "field \"intermediate_size\" is the expert width when the "
+                                "experts are given as num_local_experts, so the %" PRId64
+                                " of %" PRId64 " layers with a dense FFN have no width"
+                          : layout == EXPERTS_LLAMA4
+                              ? "missing required field \"intermediate_size_mlp\" (%" PRId64
+                                " of %" PRId64 " layers have a dense FFN)"
+                              : "missing required field \"intermediate_size\" (%" PRId64
+                                " of %" PRId64 " layers have a dense FFN)",
+                          a->dense_layers, a->layers);
+    if (mlp_bias) {
+        lookup(c, "mlp_bias", qname, sizeof qname);
+        warn_field(c, a, qname, "true", "biases on the MLP projections", "MLP",
+                   "no MLP biases are counted or simulated");
+    }
+    return 0;
+}
+
+/* --- quantization_config -------------------------------------------------- */
+
+/* [rows, cols], two positive integers, into blk. */
+static int block_pair(const cfg *c, const json_t *v, const char *qname, int64_t *blk)
+{
+    char got[64];
+    const json_t *r = json_array_get(v, 0), *k = json_array_get(v, 1);
+    if (json_is_array(v) && json_array_size(v) == 2 && json_is_integer(r) &&
+        json_is_integer(k) && json_integer_value(r) >= 1 && json_integer_value(r) <= MAX_WIDTH &&
+        json_integer_value(k) >= 1 && json_integer_value(k) <= MAX_WIDTH) {
+        blk[0] = json_integer_value(r);
+        blk[1] = json_integer_value(k);
+        return 0;
+    }
+    return cp_fail_at(c->err, at(c),
+                      "field \"%s\" must be a block shape [rows, cols] of positive integers, "
+                      "got %s", qname, show(v, got, sizeof got));
+}
+
+/* Scale granularities of compressed-tensors' QuantizationStrategy that
+ * apply to weights (compressed_tensors/quantization/quant_args.py). */
+static const char *const weight_strategies[] = {
+    "tensor", "channel", "group", "block", "tensor_group", NULL,
+};
+
+/* Members `key` of x and y are equal JSON, null counting as absent. */
+static int same_member(const json_t *x, const json_t *y, const char *key)
+{
+    const json_t *u = json_object_get(x, key), *v = json_object_get(y, key);
+    u = json_is_null(u) ? NULL : u;
+    v = json_is_null(v) ? NULL : v;
+    return (!u && !v) || json_equal(u, v);
+}
+
+/* compressed-tensors: the scheme of config_groups' first group by name
+ * (weights.num_bits / type / strategy / group_size / block_structure,
+ * input_activations.dynamic).  Groups whose weights or input activations
+ * differ from it, a strategy outside weight_strategies, a missing
+ * config_groups and a kv_cache_scheme are warned. */
+static int parse_compressed(const cfg *c, arch *a, const json_t *q, const char *qn)
+{
+    /* each dotted name is sized for its parent's plus the longest key */
+    char gname[192], sub[240], wname[264], qname[288], got[64], val[64];
+    const json_t *groups = member(q, qn, "config_groups", gname, sizeof gname), *v;
+    const char *key, *first = NULL;
+    json_t *g;
+    if (groups && !json_is_object(groups))
+        return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", gname,
+                          show(groups, got, sizeof got));
+    if (groups)
+        json_object_foreach((json_t *)groups, key, g)
+            if (!first || strcmp(key, first) < 0)
+                first = key;
+    if (!first) {
+        snprintf(qname, sizeof qname, "%s.quant_method", qn);
+        warn_field(c, a, qname, "\"compressed-tensors\"", "no config_groups: scheme unknown",
+                   "GEMM/memory", "quant_bits is left 0");
+    } else {
+        const json_t *grp = json_object_get(groups, first), *w, *in;
+        snprintf(sub, sizeof sub, "%s.%.40s", gname, first);
+        if (!json_is_object(grp))
+            return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", sub,
+                              show(grp, got, sizeof got));
+        w = member(grp, sub, "weights", qname, sizeof qname);
+        if (w && !json_is_object(w))
+            return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", qname,
+                              show(w, got, sizeof got));
+        int64_t bits = 0;
+        snprintf(wname, sizeof wname, "%s.weights", sub);
+        if (w && (v = member(w, wname, "num_bits", qname, sizeof qname)) &&
+            want_int(c, v, qname, 1, 64, &bits) < 0)
+            return -1;
+        a->quant_bits = (int)bits;
+        if (w && (v = member(w, wname, "type", qname, sizeof qname)) &&
+            want_str(c, v, qname, a->quant_type, sizeof a->quant_type,
+                     "a number type such as \"float\" or \"int\"") < 0)
+            return -1;
+        if (w && (v = member(w, wname, "group_size", qname, sizeof qname)) &&
+            want_int(c, v, qname, 1, MAX_WIDTH, &a->quant_group) < 0)
+            return -1;
+        if (w && (v = member(w, wname, "block_structure", qname, sizeof qname)) &&
+            block_pair(c, v, qname, a->quant_block) < 0)
+            return -1;
+        if (w && (v = member(w, wname, "strategy", qname, sizeof qname))) {
+            char strategy[32];
+            if (want_str(c, v, qname, strategy, sizeof strategy, "a strategy name") < 0)
+                return -1;
+            int known = 0;
+            for (const char *const *k = weight_strategies; *k; k++)
+                known |= strcmp(*k, strategy) == 0;
+            if (known)
+                snprintf(a->quant_strategy, sizeof a->quant_strategy, "%.15s", strategy);
+            else
+                warn_field(c, a, qname, show(v, got, sizeof got), "unknown weight strategy",
+                           "GEMM/memory", "quant_strategy is left empty");
+        }
+        in = member(grp, sub, "input_activations", qname, sizeof qname);
+        if (in && !json_is_object(in))
+            return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", qname,
+                              show(in, got, sizeof got));
+        snprintf(wname, sizeof wname, "%s.input_activations", sub);
+        v = in ? member(in, wname, "dynamic", qname, sizeof qname) : NULL;
+        if (v && json_is_boolean(v))
+            snprintf(a->quant_act, sizeof a->quant_act, "%s",
+                     json_is_true(v) ? "dynamic" : "static");
+        else if (v && want_str(c, v, qname, a->quant_act, sizeof a->quant_act,
+                               "true, false or a dynamic kind such as \"local\"") < 0)
+            return -1;
+        int differ = 0;
+        json_object_foreach((json_t *)groups, key, g)
+            differ += !json_is_object(g) || !same_member(g, grp, "weights") ||
+                      !same_member(g, grp, "input_activations");
+        if (differ > 0) {
+            snprintf(val, sizeof val, "%zu groups", json_object_size(groups));
+            snprintf(sub, sizeof sub, "the first, \"%.40s\", is recorded", first);
+            warn_field(c, a, gname, val, "mixed weight schemes", "GEMM/memory", sub);
+        }
+    }
+    v = member(q, qn, "kv_cache_scheme", qname, sizeof qname);
+    if (v)
+        warn_field(c, a, qname, json_is_object(v) ? "{...}" : show(v, got, sizeof got),
+                   "quantized KV cache", "KV-cache",
+                   "the KV cache is simulated at the run's KV dtype");
+    return 0;
+}
+
+/* GPTQ / AWQ (transformers GPTQConfig, AwqConfig): integer weights of
+ * `bits`, scales per group_size columns, or per channel for group_size -1;
+ * activations stay unquantized. */
+static int parse_int_weights(const cfg *c, arch *a, const json_t *q, const char *qn)
+{
+    char qname[224];
+    int64_t bits = 0, group = 0;
+    const json_t *v;
+    if ((v = member(q, qn, "bits", qname, sizeof qname)) && want_int(c, v, qname, 1, 16, &bits) < 0)
+        return -1;
+    a->quant_bits = (int)bits;
+    snprintf(a->quant_type, sizeof a->quant_type, "int");
+    v = member(q, qn, "group_size", qname, sizeof qname);
+    if (v && json_is_integer(v) && json_integer_value(v) == -1) {
+        snprintf(a->quant_strategy, sizeof a->quant_strategy, "channel");
+        return 0;
+    }
+    if (v && want_int(c, v, qname, 1, MAX_WIDTH, &group) < 0)
+        return -1;
+    if (group > 0) {
+        snprintf(a->quant_strategy, sizeof a->quant_strategy, "group");
+        a->quant_group = group;
+    }
+    return 0;
+}
+
+/* quantization_config, recorded for the precision model; nothing about the
+ * run's precision is decided here.  Common fields: quant_method,
+ * weight_block_size, fmt, activation_scheme.  A config with only
+ * weight_block_size (the bundled DeepSeek-V3 abridgement of {"quant_method":
+ * "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size":
+ * [128, 128]}) is fp8.  fp8 is 8-bit float, per tensor unless
+ * weight_block_size (as vLLM's Fp8Config reads it); compressed-tensors,
+ * gptq and awq as above; any other method is warned. */
+static int parse_quant(const cfg *c, arch *a)
+{
+    char qn[160], qname[224], got[64];
+    const json_t *q = lookup(c, "quantization_config", qn, sizeof qn), *v;
+    if (!q)
+        return 0;
+    if (!json_is_object(q))
+        return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", qn,
+                          show(q, got, sizeof got));
+    if (((v = member(q, qn, "quant_method", qname, sizeof qname)) &&
+         want_str(c, v, qname, a->quant_method, sizeof a->quant_method, "a method name") < 0) ||
+        ((v = member(q, qn, "weight_block_size", qname, sizeof qname)) &&
+         block_pair(c, v, qname, a->quant_block) < 0) ||
+        ((v = member(q, qn, "fmt", qname, sizeof qname)) &&
+         want_str(c, v, qname, a->quant_fmt, sizeof a->quant_fmt,
+                  "a format such as \"e4m3\"") < 0) ||
+        ((v = member(q, qn, "activation_scheme", qname, sizeof qname)) &&
+         want_str(c, v, qname, a->quant_act, sizeof a->quant_act,
+                  "\"dynamic\" or \"static\"") < 0))
+        return -1;
+    if (a->quant_method[0] == 0 && a->quant_block[0] > 0)
+        snprintf(a->quant_method, sizeof a->quant_method, "fp8");
+    const char *m = a->quant_method;
+    if (strcmp(m, "fp8") == 0) {
+        a->quant_bits = 8; /* float8: e4m3 or e5m2 */
+        snprintf(a->quant_type, sizeof a->quant_type, "float");
+        snprintf(a->quant_strategy, sizeof a->quant_strategy, "%s",
+                 a->quant_block[0] > 0 ? "block" : "tensor");
+        return 0;
+    }
+    if (strcmp(m, "compressed-tensors") == 0)
+        return parse_compressed(c, a, q, qn);
+    if (strcmp(m, "gptq") == 0 || strcmp(m, "awq") == 0)
+        return parse_int_weights(c, a, q, qn);
+    if (m[0] == 0 && json_object_size(q) == 0)
+        return 0;
+    if (m[0] == 0) {
+        warn_field(c, a, qn, "{...}", "no quant_method", "GEMM/memory",
+                   "the quantization is not recorded");
+        return 0;
+    }
+    v = member(q, qn, "quant_method", qname, sizeof qname);
+    warn_field(c, a, qname, show(v, got, sizeof got), "unknown quantization method",
+               "GEMM/memory", "quant_bits is left 0");
     return 0;
 }
 
@@ -432,10 +1078,13 @@ int64_t arch_kv_elems_per_token_layer(const arch *a)
 
 /* --- loading ------------------------------------------------------------- */
 
+/* Warnings come in this order: attention (warn_attention), windows and
+ * layer kinds (parse_window), FFN (parse_ffn), quantization (parse_quant). */
 static int parse(cfg *c, arch *a)
 {
-    if (pick_text(c) < 0 || parse_common(c, a) < 0 || parse_attention(c, a) < 0 ||
-        parse_ffn(c, a) < 0)
+    if (pick_text(c) < 0 || parse_class(c, a) < 0 || parse_common(c, a) < 0 ||
+        parse_attention(c, a) < 0 || warn_attention(c, a) < 0 || parse_window(c, a) < 0 ||
+        parse_ffn(c, a) < 0 || parse_quant(c, a) < 0)
         return -1;
     double n = total_params(a);
     if (n > MAX_PARAMS)

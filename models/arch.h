@@ -5,11 +5,19 @@
  *   - GQA/MHA:   num_attention_heads, num_key_value_heads, head_dim
  *   - MLA:       kv_lora_rank (+ q_lora_rank, qk_nope/rope_head_dim, v_head_dim)
  *   - DSA:       index_topk with index_n_heads / index_head_dim (on top of MLA)
- *   - MoE:       num_experts | n_routed_experts (+ num_experts_per_tok,
- *                moe_intermediate_size, shared experts, first_k_dense_replace,
- *                moe_layer_freq, decoder_sparse_step, mlp_only_layers)
+ *   - MoE:       num_experts | n_routed_experts | num_local_experts (+
+ *                num_experts_per_tok, moe_intermediate_size, shared experts,
+ *                first_k_dense_replace, moe_layer_freq, decoder_sparse_step,
+ *                mlp_only_layers, interleave_moe_layer_step, moe_layers,
+ *                intermediate_size_mlp)
+ *   - windows:   sliding_window, use_sliding_window, max_window_layers,
+ *                sliding_window_pattern, layer_types
+ *   - quantization_config (recorded, not interpreted: see quant_*)
+ * The one exception is what no field states: whether q/k are normalised is
+ * taken from the architecture class (architectures[]) when no field says it.
  * Nested text_config and thinker_config.text_config are followed; unknown
- * fields are ignored.
+ * fields are ignored, except those that change the simulated work without
+ * being modelled: each adds a line to warn[] (see arch_load).
  */
 #ifndef CP_ARCH_H
 #define CP_ARCH_H
@@ -18,12 +26,16 @@
 #include "workloads/diag.h"
 
 #define ARCH_MAX_LAYERS 1024
+#define ARCH_MAX_WARN 16    /* warning lines kept per model */
+#define ARCH_WARN_LEN 200   /* bytes per warning line, NUL included */
 
 typedef enum { ATTN_GQA, ATTN_MLA } arch_attn;
 
 typedef struct arch {
     char name[128];          /* bundled name or file name without .json */
     char path[1024];         /* the config.json actually read */
+    char arch_class[64];     /* first entry of the top-level architectures[],
+                                "" if none (e.g. "Qwen3ForCausalLM") */
 
     int64_t hidden;          /* hidden_size */
     int64_t layers;          /* num_hidden_layers (MTP layers excluded) */
@@ -36,8 +48,20 @@ typedef struct arch {
     int64_t heads;           /* num_attention_heads */
     int64_t kv_heads;        /* num_key_value_heads (MLA: = heads) */
     int64_t head_dim;        /* GQA: head_dim (default hidden/heads) */
-    int qk_norm;             /* per-head q/k RMSNorm: use_qk_norm, else 0 */
-    int attention_bias;
+    int qk_norm;             /* q/k normalised before RoPE: use_qk_norm when
+                                present, else 1 when an architectures[] class
+                                (top level or thinker_config) is one whose
+                                transformers model applies q_norm/k_norm
+                                (Llama-4's use_qk_norm is a weightless L2
+                                norm, counted like an RMSNorm here) */
+    int attention_bias;      /* biases on q/k/v/o (counted in the params) */
+
+    /* sliding-window attention: sliding_window > 0 exactly when some
+     * layer_window[i] is 1 */
+    int64_t sliding_window;  /* window in tokens, 0 = no windowed layer */
+    uint8_t layer_window[ARCH_MAX_LAYERS]; /* 1 if layer i attends only to
+                                the last sliding_window positions */
+    int64_t window_layers;   /* number of layers with layer_window[i] == 1 */
 
     /* MLA (attn == ATTN_MLA) */
     int64_t q_lora_rank;     /* 0: q projected directly (no q_a/q_b) */
@@ -53,28 +77,68 @@ typedef struct arch {
     int64_t index_topk;      /* index_topk */
 
     /* FFN */
-    int64_t intermediate;    /* dense MLP intermediate_size */
+    int64_t intermediate;    /* dense MLP width: intermediate_size, or
+                                intermediate_size_mlp (Llama-4 layout); 0 when
+                                intermediate_size is the expert width
+                                (Mixtral layout) */
     int has_moe;
     int64_t experts;         /* routed experts */
     int64_t top_k;           /* num_experts_per_tok */
     int64_t moe_intermediate;
+    int router_sigmoid;      /* router scores by sigmoid (+ correction bias)
+                                rather than softmax: scoring_func when present,
+                                else the architecture class (arch.c) */
     int64_t shared_experts;  /* number of shared experts (0 if none) */
     int64_t shared_intermediate; /* width of the shared-expert MLP in total
-                                    (n_shared_experts * moe_intermediate, or
-                                    shared_expert_intermediate_size) */
+                                    (n_shared_experts * moe_intermediate,
+                                    shared_expert_intermediate_size, or
+                                    intermediate_size in the Llama-4 layout) */
     int64_t dense_layers;    /* number of layers whose FFN is dense */
     uint8_t layer_moe[ARCH_MAX_LAYERS]; /* 1 if layer i has a MoE FFN */
 
     int64_t mtp_layers;      /* num_nextn_predict_layers (not simulated) */
     char torch_dtype[16];    /* checkpoint dtype string, "" if absent */
+
+    /* quantization_config as written, for the precision model to interpret
+     * ("" / 0 when absent or not stated) */
+    char quant_method[32];   /* quant_method; "fp8" for a config that gives only
+                                weight_block_size (DeepSeek-V3 bundled) */
+    int64_t quant_block[2];  /* weight_block_size (fp8) or block_structure
+                                (compressed-tensors): [rows, cols] */
+    char quant_fmt[16];      /* fmt, e.g. "e4m3" */
+    char quant_act[16];      /* activation_scheme "dynamic"/"static" (fp8);
+                                compressed-tensors input_activations.dynamic
+                                as "dynamic"/"static" (or its string) */
+    int quant_bits;          /* weight bits: 8 for fp8; num_bits
+                                (compressed-tensors); bits (gptq/awq) */
+    char quant_type[8];      /* weight number type: "float" (fp8, or
+                                compressed-tensors type), "int" (gptq/awq, or
+                                compressed-tensors type) */
+    char quant_strategy[16]; /* scale granularity of the weights: "tensor",
+                                "channel", "group", "block", "tensor_group" */
+    int64_t quant_group;     /* group_size of the "group" strategies */
+
+    /* config fields that change the simulated work but are not modelled, one
+     * line each ("<file>: field ..."), in a fixed order */
+    int nwarn;
+    char warn[ARCH_MAX_WARN][ARCH_WARN_LEN];
 } arch;
 
 /* Load `spec`: a bundled model name (looked up as
  * <datadir>/models/configs/<spec>.json) or a path to a config.json (any spec
  * containing '/' or ending in ".json"; relative paths are resolved against
  * base_dir when base_dir is not NULL).  Errors name the file and the missing
- * or malformed field; JSON syntax errors carry jansson's line and column. */
+ * or malformed field; JSON syntax errors carry jansson's line and column.
+ * Fields that change the simulated work but are not modelled (chunked or
+ * linear attention, NoPE layers, partial RoPE, an unknown quantization
+ * method, ...) do not fail: each adds a line to out->warn naming the file
+ * (base name) and the field; the caller decides whether to print them. */
 int arch_load(const char *spec, const char *base_dir, arch *out, cp_err *err);
+
+/* Append a warning line to a->warn (printf format, cut to ARCH_WARN_LEN).
+ * When ARCH_MAX_WARN lines are already there, the last one is replaced by a
+ * note that further warnings were omitted. */
+void arch_warn(arch *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Parameter counts (elements, not bytes), whole model, unsharded. */
 int64_t arch_attn_params_per_layer(const arch *a);

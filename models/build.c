@@ -80,9 +80,9 @@ int build_ranks(const scenario *s)
 
 /* The dtype linears compute in: 8-bit weights run 8-bit GEMMs (W8A8 int8
  * and FP8 checkpoints quantise the activations on the fly, per token or per
- * block, models-hardware.md 2.3), 4-bit weights are dequantised to the
- * activation dtype (weight-only W4A16); otherwise the activation dtype.
- * The small activation-quantisation kernels are not planned. */
+ * block, models-hardware.md 2.3; em_act_quant), 4-bit weights are
+ * dequantised to the activation dtype (weight-only W4A16); otherwise the
+ * activation dtype. */
 static cp_dtype gemm_dtype(const scenario *s)
 {
     if (s->w_dtype == DT_INT8 || s->w_dtype == DT_FP8)
@@ -117,6 +117,8 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
     b->ep = s->par.ep;
     b->adt = s->a_dtype;
     b->gdt = gemm_dtype(s);
+    b->gqs = s->w_qscale;
+    b->phase = PH_OTHER;
     b->ab = dtype_bytes(s->a_dtype);
     b->wb = dtype_bytes(s->w_dtype);
     b->kvb = dtype_bytes(s->kv_dtype);

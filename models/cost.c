@@ -4,45 +4,63 @@
  *
  *  - GEMM.  cuBLAS on Hopper runs persistent stream-K kernels: the work is
  *    cut into output tiles of 128 rows by 128 columns (192, 256 or 64 when
- *    that pads N less), each tile into k-iterations of depth 64, and the
- *    iterations are spread evenly over the SMs; tiles shared by several SMs
- *    are summed by a fix-up.  So
+ *    that pads N less), each tile into k-iterations of depth 64 (128 for
+ *    8-bit operands: the same bytes per stage), and the iterations are
+ *    spread evenly over the SMs; tiles shared by several SMs are summed by a
+ *    fix-up.  So
  *        t = T0 + max(ceil(tiles*kiters / sms) * t_iter
  *                     + ceil(tiles / sms) * C_TILE + (splits - 1) * C_FIXUP,
  *                     bytes / (hbm_bw * eff_memory))
- *    with t_iter the time of one iteration at eff_gemm of the per-SM peak.
- *    Quantising whole tiles into waves instead (ceil(tiles / sms) waves, with
- *    split-K for small grids) fits the H200 rows worse, fitted the same way:
- *    worst row 38 % against 22 % (small grids such as kv_a_proj M=4096
+ *    with t_iter the time of one iteration at eff_gemm of the per-SM peak
+ *    (times the scale kernel's speed of gemm_qs_speed[] for 8-bit GEMMs).
+ *    Quantising whole tiles into waves instead (ceil(tiles / sms) waves,
+ *    with split-K for small grids) fits the H200 rows worse, fitted the same
+ *    way: worst row 38 % against 22 % (small grids such as kv_a_proj M=4096
  *    N=576 run at 720 TFLOP/s, which whole waves of tiles cannot).
- *    sm_count = 0: no quantisation, t = T0 + roofline.
+ *    sm_count = 0: no quantisation, t = T0 + roofline.  A batched GEMM
+ *    (KC_GROUPED_GEMM, bmm) has g times the tiles.
+ *  - Expert GEMMs (KC_MOE_GEMM): one grouped launch over the local experts
+ *    (torch._grouped_mm, CUTLASS sm90), each expert's rows padded to whole
+ *    128-row tiles (moe.csv README: inferred from the timings), so the tiles
+ *    are the expected sum over experts of ceil(rows_e / 128) under the
+ *    routing distribution (moe_tiles), and the bytes read are the weights
+ *    of the experts that received a row, streamed at MOE_WEIGHT_REL of the
+ *    copy bandwidth.
  *  - Attention.  FlashAttention-2 forward: one CTA per (head, block of BR
- *    queries), launched query block fastest, then head, two CTAs resident per
- *    SM; each CTA costs C0 plus one step per block of 64 keys it sees (causal
- *    CTAs see fewer).  The makespan of that list schedule is what makes short
- *    and causal calls slow (131 TFLOP/s at 1K causal, 345 at 16K).  A step
- *    runs at eff_attention of the slot's share of peak, stretched by the K/V
- *    loads, which weigh (1 - PHI) + PHI * 128 / BR (BR = 64 for head dims
- *    above 128, FA2's choice on H100, so the loads per flop double).
- *  - Bandwidth-bound kernels (norm, elementwise, copies, RoPE, LSE merge):
- *        t = T0 + bytes / (hbm_bw * eff_memory * rel[kind])
+ *    queries[, key range]), launched query block fastest, then head, two
+ *    CTAs resident per SM; each CTA costs C0 plus one step per block of BC
+ *    keys it sees (causal CTAs see fewer).  The makespan of that list
+ *    schedule is what makes short and causal calls slow (131 TFLOP/s at 1K
+ *    causal, 345 at 16K).  A step runs at eff_attention of the slot's share
+ *    of peak, stretched by the K/V loads, which weigh (1 - PHI) + PHI * 128
+ *    / BR (BR = 64 for head dims above 128, FA2's choice on H100, so the
+ *    loads per flop double).  Decode (one query per request) folds the
+ *    query heads of a KV head into the query rows of one CTA, and grids of
+ *    under 0.8 waves split the keys (flash-decoding; the heuristic of FA2's
+ *    flash_api.cpp): the split kernel tiles 64 queries by 128 keys, a CTA
+ *    streams its keys at no more than ATTN_CTA_BW, the partials are combined
+ *    by a second kernel, and the whole call never beats the KV bytes over
+ *    the HBM bandwidth.
+ *  - Bandwidth-bound kernels (norm, elementwise, copies, RoPE, LSE merge,
+ *    routing pieces, activation quantisation):
+ *        t = nkern * MEM_T0 + bytes / (hbm_bw * eff_memory * rel[kind])
  *    with rel[kind] the speed of that kind of kernel relative to a copy.
  *  - Sparse attention and the DSA indexer: T0 + roofline at eff_attention;
- *    a profile may add a sparse_attention.csv table (read_sparse) for the
- *    sparse-attention kernel, which then goes through the table model.
+ *    a profile may add a sparse_attention.csv table.
  *
  * Measured tables first.  A profile row gives the ratio measured / analytic
  * (analytic on the device the profile was measured on).  An op that matches
- * a series of rows (GEMM: same K, N and dtype; attention: same heads, kv
- * heads, head dims, mask and q_len/kv_len; bandwidth-bound: same kind) is
- * priced analytic * ratio, the ratio interpolated linearly in log size
- * between the two neighbouring rows (size: M, attended pairs, bytes), and
- * fading to the analytic model beyond the ends (TABLE_FADE).  Interpolating
- * the times themselves log-log instead is worse (leave-one-out on the H200
- * graph GEMM rows: median 6.1 %, worst 49 %, against 5.0 % and 21 %).
- * GEMM and attention rows apply to ops of the dtype they were measured in
- * (bf16 in the H200 profile): other dtypes (fp8, int8) use the analytic model
- * with that dtype's peak.
+ * a series of rows (same series key: GEMM K, N, dtype and scales; expert
+ * GEMM K, N, local experts and routing; attention heads, kv heads, head
+ * dims, mask and q_len/kv_len; decode attention heads, kv heads, head dim,
+ * batch and q_len; routing pieces their widths; bandwidth-bound kinds the
+ * kind) is priced analytic * ratio, the ratio interpolated linearly in log
+ * size between the two neighbouring rows (size: rows, attended pairs, keys
+ * or bytes), and fading to the analytic model beyond the ends (TABLE_FADE).
+ * Rows of one series at one size (two machine starts, two tables) are
+ * averaged (geometric mean).  Interpolating the times themselves log-log
+ * instead is worse (leave-one-out on the H200 graph GEMM rows: median
+ * 6.1 %, worst 49 %, against 5.0 % and 21 %).
  *
  * Cross-device rule.  A profile measured on device X priced for a target T:
  *    GEMM, attention: t = max(t_X * peak_X / peak_T, bytes / (hbm_bw_T * eff_memory_T))
@@ -51,8 +69,8 @@
  * the analytic model and the target's bandwidth sets the time).  The numbers
  * of X are in cost_refs[] below.
  *
- * Launch.  Eager launches also cost the device EAGER_GAP per kernel (see its
- * comment), added to cost_s of eagerly launched ops by cost_price_plan().
+ * Launch.  Eager launches also cost the device COST_EAGER_GAP per kernel,
+ * added to cost_s of eagerly launched ops by cost_price_plan().
  */
 #include "models/cost.h"
 
@@ -60,9 +78,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "models/calib.h"
+#include "models/cost_profile.h"
 #include "workloads/datadir.h"
 
 /* ---- constants (fitted on platforms/calibration/h200) ------------------- */
@@ -71,6 +88,11 @@
  * time_us_graph, all rows); copy 3.16 us and add 3.25 us (elementwise.csv,
  * t0 of a straight line through the smallest and the largest row). */
 #define T0 3.1e-6
+/* Fixed time of one bandwidth-bound kernel: the copy rows' intercept
+ * (3.16 us, eager) less the eager gap (COST_EAGER_GAP 1.6 us); the tiniest
+ * graph-replayed kernels agree (moe.csv permute_gather at 64 tokens:
+ * 2.21 us for 2.4 MB, of which 0.55 us at the copy bandwidth). */
+#define MEM_T0 1.6e-6
 
 /* GEMM: tile, k-iteration depth and the per-tile and per-fix-up times.
  * Fitted with eff_gemm = 0.737 (and T0, eff_memory fixed) on gemm_graph.csv
@@ -78,22 +100,60 @@
  * error by a random local search.  With the N tile choice of gemm_tile_n():
  * median 4.0 %, worst 21 % (cost_check_calibration, graph rows). */
 #define GEMM_TILE 128.0      /* cuBLAS Hopper bf16 tile 128x128 (rows M, cols N) */
-#define GEMM_BK 64.0         /* k depth of one main-loop iteration */
+#define GEMM_BK 64.0         /* k depth of one main-loop iteration (16-bit) */
 #define GEMM_C_TILE 0.70e-6  /* per tile: prologue and epilogue (fitted) */
 #define GEMM_C_FIXUP 0.11e-6 /* per extra SM sharing a tile: one 64 KiB fp32
                                 partial tile summed by the owner (fitted) */
 
+/* Speed of the 8-bit GEMM kernels relative to the analytic model at the
+ * 8-bit peak and eff_gemm, and the extra fixed time of the scaled fp8
+ * kernels: fitted on the gemm_fp8.csv graph rows of each kind (objective
+ * 2 * median + worst relative error of the analytic model; the README's
+ * medians at M >= 4096 are fp8_tensor_fastacc 1170, fp8_row_fastacc 1277,
+ * fp8_block128 1005, int8 672 TFLOP/s, against 1458 at 0.737 of 1978.9). */
+static const double gemm_qs_speed[2][4] = {
+    /* [fp8 or int8][plan_qscale]: none (as tensor), tensor, row, block */
+    {0.967, 0.967, 1.0, 0.738},
+    {0.46, 0.46, 0.46, 0.46},
+};
+static const double gemm_qs_t0[4] = {0, 0, 1.3e-6, 1.8e-6};
+
+/* Expert GEMMs: the weights of the experts that received rows stream at
+ * this share of the copy bandwidth (moe.csv, weight-bound rows of the wide
+ * shapes: 2.6-3.4 TB/s against 4.265; README "Headline numbers"). */
+#define MOE_WEIGHT_REL 0.72
+/* Routing skew: relative spread of the per-expert mean rows under
+ * `skewed` routing (logit bias sigma 0.2: moe.csv skew_cv of the skewed rows
+ * at >= 64K tokens, 0.55-0.6 for 128 and 256 experts, less the multinomial
+ * part). */
+#define MOE_SKEW_CV 0.55
+/* Expert GEMMs: the shortest time of one wave of output tiles, a tile's
+ * weight-load latency (moe.csv: the narrowest shards, e.g. Qwen down at tp8,
+ * K = 96, take 75 us for 2048 tiles, 16 waves of 132 SMs, whatever the
+ * rows; fitted on the graph rows with MOE_WEIGHT_REL, same objective). */
+#define MOE_TILE_S 2.7e-6
+
 /* Attention (FlashAttention-2 forward).  Block shapes and CTAs per SM: FA2
  * flash_fwd_launch_template.h for sm90 (hdim 128: 128x64, 4 warps; hdim 256:
- * 64x64 "since then we can get 2 CTAs per SM").  ATTN_T0, ATTN_C0, ATTN_PHI
- * fitted with eff_attention = 0.364 on attention.csv, impl flash_native_gqa
- * (35 rows), same objective as GEMM: median 1.9 %, worst 8.6 % over the 39
- * FA2 rows of cost_check_calibration. */
+ * 64x64 "since then we can get 2 CTAs per SM"; the split-KV kernel: 64 x
+ * 128 for hdim 128, flash_api.cpp run_mha_fwd_splitkv_dispatch).  ATTN_T0,
+ * ATTN_C0, ATTN_PHI fitted with eff_attention = 0.364 on attention.csv,
+ * impl flash_native_gqa (35 rows), same objective as GEMM: median 1.9 %,
+ * worst 8.6 % over the 39 FA2 rows of cost_check_calibration. */
 #define ATTN_BC 64.0         /* keys per step */
 #define ATTN_CTAS_PER_SM 2.0
 #define ATTN_T0 11.5e-6      /* fixed time of one attention call (fitted) */
 #define ATTN_C0 0.445e-6     /* per CTA: load Q, write O and LSE (fitted) */
 #define ATTN_PHI 0.092       /* share of K/V loads in a step at BR = 128 (fitted) */
+/* Fixed time of a decode call (at most COST_DECODE_MAX_Q queries per
+ * request) and the key stream of one split-KV CTA: fitted with the
+ * ATTN_CTA_BW below on the decode_attention.csv flash graph rows (same
+ * objective as the 8-bit GEMMs); the graph floor of 10-15 us per call at
+ * small batches (README) is this plus one step and the combine kernel. */
+#define ATTN_T0_DECODE 6.2e-6
+/* (fitted with ATTN_T0_DECODE; the best read rate of the split kernel is
+ * 4.4 TB/s over 264 resident CTAs, 16.7 GB/s each, README table) */
+#define ATTN_CTA_BW 22.8e9
 /* List-schedule at most this many CTAs; beyond (>= 248 waves of 264 slots)
  * the schedule's tail is under 1 % and the balanced bound total / slots is
  * used (0.3 % apart at the switch for 128 heads of 64K causal queries). */
@@ -105,51 +165,33 @@
  * one step beyond.  Leave-one-out on the H200 rows prefers that to keeping
  * the end ratio: worst row 24.8 % against 28.8 % (eager GEMMs), 21.0 %
  * against 21.9 % (graph GEMMs), while the medians rise by < 1 point. */
-#define TABLE_FADE 4.0
+#define TABLE_FADE 16.0
 
-/* Extra device time per eagerly launched kernel: eager minus CUDA-graph
- * replay time of the same GEMM, median over the kernels of 15-100 us
- * (gemm.csv vs gemm_graph.csv: 1.47 us; gemm_graph.csv eager vs graph:
- * 1.81 us; 22 rows each). */
-#define EAGER_GAP 1.6e-6
-
-/* Internal kernel kinds: the analytic model and table family of an op. */
-typedef enum {
-    KK_GEMM, KK_ATTN, KK_ROOFLINE, KK_SPARSE,
-    KK_COPY, KK_ADD, KK_NORM, KK_SILU_MUL, KK_ROPE, KK_LSE, KK_COUNT
-} kkind;
-
-/* Bandwidth-bound kinds: elementwise.csv `kind` and speed relative to a copy
- * (fitted per kind with T0 fixed, minimising the worst row; worst error in
- * brackets): copy 1.000 (0.4 %), add 1.027 (0.5 %), rms_norm 0.750 (14 %:
- * hidden 2048 runs at 3.7 TB/s, hidden 6144 at 3.2), silu_mul 0.266 (2 %),
- * rope_unfused 0.0863 (1 %), lse_merge2_unfused 0.0861 (2 %). */
-static const struct {
-    const char *csv_kind;
-    const char *name;
-    plan_kclass kclass;      /* class of the measured kernel */
-    double rel;
-} mem_kinds[KK_COUNT] = {
-    [KK_COPY] = {"copy", "copy", KC_COPY, 1.000},
-    [KK_ADD] = {"add", "add", KC_ELEMENTWISE, 1.027},
-    [KK_NORM] = {"rms_norm", "norm", KC_NORM, 0.750},
-    [KK_SILU_MUL] = {"silu_mul", "silu_mul", KC_ELEMENTWISE, 0.266},
-    [KK_ROPE] = {"rope_unfused", "rope", KC_ROPE, 0.0863},
-    [KK_LSE] = {"lse_merge2_unfused", "lse_merge", KC_LSE_MERGE, 0.0861},
+/* Bandwidth-bound kinds: speed relative to a copy, fitted per kind with the
+ * fixed time nkern * T0 on its largest rows (bandwidth-bound), worst error
+ * in brackets where measured in elementwise.csv: copy 1.000 (0.4 %), add
+ * 1.027 (0.5 %), rms_norm 0.750 (14 %: hidden 2048 runs at 3.7 TB/s, hidden
+ * 6144 at 3.2), silu_mul 0.27 (1.15 TB/s in elementwise.csv and moe.csv),
+ * rope_unfused 0.0863 (1 %), lse_merge2_unfused 0.0861 (2 %); moe.csv at
+ * >= 16K tokens: top-k scoring 0.0085 (32-40 GB/s of min_bytes), permute
+ * 0.43 (1.6-2.0 TB/s), unpermute 0.125 (0.53 TB/s); gemm_fp8.csv act_quant
+ * 0.085 (0.3-0.43 TB/s). */
+static const double mem_rel[KK_COUNT] = {
+    [KK_COPY] = 1.000, [KK_ADD] = 1.027, [KK_NORM] = 0.750, [KK_SILU_MUL] = 0.27,
+    [KK_ROPE] = 0.0863, [KK_LSE] = 0.0861, [KK_TOPK] = 0.0085, [KK_PERMUTE] = 0.43,
+    [KK_UNPERMUTE] = 0.125, [KK_QUANT] = 0.085,
 };
 
-/* Kernel kind of each plan kernel class.  Top-k / router softmax reads a
- * row and reduces it like a norm; gathers, KV writes and permutations move
- * bytes like a copy; elementwise ops are mostly adds and multiplies.  RoPE
- * in serving engines is one fused kernel over q and k (vLLM's
- * rotary_embedding), priced like a norm; the measured rope_unfused row is
- * four separate torch kernels and stays in the calibration check only. */
-static const kkind kk_of_kclass[KC_COUNT] = {
-    [KC_GEMM] = KK_GEMM, [KC_GROUPED_GEMM] = KK_GEMM, [KC_ATTENTION] = KK_ATTN,
-    [KC_SPARSE_ATTN] = KK_SPARSE, [KC_INDEXER] = KK_ROOFLINE,
-    [KC_NORM] = KK_NORM, [KC_ELEMENTWISE] = KK_ADD, [KC_ROPE] = KK_NORM,
-    [KC_TOPK] = KK_NORM, [KC_EMBEDDING] = KK_COPY, [KC_KV_WRITE] = KK_COPY,
-    [KC_LSE_MERGE] = KK_LSE, [KC_MOE_PERMUTE] = KK_COPY, [KC_COPY] = KK_COPY,
+/* Kernel kind of each plan kernel class (attention: prefill or decode by
+ * its queries per request, kind_of).  Gathers, KV writes and embeddings
+ * move bytes like a copy. */
+static const cost_kk kk_of_kclass[KC_COUNT] = {
+    [KC_GEMM] = KK_GEMM, [KC_GROUPED_GEMM] = KK_BMM, [KC_MOE_GEMM] = KK_MOE,
+    [KC_ATTENTION] = KK_ATTN, [KC_SPARSE_ATTN] = KK_SPARSE, [KC_INDEXER] = KK_ROOFLINE,
+    [KC_NORM] = KK_NORM, [KC_ELEMENTWISE] = KK_ADD, [KC_ACTIVATION] = KK_SILU_MUL,
+    [KC_ROPE] = KK_ROPE, [KC_TOPK] = KK_TOPK, [KC_EMBEDDING] = KK_COPY,
+    [KC_KV_WRITE] = KK_COPY, [KC_LSE_MERGE] = KK_LSE, [KC_MOE_PERMUTE] = KK_PERMUTE,
+    [KC_MOE_UNPERMUTE] = KK_UNPERMUTE, [KC_ACT_QUANT] = KK_QUANT, [KC_COPY] = KK_COPY,
 };
 
 /* What the models need to know about a device. */
@@ -178,37 +220,20 @@ static const struct cost_ref {
               .eff_gemm = 0.737, .eff_attention = 0.364, .eff_memory = 0.889}},
 };
 
-/* Where a profile row comes from. */
-typedef enum {
-    SRC_GEMM_EAGER,     /* gemm.csv: eager time only */
-    SRC_GEMM_GRAPH,     /* gemm_graph.csv: eager repeat and graph replay */
-    SRC_ATTN,           /* attention.csv, flash_native_gqa: table and check */
-    SRC_ATTN_OTHER,     /* attention.csv, same FA2 kernel called another way */
-    SRC_MEM,            /* elementwise.csv */
-    SRC_SPARSE,         /* sparse_attention.csv (optional table) */
-} row_src;
+/* Series key of an op: the coordinates a row must share with it. */
+#define KEY_N 6
+typedef struct series_key {
+    double v[KEY_N];
+} series_key;
 
-/* One measured row of a profile, as an op. */
-typedef struct cost_row {
-    plan_op op;
-    kkind kk;
-    row_src src;
-    double t_eager;     /* eager time per call (s), 0 if not measured */
-    double t_graph;     /* graph replay time per call (s), 0 if not measured */
-    char label[112];    /* leaves room for " eager" in cost_check_row */
-} cost_row;
-
-typedef struct row_set {
-    cost_row *v;
-    int n, cap;
-} row_set;
-
-/* A table point: a row that gives a kernel time. */
+/* A table point: rows of one series and size, averaged. */
 typedef struct cost_point {
-    plan_op op;
-    kkind kk;
-    double x;           /* size: M, attended pairs or bytes */
-    double ratio;       /* measured kernel time / analytic on the reference */
+    cost_kk kk;
+    series_key key;
+    double x;           /* size */
+    double lratio;      /* mean log(measured kernel time / analytic on the reference) */
+    int nrows;
+    plan_costsrc src;   /* table of the first row */
 } cost_point;
 
 typedef struct attn_memo attn_memo;
@@ -244,6 +269,11 @@ static double roofline_time(const cost_dev *d, const plan_op *op, double eff)
     return T0 + fmax(op->flops / (dev_peak(d, op->dtype) * eff), mem_floor(d, op));
 }
 
+static int kernels(const plan_op *op)
+{
+    return op->nkern > 1 ? op->nkern : 1;
+}
+
 /* Tile width along N: 128, unless 192, 256 or 64 pads N less (the tile
  * widths of CUTLASS sm90 GEMMs; gemm_graph.csv kv_a_proj N=576 runs at
  * 690-720 TFLOP/s, which 5 tiles of 128 with one padded could not). */
@@ -257,26 +287,99 @@ static double gemm_tile_n(double n)
     return best;
 }
 
+/* Compute rate of a GEMM's tensor cores on d (8-bit: the scale kernel's
+ * measured speed). */
+static double gemm_rate(const cost_dev *d, const plan_op *op)
+{
+    double rate = dev_peak(d, op->dtype) * d->eff_gemm;
+    if (op->dtype == DT_FP8 || op->dtype == DT_INT8)
+        rate *= gemm_qs_speed[op->dtype == DT_INT8][op->qscale < 4 ? op->qscale : 0];
+    return rate;
+}
+
+/* Stream-K compute time of `tiles` output tiles of width tn over K. */
+static double gemm_tiles_time(const cost_dev *d, const plan_op *op, double tiles, double tn)
+{
+    double k = (double)op->k, rate = gemm_rate(d, op);
+    double bk = GEMM_BK * (op->dtype == DT_FP8 || op->dtype == DT_INT8 ? 2.0 : 1.0);
+    double sms = d->sm_count;
+    double kiters = ceil(k / bk);
+    double t_iter = 2.0 * GEMM_TILE * tn * bk / (rate / sms);
+    double splits = tiles < sms ? fmin(ceil(sms / tiles), kiters) : 1.0;
+    return ceil(tiles * kiters / sms) * t_iter + ceil(tiles / sms) * GEMM_C_TILE +
+           (splits - 1.0) * GEMM_C_FIXUP * tn / GEMM_TILE;
+}
+
 static double gemm_time(const cost_dev *d, const plan_op *op)
 {
     double g = op->kclass == KC_GROUPED_GEMM && op->g > 1 ? (double)op->g : 1.0;
     double m = (double)op->m, k = (double)op->k, n = (double)op->n;
     if (m <= 0 || k <= 0 || n <= 0)
         return roofline_time(d, op, d->eff_gemm);
-    double rate = dev_peak(d, op->dtype) * d->eff_gemm;
     double tc;
     if (d->sm_count <= 0) {
-        tc = 2.0 * g * m * k * n / rate;
+        tc = 2.0 * g * m * k * n / gemm_rate(d, op);
     } else {
-        double sms = d->sm_count, tn = gemm_tile_n(n);
-        double tiles = g * ceil(m / GEMM_TILE) * ceil(n / tn);
-        double kiters = ceil(k / GEMM_BK);
-        double t_iter = 2.0 * GEMM_TILE * tn * GEMM_BK / (rate / sms);
-        double splits = tiles < sms ? fmin(ceil(sms / tiles), kiters) : 1.0;
-        tc = ceil(tiles * kiters / sms) * t_iter + ceil(tiles / sms) * GEMM_C_TILE +
-             (splits - 1.0) * GEMM_C_FIXUP * tn / GEMM_TILE;
+        double tn = gemm_tile_n(n);
+        tc = gemm_tiles_time(d, op, g * ceil(m / GEMM_TILE) * ceil(n / tn), tn);
     }
-    return T0 + fmax(tc, mem_floor(d, op));
+    double extra = op->dtype == DT_FP8 ? gemm_qs_t0[op->qscale < 4 ? op->qscale : 0] : 0;
+    return T0 + extra + fmax(tc, mem_floor(d, op));
+}
+
+/* Standard normal upper tail. */
+static double upper_tail(double z)
+{
+    return 0.5 * erfc(z / sqrt(2.0));
+}
+
+/* Expected 128-row tiles of g experts sharing R rows, and the expected
+ * experts with at least one row (*active).  Balanced: R/g rows each.
+ * Random: each expert's count is binomial, about Poisson(mu = R/g), so
+ * P(empty) = exp(-mu) and the count's variance is mu; skewed adds the
+ * spread of the experts' means (MOE_SKEW_CV * mu).  E[ceil(X/128)] is the
+ * sum over j >= 0 of P(X > 128 j), from a normal approximation beyond the
+ * first tile. */
+static double moe_tiles(double R, double g, int route, double *active)
+{
+    double mu = R / g;
+    if (route == RT_BALANCED) {
+        *active = g * fmin(1.0, mu);
+        return g * ceil(mu / GEMM_TILE - 1e-9) * fmin(1.0, mu);
+    }
+    double p0 = 1.0 - exp(-mu);
+    double var = mu + (route == RT_SKEWED ? (MOE_SKEW_CV * mu) * (MOE_SKEW_CV * mu) : 0.0);
+    double sd = sqrt(var), tiles = p0;
+    for (double j = 1;; j++) {
+        double p = upper_tail((GEMM_TILE * j - mu) / sd);
+        tiles += fmin(p, p0);
+        if (GEMM_TILE * j > mu + 8.0 * sd)
+            break;
+    }
+    *active = g * p0;
+    return g * tiles;
+}
+
+static double moe_time(const cost_dev *d, const plan_op *op)
+{
+    double R = (double)op->m, K = (double)op->k, N = (double)op->n;
+    double g = op->g > 0 ? (double)op->g : 1.0;
+    if (R <= 0 || K <= 0 || N <= 0)
+        return roofline_time(d, op, d->eff_gemm);
+    double active;
+    double row_tiles = moe_tiles(R, g, op->route, &active);
+    double wb = op->dtype == DT_FP8 || op->dtype == DT_INT8 ? 1.0 : 2.0;
+    /* activations in bf16 (moe.csv min_bytes), weights of the active experts */
+    double bytes = R * K * 2.0 + active * K * N * wb + R * N * 2.0;
+    double tmem = bytes / (d->hbm_bw * d->eff_memory * MOE_WEIGHT_REL);
+    double tc;
+    if (d->sm_count <= 0) {
+        tc = 2.0 * R * K * N / gemm_rate(d, op);
+    } else {
+        double tn = gemm_tile_n(N), tiles = row_tiles * ceil(N / tn);
+        tc = fmax(gemm_tiles_time(d, op, tiles, tn), ceil(tiles / d->sm_count) * MOE_TILE_S);
+    }
+    return T0 + fmax(tc, tmem);
 }
 
 /* Attended (query, key) pairs of the FA2 mask: causal is bottom-right
@@ -289,14 +392,14 @@ static double mask_pairs(double q, double kv, int causal)
     return off >= 0 ? q * off + q * (q + 1) / 2 : kv * (kv + 1) / 2;
 }
 
-/* An FA2 launch grid on one device: heads x ceil(q / br) CTAs. */
+/* An FA2 launch grid on one device: heads x ceil(q / br) x splits CTAs. */
 typedef struct attn_grid {
-    double q, kv;        /* queries and keys of the call */
+    double q, kv;        /* query rows per CTA row and keys of the call */
     double causal;       /* 1: bottom-right aligned causal mask */
-    double heads;
-    double br;           /* queries per CTA */
+    double heads;        /* CTA rows: (request, head) pairs */
+    double br, bc;       /* queries per CTA, keys per step */
     double slots;        /* CTAs resident at once */
-    double step;         /* time of one step over ATTN_BC keys (s) */
+    double step;         /* time of one step over bc keys (s) */
     double splits;       /* split-KV: each (head, query block) over this many
                             key ranges (1: no split) */
 } attn_grid;
@@ -318,24 +421,24 @@ static double cta_time(const attn_grid *g, double i)
     double seen = g->kv;
     if (g->causal)
         seen = fmin(g->kv, fmax(0.0, g->kv - g->q + fmin(g->q, (i + 1) * g->br)));
-    return ATTN_C0 + ceil(ceil(seen / ATTN_BC) / g->splits) * g->step;
+    return ATTN_C0 + ceil(ceil(seen / g->bc) / g->splits) * g->step;
 }
 
 /* FlashAttention-2's split-KV choice (flash-attention csrc flash_api.cpp,
- * num_splits_heuristic): a grid of fewer than 0.8 waves of CTAs splits the
- * keys into s ranges, s <= min(128, SMs, key blocks), the smallest s whose
- * wave efficiency (waves / ceil(waves)) is within 85 % of the best.  This
- * is what keeps decode (one query per head) from running on a handful of
- * SMs; the calibration tables have no such rows, so it is the kernel's own
- * rule, not a fit. */
-static double kv_splits(double ctas, double sms, double kv_blocks)
+ * num_splits_heuristic, called with twice the SM count): a grid of fewer
+ * than 0.8 waves of CTAs splits the keys into s ranges, s <= min(128,
+ * slots, key blocks), the smallest s whose wave efficiency (waves /
+ * ceil(waves)) is within 85 % of the best.  This is what keeps decode (one
+ * query per head) from running on a handful of SMs; decode_attention.csv
+ * fa2_num_splits_pred lists it for the measured shapes. */
+static double kv_splits(double ctas, double slots, double kv_blocks)
 {
-    if (ctas >= 0.8 * sms)
+    if (ctas >= 0.8 * slots)
         return 1;
-    double max_s = fmin(128.0, fmin(sms, kv_blocks)), best = 0;
+    double max_s = fmin(128.0, fmin(slots, kv_blocks)), best = 0;
     double eff[129];
     for (int s = 1; s <= (int)max_s; s++) {
-        double waves = ctas * s / sms;
+        double waves = ctas * s / slots;
         eff[s] = waves / ceil(waves);
         best = fmax(best, eff[s]);
     }
@@ -362,22 +465,23 @@ static void heap_sift_down(double *h, long n, long i)
     }
 }
 
-/* Makespan of the grid, CTAs launched query block fastest, then head, each
- * to the first slot that frees (how the block scheduler fills the SMs).
- * Equal CTAs (no mask) run in ceil(n / slots) rounds.  -1: out of memory. */
+/* Makespan of the grid, CTAs launched query block fastest (its key ranges
+ * first), then head, each to the first slot that frees (how the block
+ * scheduler fills the SMs).  Equal CTAs (no mask) run in ceil(n / slots)
+ * rounds.  -1: out of memory. */
 static double grid_makespan(const attn_grid *g)
 {
     double nq = ceil(g->q / g->br), n = nq * g->heads * g->splits;
-    if (!g->causal || g->splits > 1)
+    if (!g->causal || nq <= 1)
         return ceil(n / g->slots) * cta_time(g, 0);
     if (n > ATTN_MAX_SIM_CTAS) {
         double head = 0;   /* work of one head */
         if (nq <= ATTN_MAX_SIM_CTAS) {
             for (double i = 0; i < nq; i++)
-                head += cta_time(g, i);
+                head += cta_time(g, i) * g->splits;
         } else {
             /* this many query blocks: the rounding to whole steps is negligible */
-            head = nq * ATTN_C0 + mask_pairs(g->q, g->kv, 1) / (g->br * ATTN_BC) * g->step;
+            head = nq * ATTN_C0 + mask_pairs(g->q, g->kv, 1) / (g->br * g->bc) * g->step;
         }
         return head * g->heads / g->slots;
     }
@@ -387,8 +491,11 @@ static double grid_makespan(const attn_grid *g)
         return -1;
     for (double h = 0; h < g->heads; h++) {
         for (double i = 0; i < nq; i++) {
-            free_at[0] += cta_time(g, i);
-            heap_sift_down(free_at, ns, 0);
+            double t = cta_time(g, i);
+            for (double s = 0; s < g->splits; s++) {
+                free_at[0] += t;
+                heap_sift_down(free_at, ns, 0);
+            }
         }
     }
     double end = 0;
@@ -416,42 +523,79 @@ static double grid_span(attn_memo *memo, const attn_grid *g)
 static double attn_time(attn_memo *memo, const cost_dev *d, const plan_op *op)
 {
     const plan_attn *a = &op->attn;
+    double B = a->batch > 1 ? (double)a->batch : 1.0;
     double dsum = (double)(a->d_qk + a->d_v);
     double dmax = (double)(a->d_qk > a->d_v ? a->d_qk : a->d_v);
-    double br = dmax <= 128 ? 128.0 : 64.0;
-    double load = (1.0 - ATTN_PHI) + ATTN_PHI * 128.0 / br;
     double rate = dev_peak(d, op->dtype) * d->eff_attention;
-    double geom = mask_pairs((double)a->q_len, (double)a->kv_len, a->causal);
+    double q = (double)a->q_len, kv = (double)a->kv_len;
+    double geom = B * mask_pairs(q, kv, a->causal);
     double pairs = a->pairs > 0 ? a->pairs : geom;
     double flops = 2.0 * pairs * (double)a->heads * dsum;
-    double balanced = (flops > 0 ? flops : op->flops) * load / rate;
+    double balanced = (flops > 0 ? flops : op->flops) / rate;
     if (d->sm_count <= 0 || a->heads <= 0 || geom <= 0 || dsum <= 0)
         return ATTN_T0 + fmax(balanced, mem_floor(d, op));
-    attn_grid g = {(double)a->q_len, (double)a->kv_len, a->causal, (double)a->heads, br,
-                   ATTN_CTAS_PER_SM * d->sm_count, 0, 1};
-    g.splits = kv_splits(ceil(g.q / br) * g.heads, d->sm_count, ceil(g.kv / ATTN_BC));
+    /* one query per request: the query heads of a KV head share a CTA
+     * (FA2 seqlenq_ngroups_swapped) */
+    int fold = a->q_len == 1 && a->kv_heads > 0 && a->heads > a->kv_heads &&
+               a->heads % a->kv_heads == 0;
+    double rows = fold ? (double)(a->heads / a->kv_heads) : q;
+    double hrows = B * (double)(fold ? a->kv_heads : a->heads);
+    attn_grid g = {rows, kv, a->causal, hrows, 0, 0, ATTN_CTAS_PER_SM * d->sm_count, 0, 1};
+    double bc_split = dmax <= 64 ? 256.0 : dmax <= 128 ? 128.0 : 64.0;
+    g.splits = kv_splits(hrows * ceil(rows / 64.0), g.slots, ceil(kv / bc_split));
+    g.br = g.splits > 1 ? 64.0 : (dmax <= 128 ? 128.0 : 64.0);
+    g.bc = g.splits > 1 ? bc_split : ATTN_BC;
+    double load = (1.0 - ATTN_PHI) + ATTN_PHI * 128.0 / g.br;
+    /* A grid that fits one CTA per SM runs each on a whole SM (attention_cp.csv:
+     * 8 heads of 2048 queries, 128 CTAs, take 61 us where two CTAs per SM
+     * would take 110). */
+    double ctas = ceil(rows / g.br) * hrows * g.splits;
+    if (ctas <= d->sm_count)
+        g.slots = d->sm_count;
     /* One step of a full block, scaled when the op's mask attends a share
-     * of pairs other than the plain FA2 mask of its shape. */
-    g.step = 2.0 * br * ATTN_BC * dsum / (rate / g.slots) * load * (pairs / geom);
+     * of pairs other than the plain FA2 mask of its shape; a split CTA's
+     * keys stream at no more than ATTN_CTA_BW. */
+    g.step = 2.0 * g.br * g.bc * dsum / (rate / g.slots) * load * (pairs / geom);
+    double kv_read = (fold ? 1.0 : (double)a->heads / (double)(a->kv_heads > 0 ? a->kv_heads : 1));
+    double kv_bytes = B * kv * (double)(a->kv_heads > 0 ? a->kv_heads : a->heads) * dsum * 2.0 *
+                      kv_read;
+    double combine = 0;
+    if (g.splits > 1) {
+        g.step = fmax(g.step, g.bc * dsum * 2.0 / ATTN_CTA_BW);
+        /* the combine kernel reads the fp32 partials and LSE of every split */
+        double part = B * (double)a->heads * q * g.splits * ((double)a->d_v + 1.0) * 4.0;
+        combine = T0 + part / (d->hbm_bw * d->eff_memory);
+    }
     double span = grid_span(memo, &g);
-    return ATTN_T0 + fmax(span >= 0 ? span : balanced, mem_floor(d, op));
+    double floor_b = fmax(mem_floor(d, op), kv_bytes / (d->hbm_bw * d->eff_memory));
+    double t0 = a->q_len <= COST_DECODE_MAX_Q ? ATTN_T0_DECODE : ATTN_T0;
+    return t0 + fmax(span >= 0 ? span : balanced, floor_b) + combine;
 }
 
-static double mem_time(const cost_dev *d, const plan_op *op, kkind kk)
+static double mem_time(const cost_dev *d, const plan_op *op, cost_kk kk)
 {
-    double t = op->bytes / (d->hbm_bw * d->eff_memory * mem_kinds[kk].rel);
+    double rel = mem_rel[kk] > 0 ? mem_rel[kk] : 1.0;
+    if (kk == KK_QUANT && kernels(op) == 1)
+        rel = mem_rel[KK_COPY]; /* a single-pass quantisation kernel: a copy's speed
+                                   (not measured; the table's rows are the
+                                   unfused ops) */
+    double t = op->bytes / (d->hbm_bw * d->eff_memory * rel);
     if (d->vector_flops > 0)
         t = fmax(t, op->flops / d->vector_flops);
-    return T0 + t;
+    return kernels(op) * MEM_T0 + t;
 }
 
-/* Analytic time of op on device d (c: the model, for its memo). */
-static double analytic(const cost_model *c, const cost_dev *d, const plan_op *op, kkind kk)
+/* Analytic time of op of kind kk on device d (c: the model, for its memo). */
+static double analytic(const cost_model *c, const cost_dev *d, const plan_op *op, cost_kk kk)
 {
     switch (kk) {
     case KK_GEMM:
+    case KK_BMM:
         return gemm_time(d, op);
+    case KK_MOE:
+        return moe_time(d, op);
     case KK_ATTN:
+    case KK_DECODE:
         return attn_time(c->memo, d, op);
     case KK_ROOFLINE:
     case KK_SPARSE:
@@ -461,349 +605,163 @@ static double analytic(const cost_model *c, const cost_dev *d, const plan_op *op
     }
 }
 
-/* ---- table model -------------------------------------------------------- */
+/* ---- series ------------------------------------------------------------------ */
 
-/* Size coordinate of an op within its series. */
-static double size_of(const plan_op *op, kkind kk)
+static cost_kk kind_of(const plan_op *op)
 {
-    if (kk == KK_GEMM)
-        return (double)op->m * (op->kclass == KC_GROUPED_GEMM && op->g > 1 ? (double)op->g : 1.0);
-    if (kk == KK_SPARSE)
-        return op->attn.pairs;
-    if (kk == KK_ATTN)
-        return op->attn.pairs > 0 ? op->attn.pairs
-                                  : mask_pairs((double)op->attn.q_len,
-                                               (double)op->attn.kv_len, op->attn.causal);
-    return op->bytes;
+    cost_kk kk = kk_of_kclass[op->kclass];
+    if (kk == KK_ATTN && op->attn.q_len <= COST_DECODE_MAX_Q)
+        return KK_DECODE;
+    return kk;
 }
 
-static int same_series(const cost_point *pt, const plan_op *op, kkind kk)
+/* Size coordinate of an op within its series. */
+static double size_of(const plan_op *op, cost_kk kk)
 {
-    if (pt->kk != kk)
-        return 0;
-    const plan_op *a = &pt->op;
-    if (kk == KK_GEMM)
-        return a->k == op->k && a->n == op->n && a->dtype == op->dtype;
-    if (kk == KK_ATTN)
-        return a->attn.heads == op->attn.heads && a->attn.kv_heads == op->attn.kv_heads &&
-               a->attn.d_qk == op->attn.d_qk && a->attn.d_v == op->attn.d_v &&
-               a->attn.causal == op->attn.causal && a->dtype == op->dtype &&
-               a->attn.q_len * op->attn.kv_len == op->attn.q_len * a->attn.kv_len;
-    if (kk == KK_SPARSE)
-        return a->attn.heads == op->attn.heads && a->attn.d_qk == op->attn.d_qk &&
-               a->attn.d_v == op->attn.d_v && a->dtype == op->dtype;
+    switch (kk) {
+    case KK_GEMM:
+    case KK_MOE:
+        return (double)op->m;
+    case KK_ATTN: /* the call's work: pairs over all its heads */
+        return (op->attn.pairs > 0 ? op->attn.pairs
+                                   : mask_pairs((double)op->attn.q_len,
+                                                (double)op->attn.kv_len, op->attn.causal)) *
+               (double)op->attn.heads;
+    case KK_SPARSE:
+        return op->attn.pairs;
+    case KK_DECODE:
+        return (double)op->attn.kv_len;
+    default:
+        return op->bytes;
+    }
+}
+
+/* The coordinates a row must share with an op to be in its series. */
+static series_key key_of(const plan_op *op, cost_kk kk)
+{
+    series_key k = {{0}};
+    const plan_attn *a = &op->attn;
+    switch (kk) {
+    case KK_GEMM:
+        k = (series_key){{(double)op->k, (double)op->n, op->dtype, op->qscale}};
+        break;
+    case KK_MOE:
+        k = (series_key){{(double)op->k, (double)op->n, (double)op->g, op->route, op->dtype}};
+        break;
+    case KK_ATTN: /* any head count: the grid's occupancy is the analytic model's */
+        k = (series_key){{(double)a->d_qk, (double)a->d_v, a->causal,
+                          a->kv_len > 0 ? (double)a->q_len / (double)a->kv_len : 0}};
+        break;
+    case KK_DECODE:
+        k = (series_key){{(double)a->heads, (double)a->kv_heads, (double)a->d_qk,
+                          (double)a->d_v, a->batch > 1 ? (double)a->batch : 1,
+                          (double)a->q_len}};
+        break;
+    case KK_SPARSE:
+        k = (series_key){{(double)a->heads, (double)a->d_qk, (double)a->d_v, op->dtype}};
+        break;
+    case KK_TOPK: /* [T, E] -> [T, k] */
+        k = (series_key){{(double)op->in.d[1], (double)op->out.d[1]}};
+        break;
+    case KK_PERMUTE: /* [T, H] -> [R, H] */
+    case KK_UNPERMUTE: /* [R, H] -> [T, H] */
+        k = (series_key){{(double)op->in.d[1],
+                          op->in.d[0] > 0 && op->out.d[0] > 0
+                              ? (kk == KK_PERMUTE ? (double)op->out.d[0] / (double)op->in.d[0]
+                                                  : (double)op->in.d[0] / (double)op->out.d[0])
+                              : 0}};
+        break;
+    case KK_QUANT: /* the unfused ops of the profile, or one kernel */
+        k = (series_key){{op->qscale, kernels(op)}};
+        break;
+    default: /* bandwidth-bound kinds: one series per kind */
+        break;
+    }
+    return k;
+}
+
+static int key_eq(const series_key *a, const series_key *b)
+{
+    for (int i = 0; i < KEY_N; i++)
+        if (fabs(a->v[i] - b->v[i]) > 1e-9 * fmax(1.0, fabs(a->v[i])))
+            return 0;
     return 1;
 }
 
+/* A table lookup: the ratio, its source and the distance to the nearest
+ * point; ratio 0 when no series applies. */
+typedef struct lookup {
+    double ratio;
+    plan_costsrc src;
+    double dist;
+} lookup;
+
 /* Ratio measured / analytic for op from its series, leaving out points of
- * the op's own size when leave_out is set.  0 when no series matches. */
-static double table_ratio(const cost_model *c, const plan_op *op, kkind kk, int leave_out)
+ * the op's own size when leave_out is set. */
+static lookup table_ratio(const cost_model *c, const plan_op *op, cost_kk kk, int leave_out)
 {
+    lookup out = {0, CS_ROOFLINE, 0};
     double x = size_of(op, kk);
+    if (!(x > 0))
+        return out;
+    series_key key = key_of(op, kk);
     const cost_point *lo = NULL, *hi = NULL;
     for (int i = 0; i < c->npts; i++) {
         const cost_point *pt = &c->pts[i];
-        if (!same_series(pt, op, kk) || (leave_out && pt->x == x))
+        if (pt->kk != kk || !key_eq(&pt->key, &key) || (leave_out && pt->x == x))
             continue;
         if (pt->x == x)
-            return pt->ratio;
+            return (lookup){exp(pt->lratio), pt->src, 1.0};
         if (pt->x < x && (!lo || pt->x > lo->x))
             lo = pt;
         if (pt->x > x && (!hi || pt->x < hi->x))
             hi = pt;
     }
     if (!lo && !hi)
-        return 0;
+        return out;
     if (!lo || !hi) {
         const cost_point *end = lo ? lo : hi;
         double w = fmax(0.0, 1.0 - fabs(log(x / end->x)) / log(TABLE_FADE));
-        return exp(w * log(end->ratio));
+        if (w <= 0)
+            return out; /* beyond the fade: the analytic model alone */
+        return (lookup){exp(w * end->lratio), end->src, fmax(x / end->x, end->x / x)};
     }
     double f = log(x / lo->x) / log(hi->x / lo->x);
-    return exp(log(lo->ratio) + f * (log(hi->ratio) - log(lo->ratio)));
+    const cost_point *near = f < 0.5 ? lo : hi;
+    return (lookup){exp(lo->lratio + f * (hi->lratio - lo->lratio)), near->src,
+                    fmax(x / near->x, near->x / x)};
 }
 
 /* Measured-table time of op on the target device; 0 when no table applies. */
-static double table_time(const cost_model *c, const plan_op *op, kkind kk, int leave_out)
+static double table_time(const cost_model *c, const plan_op *op, cost_kk kk, int leave_out,
+                         lookup *lk)
 {
-    if (!c->calibrated || kk == KK_ROOFLINE)
+    *lk = (lookup){0, CS_ROOFLINE, 0};
+    if (!c->calibrated || kk == KK_ROOFLINE || kk == KK_BMM)
         return 0;
-    double ratio = table_ratio(c, op, kk, leave_out);
-    if (ratio <= 0)
+    *lk = table_ratio(c, op, kk, leave_out);
+    if (lk->ratio <= 0)
         return 0;
-    if (kk == KK_GEMM || kk == KK_ATTN || kk == KK_SPARSE) {
-        double t_ref = ratio * analytic(c, &c->ref, op, kk);
+    if (kk == KK_GEMM || kk == KK_MOE || kk == KK_ATTN || kk == KK_DECODE || kk == KK_SPARSE) {
+        double t_ref = lk->ratio * analytic(c, &c->ref, op, kk);
         double peaks = dev_peak(&c->ref, op->dtype) / dev_peak(&c->dev, op->dtype);
         return fmax(t_ref * peaks, mem_floor(&c->dev, op));
     }
     /* t_ref * analytic_T / analytic_X, with t_ref = ratio * analytic_X */
-    return ratio * analytic(c, &c->dev, op, kk);
+    return lk->ratio * analytic(c, &c->dev, op, kk);
 }
 
-static double kernel_time(const cost_model *c, const plan_op *op, kkind kk, int leave_out)
+static double kernel_time(const cost_model *c, const plan_op *op, cost_kk kk, int leave_out,
+                          lookup *lk)
 {
-    double t = table_time(c, op, kk, leave_out);
-    return t > 0 ? t : analytic(c, &c->dev, op, kk);
+    double t = table_time(c, op, kk, leave_out, lk);
+    if (t > 0)
+        return t;
+    *lk = (lookup){0, CS_ROOFLINE, 0};
+    return analytic(c, &c->dev, op, kk);
 }
 
-/* ---- profile rows ------------------------------------------------------- */
-
-static cost_row *row_push(row_set *rs, cp_err *err)
-{
-    if (rs->n == rs->cap) {
-        int cap = rs->cap ? 2 * rs->cap : 128;
-        cost_row *v = realloc(rs->v, sizeof *v * (size_t)cap);
-        if (!v) {
-            cp_fail(err, CP_EXIT_INTERNAL, "out of memory reading calibration rows");
-            return NULL;
-        }
-        rs->v = v;
-        rs->cap = cap;
-    }
-    cost_row *r = &rs->v[rs->n++];
-    memset(r, 0, sizeof *r);
-    r->op.kind = OPK_COMPUTE;
-    r->op.layer = -1;
-    r->op.g = 1;
-    r->op.dtype = DT_BF16;
-    return r;
-}
-
-/* Resolve numeric columns names[] of t into cols[]. */
-static int num_cols(const calib_table *t, const char *const *names, int *cols, cp_err *err)
-{
-    for (int i = 0; names[i]; i++)
-        if ((cols[i] = calib_num_col(t, names[i], err)) < 0)
-            return -1;
-    return 0;
-}
-
-/* A positive number, or an input error at the cell. */
-static int positive(const calib_table *t, int r, int col, double *out, cp_err *err)
-{
-    *out = calib_num(t, r, col);
-    if (*out > 0)
-        return 0;
-    return cp_fail_at(err, calib_loc(t, r, col), "expected a positive number");
-}
-
-/* A positive whole number (a size or count), or an input error. */
-static int count(const calib_table *t, int r, int col, int64_t *out, cp_err *err)
-{
-    double v = calib_num(t, r, col);
-    if (v >= 1 && v <= 1e15 && v == floor(v)) {
-        *out = (int64_t)v;
-        return 0;
-    }
-    return cp_fail_at(err, calib_loc(t, r, col), "expected a positive whole number");
-}
-
-static int parse_dtype(const calib_table *t, int r, int col, uint8_t *out, cp_err *err)
-{
-    const char *s = calib_str(t, r, col);
-    for (int i = 0; dtype_names[i]; i++) {
-        if (!strcmp(s, dtype_names[i])) {
-            *out = (uint8_t)i;
-            return 0;
-        }
-    }
-    char hint[96];
-    return cp_fail_at(err, calib_loc(t, r, col), "unknown dtype \"%s\"%s", s,
-                      cp_suggest(hint, sizeof hint, s, dtype_names));
-}
-
-static int read_gemm(const calib_table *t, int graph, row_set *rs, cp_err *err)
-{
-    static const char *const names[] = {"M", "K", "N", "min_bytes", "time_us", NULL};
-    static const char *const gnames[] = {"time_us_graph", NULL};
-    int c[5], g[1], cmodel, cname, cdt;
-    if (num_cols(t, names, c, err) < 0 || (graph && num_cols(t, gnames, g, err) < 0) ||
-        (cmodel = calib_col(t, "model", err)) < 0 || (cname = calib_col(t, "name", err)) < 0 ||
-        (cdt = calib_col(t, "dtype", err)) < 0)
-        return -1;
-    for (int r = 0; r < calib_rows(t); r++) {
-        cost_row *row = row_push(rs, err);
-        plan_op *op = row ? &row->op : NULL;
-        if (!row || count(t, r, c[0], &op->m, err) < 0 || count(t, r, c[1], &op->k, err) < 0 ||
-            count(t, r, c[2], &op->n, err) < 0 || positive(t, r, c[3], &op->bytes, err) < 0 ||
-            positive(t, r, c[4], &row->t_eager, err) < 0 ||
-            (graph && positive(t, r, g[0], &row->t_graph, err) < 0) ||
-            parse_dtype(t, r, cdt, &op->dtype, err) < 0)
-            return -1;
-        op->name = "gemm";
-        op->kclass = KC_GEMM;
-        op->flops = 2.0 * (double)op->m * (double)op->k * (double)op->n;
-        row->t_eager *= 1e-6;
-        row->t_graph *= 1e-6;
-        row->kk = KK_GEMM;
-        row->src = graph ? SRC_GEMM_GRAPH : SRC_GEMM_EAGER;
-        snprintf(row->label, sizeof row->label, "%s %s M=%lld K=%lld N=%lld",
-                 calib_str(t, r, cmodel), calib_str(t, r, cname), (long long)op->m,
-                 (long long)op->k, (long long)op->n);
-    }
-    return 0;
-}
-
-/* attention.csv impl column: which rows are the modelled FA2 kernel.  The
- * cuDNN SDPA rows are another kernel (1.7-1.9x faster) and are skipped. */
-static int attn_src(const char *impl)
-{
-    if (!strcmp(impl, "flash_native_gqa"))
-        return SRC_ATTN;
-    if (!strcmp(impl, "flash_expanded_kv") || !strcmp(impl, "sdpa_flash_enable_gqa"))
-        return SRC_ATTN_OTHER;
-    return -1;
-}
-
-static int read_attention(const calib_table *t, row_set *rs, cp_err *err)
-{
-    static const char *const names[] = {"q_len", "kv_len", "causal", "q_heads", "kv_heads",
-                                        "head_dim", "time_us", "attended_pairs", "flops",
-                                        "min_bytes", NULL};
-    int c[10], cmode, cimpl;
-    if (num_cols(t, names, c, err) < 0 || (cmode = calib_col(t, "mode", err)) < 0 ||
-        (cimpl = calib_col(t, "impl", err)) < 0)
-        return -1;
-    for (int r = 0; r < calib_rows(t); r++) {
-        int src = attn_src(calib_str(t, r, cimpl));
-        if (src < 0)
-            continue;
-        cost_row *row = row_push(rs, err);
-        if (!row)
-            return -1;
-        plan_attn *a = &row->op.attn;
-        double causal = calib_num(t, r, c[2]);
-        if (count(t, r, c[0], &a->q_len, err) < 0 || count(t, r, c[1], &a->kv_len, err) < 0 ||
-            count(t, r, c[3], &a->heads, err) < 0 || count(t, r, c[4], &a->kv_heads, err) < 0 ||
-            count(t, r, c[5], &a->d_qk, err) < 0 ||
-            positive(t, r, c[6], &row->t_eager, err) < 0 ||
-            positive(t, r, c[7], &a->pairs, err) < 0 ||
-            positive(t, r, c[8], &row->op.flops, err) < 0 ||
-            positive(t, r, c[9], &row->op.bytes, err) < 0)
-            return -1;
-        if (causal != 0 && causal != 1)
-            return cp_fail_at(err, calib_loc(t, r, c[2]), "expected 0 or 1");
-        a->causal = (uint8_t)causal;
-        a->d_v = a->d_qk;
-        row->op.name = "attention";
-        row->op.kclass = KC_ATTENTION;
-        row->t_eager *= 1e-6;
-        row->kk = KK_ATTN;
-        row->src = (row_src)src;
-        snprintf(row->label, sizeof row->label, "%s %s q=%lld kv=%lld heads=%lld/%lld d=%lld",
-                 calib_str(t, r, cmode), calib_str(t, r, cimpl), (long long)a->q_len,
-                 (long long)a->kv_len, (long long)a->heads, (long long)a->kv_heads,
-                 (long long)a->d_qk);
-    }
-    return 0;
-}
-
-/* elementwise.csv kind column: the kernel kind, -1 for kinds not modelled. */
-static int mem_kind(const char *csv_kind)
-{
-    for (int k = 0; k < KK_COUNT; k++)
-        if (mem_kinds[k].csv_kind && !strcmp(csv_kind, mem_kinds[k].csv_kind))
-            return k;
-    return -1;
-}
-
-static int read_elementwise(const calib_table *t, row_set *rs, cp_err *err)
-{
-    static const char *const names[] = {"min_bytes_moved", "time_us", NULL};
-    int c[2], ckind, cdesc;
-    if (num_cols(t, names, c, err) < 0 || (ckind = calib_col(t, "kind", err)) < 0 ||
-        (cdesc = calib_col(t, "desc", err)) < 0)
-        return -1;
-    for (int r = 0; r < calib_rows(t); r++) {
-        int kk = mem_kind(calib_str(t, r, ckind));
-        if (kk < 0)
-            continue;
-        cost_row *row = row_push(rs, err);
-        if (!row || positive(t, r, c[0], &row->op.bytes, err) < 0 ||
-            positive(t, r, c[1], &row->t_eager, err) < 0)
-            return -1;
-        row->op.name = mem_kinds[kk].name;
-        row->op.kclass = (uint8_t)mem_kinds[kk].kclass;
-        row->t_eager *= 1e-6;
-        row->kk = (kkind)kk;
-        row->src = SRC_MEM;
-        snprintf(row->label, sizeof row->label, "%s %s", calib_str(t, r, ckind),
-                 calib_str(t, r, cdesc));
-    }
-    return 0;
-}
-
-/* sparse_attention.csv (optional): the DSA sparse-attention kernel
- * (SparseFlashAttention) of a profile, bf16, absorbed MLA over at most topk
- * selected latent keys per query: columns q_len (queries), ctx (keys before
- * the call's first query plus its queries, causal), topk, heads, d_qk, d_v,
- * time_us (eager time per call).  A series is (heads, d_qk, d_v); its size is
- * the attended pairs. */
-static int read_sparse(const calib_table *t, row_set *rs, cp_err *err)
-{
-    static const char *const names[] = {"q_len", "ctx", "topk", "heads", "d_qk", "d_v",
-                                        "time_us", NULL};
-    int c[7];
-    if (num_cols(t, names, c, err) < 0)
-        return -1;
-    for (int r = 0; r < calib_rows(t); r++) {
-        cost_row *row = row_push(rs, err);
-        if (!row)
-            return -1;
-        plan_attn *a = &row->op.attn;
-        int64_t topk = 0;
-        if (count(t, r, c[0], &a->q_len, err) < 0 || count(t, r, c[1], &a->kv_len, err) < 0 ||
-            count(t, r, c[2], &topk, err) < 0 || count(t, r, c[3], &a->heads, err) < 0 ||
-            count(t, r, c[4], &a->d_qk, err) < 0 || count(t, r, c[5], &a->d_v, err) < 0 ||
-            positive(t, r, c[6], &row->t_eager, err) < 0)
-            return -1;
-        if (a->q_len > a->kv_len)
-            return cp_fail_at(err, calib_loc(t, r, c[0]), "q_len above ctx");
-        a->kv_heads = 1;
-        a->causal = 1;
-        /* query i of the call sees min(topk, ctx - q_len + i + 1) keys */
-        double q = (double)a->q_len, pre = (double)(a->kv_len - a->q_len), k = (double)topk;
-        double n = fmin(q, fmax(0.0, k - pre));
-        a->pairs = n * pre + n * (n + 1) / 2 + (q - n) * k;
-        row->op.flops = a->pairs * 2.0 * (double)a->heads * (double)(a->d_qk + a->d_v);
-        row->op.bytes = a->pairs * (double)a->d_qk * 2.0 +
-                        q * (double)a->heads * (double)(a->d_qk + a->d_v) * 2.0;
-        row->op.dtype = DT_BF16;
-        row->op.name = "mla_sparse_attention";
-        row->op.kclass = KC_SPARSE_ATTN;
-        row->t_eager *= 1e-6;
-        row->kk = KK_SPARSE;
-        row->src = SRC_SPARSE;
-        snprintf(row->label, sizeof row->label, "sparse q=%lld ctx=%lld topk=%lld heads=%lld",
-                 (long long)a->q_len, (long long)a->kv_len, (long long)topk,
-                 (long long)a->heads);
-    }
-    return 0;
-}
-
-/* Every modelled row of a profile's kernel tables (sparse_attention.csv only
- * when the profile has it). */
-static int read_profile(const char *profile, row_set *rs, cp_err *err)
-{
-    static const char *const tables[] = {"gemm", "gemm_graph", "attention", "elementwise",
-                                         "sparse_attention"};
-    for (int i = 0; i < 5; i++) {
-        char rel[256], path[1024];
-        snprintf(rel, sizeof rel, "platforms/calibration/%s/%s.csv", profile, tables[i]);
-        if (i == 4 && access(cp_data_path(path, sizeof path, rel), R_OK) != 0)
-            break;
-        calib_table *t = calib_load(profile, tables[i], err);
-        if (!t)
-            return -1;
-        int rc = i < 2 ? read_gemm(t, i == 1, rs, err)
-                 : i == 2 ? read_attention(t, rs, err)
-                 : i == 3 ? read_elementwise(t, rs, err) : read_sparse(t, rs, err);
-        calib_free(t);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
-}
+/* ---- the profile's points ----------------------------------------------------------- */
 
 /* The rows of a profile, read once per process (cost_new runs once per
  * simulation, and a sweep forks its simulations from a parent that has
@@ -811,10 +769,10 @@ static int read_profile(const char *profile, row_set *rs, cp_err *err)
 #define PROFILE_CACHE 4
 static struct {
     char dir[1024];          /* the profile's directory: data dir and name */
-    row_set rows;
+    cost_rows rows;
 } profile_cache[PROFILE_CACHE];
 
-static const row_set *profile_rows(const char *profile, cp_err *err)
+static const cost_rows *profile_rows(const char *profile, cp_err *err)
 {
     char rel[256], dir[1024];
     snprintf(rel, sizeof rel, "platforms/calibration/%s", profile);
@@ -823,8 +781,8 @@ static const row_set *profile_rows(const char *profile, cp_err *err)
     for (; i < PROFILE_CACHE && profile_cache[i].dir[0]; i++)
         if (!strcmp(profile_cache[i].dir, dir))
             return &profile_cache[i].rows;
-    row_set rs = {0};
-    if (read_profile(profile, &rs, err) < 0) {
+    cost_rows rs = {0};
+    if (cost_profile_read(profile, &rs, err) < 0) {
         free(rs.v);
         return NULL;
     }
@@ -837,18 +795,6 @@ static const row_set *profile_rows(const char *profile, cp_err *err)
     snprintf(profile_cache[i].dir, sizeof profile_cache[i].dir, "%s", dir);
     profile_cache[i].rows = rs;
     return &profile_cache[i].rows;
-}
-
-/* Kernel time a row measures for the table: graph replay for GEMMs; eager
- * calls of long kernels (attention, bandwidth-bound) less the eager gap.
- * 0 when the row only serves the check. */
-static double row_kernel_time(const cost_row *r)
-{
-    if (r->src == SRC_GEMM_GRAPH)
-        return r->t_graph;
-    if (r->src == SRC_ATTN || r->src == SRC_MEM || r->src == SRC_SPARSE)
-        return r->t_eager - EAGER_GAP;
-    return 0;
 }
 
 static const cost_dev *find_ref(const char *profile, cp_err *err)
@@ -868,10 +814,11 @@ static const cost_dev *find_ref(const char *profile, cp_err *err)
 }
 
 /* Read the profile's tables into table points (ratios against the
- * reference device of the profile). */
+ * reference device of the profile); rows of one series and size become one
+ * point. */
 static int load_points(cost_model *c, const char *profile, cp_err *err)
 {
-    const row_set *rs = profile_rows(profile, err);
+    const cost_rows *rs = profile_rows(profile, err);
     const cost_dev *ref = rs ? find_ref(profile, err) : NULL;
     if (!ref)
         return -1;
@@ -881,14 +828,23 @@ static int load_points(cost_model *c, const char *profile, cp_err *err)
     c->ref = *ref;
     c->calibrated = 1;
     for (int i = 0; i < rs->n; i++) {
-        double t = row_kernel_time(&rs->v[i]);
-        if (t <= 0)
+        const cost_row *r = &rs->v[i];
+        if (r->t_kernel <= 0)
             continue;
-        cost_point *pt = &c->pts[c->npts++];
-        pt->op = rs->v[i].op;
-        pt->kk = rs->v[i].kk;
-        pt->x = size_of(&pt->op, pt->kk);
-        pt->ratio = t / analytic(c, &c->ref, &pt->op, pt->kk);
+        series_key key = key_of(&r->op, r->kk);
+        double x = size_of(&r->op, r->kk);
+        double lr = log(r->t_kernel / analytic(c, &c->ref, &r->op, r->kk));
+        cost_point *pt = NULL;
+        for (int j = 0; j < c->npts && !pt; j++)
+            if (c->pts[j].kk == r->kk && c->pts[j].x == x && key_eq(&c->pts[j].key, &key))
+                pt = &c->pts[j];
+        if (pt) {
+            pt->lratio = (pt->lratio * pt->nrows + lr) / (pt->nrows + 1);
+            pt->nrows++;
+            continue;
+        }
+        pt = &c->pts[c->npts++];
+        *pt = (cost_point){r->kk, key, x, lr, 1, r->src};
     }
     return 0;
 }
@@ -956,21 +912,33 @@ static int is_compute(const plan_op *op)
     return op->kind == OPK_COMPUTE && op->kclass < KC_COUNT;
 }
 
+double cost_kernel_src_s(const cost_model *c, const plan_op *op, plan_costsrc *src,
+                         double *dist)
+{
+    lookup lk = {0, CS_ROOFLINE, 0};
+    double t = is_compute(op) ? kernel_time(c, op, kind_of(op), 0, &lk) : 0;
+    if (src)
+        *src = lk.src;
+    if (dist)
+        *dist = lk.dist;
+    return t;
+}
+
 double cost_kernel_s(const cost_model *c, const plan_op *op)
 {
-    return is_compute(op) ? kernel_time(c, op, kk_of_kclass[op->kclass], 0) : 0;
+    return cost_kernel_src_s(c, op, NULL, NULL);
 }
 
 double cost_kernel_analytic_s(const cost_model *c, const plan_op *op)
 {
-    return is_compute(op) ? analytic(c, &c->dev, op, kk_of_kclass[op->kclass]) : 0;
+    return is_compute(op) ? analytic(c, &c->dev, op, kind_of(op)) : 0;
 }
 
 double cost_launch_s(const cost_model *c, const plan_op *op, int graph)
 {
     if (op->kind == OPK_MEM || op->kind == OPK_STEP)
         return 0;
-    return graph && !op->eager ? c->launch_graph : c->launch_eager;
+    return kernels(op) * (graph && !op->eager ? c->launch_graph : c->launch_eager);
 }
 
 void cost_price_plan(const cost_model *c, plan *p, int graph)
@@ -980,7 +948,17 @@ void cost_price_plan(const cost_model *c, plan *p, int graph)
         for (uint32_t j = 0; j < prog->nops; j++) {
             plan_op *op = &prog->ops[j];
             int eager = !graph || op->eager;
-            op->cost_s = is_compute(op) ? cost_kernel_s(c, op) + (eager ? EAGER_GAP : 0) : 0;
+            op->cost_s = 0;
+            op->cost_table = CS_ROOFLINE;
+            op->cost_dist = 0;
+            if (is_compute(op)) {
+                plan_costsrc src;
+                double dist;
+                op->cost_s = cost_kernel_src_s(c, op, &src, &dist) +
+                             (eager ? kernels(op) * COST_EAGER_GAP : 0);
+                op->cost_table = (uint8_t)src;
+                op->cost_dist = (float)dist;
+            }
             op->launch_s = cost_launch_s(c, op, graph);
         }
     }
@@ -988,33 +966,28 @@ void cost_price_plan(const cost_model *c, plan *p, int graph)
 
 /* ---- calibration check -------------------------------------------------- */
 
-static const char *const src_table[] = {
-    [SRC_GEMM_EAGER] = "gemm", [SRC_GEMM_GRAPH] = "gemm_graph",
-    [SRC_ATTN] = "attention", [SRC_ATTN_OTHER] = "attention", [SRC_MEM] = "elementwise",
-    [SRC_SPARSE] = "sparse_attention",
-};
-
-/* Predicted time per call of back-to-back calls of one kernel. */
-static double per_call(const cost_model *c, double kernel, int graph)
+/* Predicted time per call of back-to-back calls of one kernel: the host
+ * issues op->nkern launches per call, the device runs the kernel. */
+static double per_call(const cost_model *c, const plan_op *op, double kernel, int graph)
 {
-    return graph ? fmax(kernel, c->launch_graph) : fmax(kernel + EAGER_GAP, c->launch_eager);
+    int n = kernels(op);
+    return graph ? fmax(kernel, n * c->launch_graph)
+                 : fmax(kernel + n * COST_EAGER_GAP, n * c->launch_eager);
 }
 
 static void check_row(const cost_model *c, const cost_row *r, int graph, cost_check_row *out)
 {
     memset(out, 0, sizeof *out);
-    snprintf(out->table, sizeof out->table, "%s", src_table[r->src]);
-    snprintf(out->label, sizeof out->label, "%s%s", r->label,
-             r->kk == KK_GEMM ? (graph ? " graph" : " eager") : "");
-    snprintf(out->kclass, sizeof out->kclass, "%s",
-             r->kk == KK_GEMM ? (graph ? "gemm_graph" : "gemm_eager")
-             : r->kk == KK_ATTN ? "attention"
-             : r->kk == KK_SPARSE ? "sparse_attention" : mem_kinds[r->kk].name);
+    snprintf(out->table, sizeof out->table, "%s", plan_costsrc_file(r->src));
+    snprintf(out->label, sizeof out->label, "%s %s", r->label, graph ? "graph" : "eager");
+    snprintf(out->cls, sizeof out->cls, "%s_%s", r->cls, graph ? "graph" : "eager");
     out->measured_s = graph ? r->t_graph : r->t_eager;
-    double table = table_time(c, &r->op, r->kk, 1);
+    out->repeat_s = graph ? r->t_graph2 : r->t_eager2;
+    lookup lk;
+    double table = table_time(c, &r->op, r->kk, 1, &lk);
     double model = analytic(c, &c->dev, &r->op, r->kk);
-    out->table_s = per_call(c, table > 0 ? table : model, graph);
-    out->analytic_s = per_call(c, model, graph);
+    out->table_s = per_call(c, &r->op, table > 0 ? table : model, graph);
+    out->analytic_s = per_call(c, &r->op, model, graph);
 }
 
 int cost_check_calibration(const platform *p, cost_check_row **rows, cp_err *err)
@@ -1023,11 +996,12 @@ int cost_check_calibration(const platform *p, cost_check_row **rows, cp_err *err
     if (!p->calibration[0])
         return cp_fail(err, CP_EXIT_INPUT, "platform %s has no calibration profile", p->name);
     cost_model *c = cost_new(p, err);
-    const row_set *rs = c ? profile_rows(p->calibration, err) : NULL;
+    const cost_rows *rs = c ? profile_rows(p->calibration, err) : NULL;
     if (!rs) {
         cost_free(c);
         return -1;
     }
+    c->dev = c->ref; /* rows are predicted on the device that measured them */
     cost_check_row *out = calloc((size_t)rs->n * 2 + 1, sizeof *out);
     int n = 0;
     for (int i = 0; out && i < rs->n; i++) {
@@ -1042,4 +1016,137 @@ int cost_check_calibration(const platform *p, cost_check_row **rows, cp_err *err
         return cp_fail(err, CP_EXIT_INTERNAL, "out of memory");
     *rows = out;
     return n;
+}
+
+/* ---- accuracy figures ------------------------------------------------------------- */
+
+static double rel_err(double pred, double meas)
+{
+    return fabs(pred / meas - 1.0);
+}
+
+static int noisy(const cost_check_row *r)
+{
+    return r->repeat_s > 0 && rel_err(r->repeat_s, r->measured_s) > COST_NOISE;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static cost_accuracy class_stats(const cost_check_row *rows, int n, const char *cls,
+                                 double *et, double *ea)
+{
+    cost_accuracy s = {.worst_table_row = -1, .worst_analytic_row = -1};
+    snprintf(s.cls, sizeof s.cls, "%s", cls);
+    for (int i = 0; i < n; i++) {
+        if (*cls && strcmp(rows[i].cls, cls) != 0)
+            continue;
+        double t = rel_err(rows[i].table_s, rows[i].measured_s);
+        double a = rel_err(rows[i].analytic_s, rows[i].measured_s);
+        et[s.n] = t;
+        ea[s.n++] = a;
+        if (noisy(&rows[i])) {
+            s.noisy++;
+            continue;
+        }
+        if (s.worst_table_row < 0 || t > s.worst_table) {
+            s.worst_table = t;
+            s.worst_table_row = i;
+        }
+        if (s.worst_analytic_row < 0 || a > s.worst_analytic) {
+            s.worst_analytic = a;
+            s.worst_analytic_row = i;
+        }
+    }
+    s.med_table = median(et, s.n);
+    s.med_analytic = median(ea, s.n);
+    return s;
+}
+
+int cost_accuracy_by_class(const cost_check_row *rows, int n, cost_accuracy **out)
+{
+    cost_accuracy *acc = calloc((size_t)n + 1, sizeof *acc);
+    double *et = calloc((size_t)n + 1, sizeof *et), *ea = calloc((size_t)n + 1, sizeof *ea);
+    if (!acc || !et || !ea)
+        abort(); /* out of host memory: nothing sensible to report */
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = !strcmp(rows[j].cls, rows[i].cls);
+        if (!seen)
+            acc[k++] = class_stats(rows, n, rows[i].cls, et, ea);
+    }
+    acc[k++] = class_stats(rows, n, "", et, ea);
+    free(et);
+    free(ea);
+    *out = acc;
+    return k;
+}
+
+void cost_accuracy_print(const cost_check_row *rows, int n, FILE *out)
+{
+    fprintf(out, "%-22s %-32s %-44s %11s %11s %7s %11s %7s\n", "table", "class", "row",
+            "measured_us", "table_us", "err", "analytic_us", "err");
+    for (int i = 0; i < n; i++) {
+        const cost_check_row *r = &rows[i];
+        fprintf(out, "%-22s %-32s %-44.44s %11.2f %11.2f %6.1f%% %11.2f %6.1f%%%s\n", r->table,
+                r->cls, r->label, r->measured_s * 1e6, r->table_s * 1e6,
+                100 * (r->table_s / r->measured_s - 1), r->analytic_s * 1e6,
+                100 * (r->analytic_s / r->measured_s - 1), noisy(r) ? "  (noisy)" : "");
+    }
+    cost_accuracy *acc;
+    int k = cost_accuracy_by_class(rows, n, &acc);
+    fprintf(out, "\nrelative error of time per call; table model with the row's size left "
+                 "out of its series\n");
+    fprintf(out, "%-32s %5s %6s  %-19s %-19s\n", "class", "rows", "noisy",
+            "table med / worst", "analytic med / worst");
+    for (int i = 0; i < k; i++)
+        fprintf(out, "%-32s %5d %6d  %6.1f%% / %6.1f%%   %6.1f%% / %6.1f%%\n",
+                acc[i].cls[0] ? acc[i].cls : "all", acc[i].n, acc[i].noisy,
+                100 * acc[i].med_table, 100 * acc[i].worst_table, 100 * acc[i].med_analytic,
+                100 * acc[i].worst_analytic);
+    fprintf(out, "(noisy: the row's repeat on another machine start differs by more than "
+                 "%.0f %%; in the medians, not in the worst)\n", 100 * COST_NOISE);
+    free(acc);
+}
+
+json_t *cost_accuracy_json(const cost_check_row *rows, int n)
+{
+    json_t *j = json_object(), *jr = json_array(), *jc = json_array();
+    for (int i = 0; i < n; i++) {
+        const cost_check_row *r = &rows[i];
+        json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f}", "table", r->table, "class",
+                              r->cls, "row", r->label, "measured_s", r->measured_s, "table_s",
+                              r->table_s, "analytic_s", r->analytic_s);
+        if (r->repeat_s > 0)
+            json_object_set_new(o, "repeat_s", json_real(r->repeat_s));
+        json_object_set_new(o, "noisy", json_boolean(noisy(r)));
+        json_array_append_new(jr, o);
+    }
+    cost_accuracy *acc;
+    int k = cost_accuracy_by_class(rows, n, &acc);
+    for (int i = 0; i < k; i++)
+        json_array_append_new(
+            jc, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f}", "class",
+                          acc[i].cls[0] ? acc[i].cls : "all", "rows", acc[i].n, "noisy",
+                          acc[i].noisy, "table_median", acc[i].med_table, "table_worst",
+                          acc[i].worst_table, "analytic_median", acc[i].med_analytic,
+                          "analytic_worst", acc[i].worst_analytic));
+    free(acc);
+    json_object_set_new(j, "schema", json_string("cpsim.accuracy/1"));
+    json_object_set_new(j, "classes", jc);
+    json_object_set_new(j, "rows", jr);
+    return j;
 }

@@ -17,6 +17,7 @@ uint32_t em_emit(bld *b, plan_op *o)
     o->layer = b->layer;
     o->step = b->step;
     o->request = b->request;
+    o->phase = b->phase;
     uint32_t i = plan_push(b->pg, o);
     if (o->stream == ST_COMPUTE) {
         for (int k = 0; k < b->npending; k++)
@@ -55,11 +56,85 @@ uint32_t em_compute(bld *b, const char *name, plan_kclass kc, double flops, doub
     return em_emit(b, &o);
 }
 
+void em_kernels(bld *b, uint32_t i, int nkern)
+{
+    b->pg->ops[i].nkern = (uint8_t)nkern;
+}
+
+static int eight_bit(cp_dtype t)
+{
+    return t == DT_FP8 || t == DT_INT8;
+}
+
+/* Bytes of an activation quantisation of [m, k]: read the bf16 rows, write
+ * one byte per element and an fp32 scale per row (and per 128-block of a
+ * row for block scales): gemm_fp8.csv min_bytes. */
+void em_act_quant(bld *b, int64_t m, int64_t k)
+{
+    if (b->s->act_quant == AQ_FUSED || m <= 0 || k <= 0)
+        return;
+    double md = (double)m, kd = (double)k;
+    double scales = b->gqs == QS_BLOCK ? (double)(k / 128 > 0 ? k / 128 : 1) : 1.0;
+    /* derived: abs, max and a divide per element, a cast */
+    uint32_t i = em_compute(b, "act_quant", KC_ACT_QUANT, 3.0 * md * kd,
+                            md * kd * b->ab + md * kd + md * scales * 4.0, shp(2, m, k, 0),
+                            shp(0, 0, 0, 0), shp(2, m, k, 0));
+    b->pg->ops[i].qscale = b->gqs;
+    b->pg->ops[i].dtype = (uint8_t)b->gdt;
+    /* calib_gemm_fp8.py quant_fns: abs, amax, cast, clamp, two divides, cast */
+    em_kernels(b, i, b->s->act_quant == AQ_UNFUSED ? 7 : 1);
+}
+
+uint32_t em_gemm_float(bld *b, const char *name, int64_t m, int64_t k, int64_t n)
+{
+    plan_op o = kernel_op(b, name, KC_GEMM);
+    o.m = m;
+    o.k = k;
+    o.n = n;
+    o.g = 1;
+    double md = (double)m;
+    o.flops = 2.0 * md * (double)k * (double)n;
+    o.bytes = (md * (double)k + (double)k * (double)n + md * (double)n) * b->ab;
+    o.in = shp(2, m, k, 0);
+    o.w = shp(2, k, n, 0);
+    o.out = shp(2, m, n, 0);
+    return em_emit(b, &o);
+}
+
+uint32_t em_moe_gemm(bld *b, const char *name, int64_t rows, int64_t k, int64_t n, int64_t g)
+{
+    if (eight_bit(b->gdt))
+        em_act_quant(b, rows, k);
+    plan_op o = kernel_op(b, name, KC_MOE_GEMM);
+    o.dtype = (uint8_t)b->gdt;
+    o.qscale = eight_bit(b->gdt) ? b->gqs : QS_NONE;
+    o.route = (uint8_t)b->s->moe_routing;
+    o.m = rows;
+    o.k = k;
+    o.n = n;
+    o.g = g;
+    double rd = (double)rows;
+    /* weights: every local expert that gets a row at least once (at most
+     * rows of them) */
+    double active = (double)(rows < g ? rows : g);
+    o.flops = 2.0 * rd * (double)k * (double)n;
+    o.bytes = rd * (double)k * b->ab + active * (double)k * (double)n * b->wb +
+              rd * (double)n * b->ab;
+    o.in = shp(2, rows, k, 0);
+    o.w = shp(3, g, k, n);
+    o.out = shp(2, rows, n, 0);
+    return em_emit(b, &o);
+}
+
 /* y[m, n] = x[m, k] W[n, k]^T, g groups of m rows (g = 1: plain GEMM). */
 uint32_t em_gemm(bld *b, const char *name, int64_t m, int64_t k, int64_t n, int64_t g)
 {
+    int quant = g <= 1 && eight_bit(b->gdt);
+    if (quant)
+        em_act_quant(b, m, k);
     plan_op o = kernel_op(b, name, g > 1 ? KC_GROUPED_GEMM : KC_GEMM);
     o.dtype = (uint8_t)b->gdt;
+    o.qscale = quant ? b->gqs : QS_NONE;
     o.m = m;
     o.k = k;
     o.n = n;
@@ -141,12 +216,50 @@ void em_rms_norm(bld *b, const char *name, int64_t m, int64_t h, int with_add)
             shp(1, h, 0, 0), shp(2, m, h, 0));
 }
 
-void em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int64_t n_in,
+uint32_t em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int64_t n_in,
                         int64_t n_out, double flops_per_out)
 {
     double bytes = ((double)m * n_in + (double)m * n_out) * b->ab;
-    em_compute(b, name, kc, flops_per_out * (double)m * n_out, bytes, shp(2, m, n_in, 0),
-            shp(0, 0, 0, 0), shp(2, m, n_out, 0));
+    return em_compute(b, name, kc, flops_per_out * (double)m * n_out, bytes,
+                      shp(2, m, n_in, 0), shp(0, 0, 0, 0), shp(2, m, n_out, 0));
+}
+
+void em_swiglu(bld *b, const char *name, int64_t m, int64_t inter)
+{
+    /* derived: silu x * sigmoid(x) about 4 flops, the multiply 1 */
+    uint32_t i = em_elementwise(b, name, KC_ACTIVATION, m, 2 * inter, inter, 5.0);
+    em_kernels(b, i, 2);
+}
+
+void em_rope(bld *b, const char *name, int64_t m, int64_t heads, int64_t d)
+{
+    double e = (double)m * (double)heads * (double)d;
+    /* derived: two multiplies and an add per element; reads x, writes it
+     * (elementwise.csv rope_unfused min_bytes) */
+    uint32_t i = em_compute(b, name, KC_ROPE, 3.0 * e, 2.0 * e * b->ab, shp(3, m, heads, d),
+                            shp(0, 0, 0, 0), shp(3, m, heads, d));
+    em_kernels(b, i, 4);
+}
+
+uint32_t em_copy(bld *b, const char *name, double bytes, plan_shape in, plan_shape out)
+{
+    return em_compute(b, name, KC_COPY, 0, 2.0 * bytes, in, shp(0, 0, 0, 0), out);
+}
+
+uint32_t em_lse_merge(bld *b, const char *name, int64_t rows, int64_t heads, int64_t d,
+                      int parts, double pb)
+{
+    double e = (double)rows * (double)heads * (double)d;
+    double lse = (double)rows * (double)heads * 4.0;
+    /* reads each partial (activation dtype) and its fp32 LSE, writes the
+     * merged output (elementwise.csv lse_merge2_unfused min_bytes: 3 n h d
+     * x 2 B + 2 n h x 4 B for two partials); derived: a scaling and an add
+     * per partial element */
+    uint32_t i = em_compute(b, name, KC_LSE_MERGE, 2.0 * parts * e,
+                            parts * (e * pb + lse) + e * b->ab, shp(3, rows, heads, d),
+                            shp(0, 0, 0, 0), shp(3, rows, heads, d));
+    em_kernels(b, i, 12);
+    return i;
 }
 
 uint32_t em_attention(bld *b, const char *name, plan_kclass kc, const plan_attn *at,

@@ -26,6 +26,8 @@ typedef struct bld {
     int32_t layer, step, request;
     int tp, ep;              /* = lay.tp, lay.ep */
     uint8_t layout;          /* token layout stamped on new ops (plan_layout) */
+    uint8_t phase;           /* layer phase stamped on new ops (plan_phase) */
+    uint8_t gqs;             /* scales of 8-bit GEMMs (plan_qscale) */
     cp_dtype adt;            /* activation dtype */
     cp_dtype gdt;            /* GEMM compute dtype */
     double ab, wb, kvb;      /* bytes per element: activations, weights, KV */
@@ -49,14 +51,41 @@ void em_wait_for(bld *b, uint32_t op);
 /* A kernel of class kc on the compute stream. */
 uint32_t em_compute(bld *b, const char *name, plan_kclass kc, double flops, double bytes,
                     plan_shape in, plan_shape w, plan_shape out);
-/* y[m, n] = x[m, k] W[n, k]^T; g groups of m rows each (g = 1: one GEMM). */
+/* y[m, n] = x[m, k] W[n, k]^T; g groups of m rows each (g = 1: one GEMM,
+ * else a batched GEMM).  Weights in the scenario's precision; a linear
+ * (g = 1) with 8-bit weights first quantises its input (em_act_quant). */
 uint32_t em_gemm(bld *b, const char *name, int64_t m, int64_t k, int64_t n, int64_t g);
+/* A linear kept in the activation dtype whatever the checkpoint (the MoE
+ * router: vLLM builds the gate with quant_config=None). */
+uint32_t em_gemm_float(bld *b, const char *name, int64_t m, int64_t k, int64_t n);
+/* Routed experts as one grouped GEMM (KC_MOE_GEMM): `rows` routed rows of
+ * width k in all over g local experts, [rows, n] out; routing from
+ * simulation.moe_routing.  8-bit weights quantise the rows first. */
+uint32_t em_moe_gemm(bld *b, const char *name, int64_t rows, int64_t k, int64_t n, int64_t g);
+/* The activation quantisation of an 8-bit GEMM's input [m, k] as
+ * precision.activation_quant says (nothing when fused). */
+void em_act_quant(bld *b, int64_t m, int64_t k);
+/* Set the kernel count of op i (its launches, plan_op.nkern). */
+void em_kernels(bld *b, uint32_t i, int nkern);
 /* RMSNorm over m rows of width h, fused with the residual add when with_add
  * (reads x and the residual, writes both). */
 void em_rms_norm(bld *b, const char *name, int64_t m, int64_t h, int with_add);
 /* An elementwise kernel reading [m, n_in] and writing [m, n_out]. */
-void em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int64_t n_in,
-                    int64_t n_out, double flops_per_out);
+uint32_t em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int64_t n_in,
+                        int64_t n_out, double flops_per_out);
+/* SwiGLU of m rows: silu(gate) * up, [m, 2 inter] -> [m, inter], as the
+ * profile measured it (F.silu(g) * u: two kernels). */
+void em_swiglu(bld *b, const char *name, int64_t m, int64_t inter);
+/* RoPE over [m, heads, d] (unfused: four kernels, as the profile measured). */
+void em_rope(bld *b, const char *name, int64_t m, int64_t heads, int64_t d);
+/* A copy of `bytes` (read once, written once) with the given shapes. */
+uint32_t em_copy(bld *b, const char *name, double bytes, plan_shape in, plan_shape out);
+/* Merge of `parts` partial attention outputs [rows, heads, d] (pb bytes per
+ * element) with their fp32 LSE (the unfused torch merge of the profile:
+ * twelve kernels): reads the partials, writes the output (activation
+ * dtype). */
+uint32_t em_lse_merge(bld *b, const char *name, int64_t rows, int64_t heads, int64_t d,
+                      int parts, double pb);
 
 /* An attention-class kernel (KC_ATTENTION, KC_SPARSE_ATTN, KC_INDEXER)
  * described by *at; shapes in [q_len, heads, d_qk], w [kv_len, kv_heads,

@@ -95,20 +95,6 @@ static ex_share share_of(const ex_ctx *x, int r)
     return s;
 }
 
-/* One past the last position of a share: the keys its placed attention
- * spans. */
-static int64_t share_end(const ex_share *s)
-{
-    int64_t end = 0;
-    for (int i = 0; i < s->nrun; i++) {
-        const ex_run *r = &s->run[i];
-        int64_t e = r->n > 0 ? r->lo + (r->n - 1) * r->stride + 1 : 0;
-        if (e > end)
-            end = e;
-    }
-    return end;
-}
-
 /* Causal pairs of a share's queries against all keys (stripe < 0) or the
  * keys of one stripe. */
 static double share_pairs(const ex_share *s, int stripe, int P)
@@ -226,16 +212,21 @@ static void attend_rows(bld *b, const gqa *g, const plan_attn *at)
 
 /* ---- Ulysses and head slice (by-head storage) --------------------------------- */
 
-/* Split step: all-to-all of the share's q/k/v to head split over the whole
- * step, attention on hq/P heads (with the KV heads they need: hkv/P, at
- * least one, replicated to every SP rank that needs it), all-to-all of the
- * output back to token split.  The rank stores its KV heads for every
- * position of the step. */
+/* Split step: the share's q/k/v are packed by destination (each peer's hu
+ * q heads and the ku KV heads they need), all-to-all to head split over the
+ * whole step, unpacked into position order (a copy unless the split is
+ * contiguous, whose rank order is the position order), attention on hq/P
+ * heads (with the KV heads they need: hkv/P, at least one, replicated to
+ * every SP rank that needs it), the output packed back by destination (a
+ * view for a contiguous split, else a copy), all-to-all, and unpacked from
+ * [P, rows, hu, d] into the share's [rows, hq, d] (DeepSpeed-Ulysses's
+ * transposes).  The rank stores its KV heads for every position of the
+ * step. */
 static void ulysses(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     gqa g = gqa_of(b);
-    int P = x->P;
+    int P = x->P, reorder = x->split_kind != SPLIT_CONTIGUOUS;
     int64_t tm = x->mine.n, hu = g.hq / P, ku = mem_kv_heads_per_rank(b->a, b->tp * P);
     double td = (double)t, tmd = (double)tm;
 
@@ -244,20 +235,42 @@ static void ulysses(ex_ctx *x, int64_t t, int64_t prefix)
     /* to every peer: its hu q heads and the ku KV heads they need */
     double send = tmd * (double)((g.hq + 2 * P * ku) * g.d) * b->ab;
     double recv = td * (double)((hu + 2 * ku) * g.d) * b->ab;
+    em_act_alloc(b, send);
+    em_copy(b, "ulysses_qkv_pack", send, shp(3, tm, g.hq + 2 * g.hkv, g.d),
+            shp(3, P, tm, (hu + 2 * ku) * g.d));
+    em_act_free(b, tmd * g.qkv_w * b->ab); /* the share's q/k/v, packed */
     b->layout = TL_FULL;
     em_buf_alloc(b, recv);
     em_coll(b, "ulysses_qkv_all_to_all", CK_ALL_TO_ALL, G_SP, send,
             shp(3, t, hu + 2 * ku, g.d));
-    em_act_free(b, tmd * g.qkv_w * b->ab); /* the share's q/k/v, sent */
+    em_act_free(b, send);
+    if (reorder) {
+        em_act_alloc(b, recv);
+        em_copy(b, "ulysses_qkv_unpack", recv, shp(3, P, x->most, (hu + 2 * ku) * g.d),
+                shp(3, t, hu + 2 * ku, g.d));
+        em_buf_free(b, recv);
+    }
     layer_gqa_kv_write(b, t, ku);
     plan_attn at = attn_of(&g, t, prefix + t, hu, ku, em_causal_pairs(t, prefix, 0));
     attend_rows(b, &g, &at);
-    em_buf_free(b, recv);
+    if (reorder)
+        em_act_free(b, recv);
+    else
+        em_buf_free(b, recv);
     double out = td * (double)(hu * g.d) * b->ab;
+    if (reorder) {
+        em_act_alloc(b, out);
+        em_copy(b, "ulysses_out_pack", out, shp(3, t, hu, g.d), shp(3, P, x->most, hu * g.d));
+        em_act_free(b, out); /* the output in position order */
+    }
     b->layout = TL_LOCAL;
-    em_act_alloc(b, tmd * (double)(g.hq * g.d) * b->ab); /* the share's output, all heads */
+    double back = tmd * (double)(g.hq * g.d) * b->ab;
+    em_buf_alloc(b, back); /* [P, rows, hu, d] from the peers */
     em_coll(b, "ulysses_out_all_to_all", CK_ALL_TO_ALL, G_SP, out, shp(3, tm, g.hq, g.d));
     em_act_free(b, out);
+    em_act_alloc(b, back); /* the share's output, all heads */
+    em_copy(b, "ulysses_out_unpack", back, shp(3, P, tm, hu * g.d), shp(3, tm, g.hq, g.d));
+    em_buf_free(b, back);
     layer_gqa_out(b, tm);
 }
 
@@ -265,7 +278,7 @@ static void ulysses(ex_ctx *x, int64_t t, int64_t prefix)
  * spec's table): every SP rank runs the whole step's projections, writes
  * and attends its slice of hq/P heads (its KV heads) over the whole step,
  * and the slices are all-gathered over G_SP along the head dimension
- * before o_proj. */
+ * ([P, t, hu, d]) and transposed into [t, hq, d] before o_proj. */
 static void head_slice(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
@@ -281,47 +294,187 @@ static void head_slice(ex_ctx *x, int64_t t, int64_t prefix)
     attend_rows(b, &g, &at);
     em_act_free(b, td * g.qkv_w * b->ab);
     double all = td * (double)(g.hq * g.d) * b->ab;
-    em_act_alloc(b, all);
+    em_buf_alloc(b, all);
     em_coll(b, "head_all_gather", CK_ALL_GATHER, G_SP, all, shp(3, t, g.hq, g.d));
     em_act_free(b, td * (double)(hu * g.d) * b->ab); /* own slice, gathered */
+    em_act_alloc(b, all);
+    em_copy(b, "head_unpack", all, shp(3, P, t, hu * g.d), shp(3, t, g.hq, g.d));
+    em_buf_free(b, all);
     layer_gqa_out(b, t);
+}
+
+/* ---- DCP: attention over the rank's own slots, partials merged ------------------- */
+
+/* Every query of the step (t of them, after `prefix`) over this rank's KV
+ * slots (positions y % P == me up to the step's end), the exact causal work
+ * (query x sees the slots y <= x): one call of the kernel the profile
+ * measured for it, a non-causal call over the compacted slots (strided
+ * keys: a key block is all visible or all masked but near the diagonal, so
+ * the call does the pairs' work; attention_cp.csv dcp_noncausal).  Writes
+ * the fp32 partial outputs and LSE [t, hq, d + 1] (allocated here). */
+static void dcp_attention(ex_ctx *x, const gqa *g, int64_t t, int64_t prefix, double part)
+{
+    bld *b = &x->b;
+    ex_run all = {prefix, t, 1};
+    em_act_alloc(b, part);
+    double pairs = ex_pairs(&all, x->me, x->P);
+    if (pairs <= 0)
+        return;
+    int64_t keys = ex_stripe_below(prefix + t, x->me, x->P);
+    plan_attn at = attn_of(g, t, keys, g->hq, g->hkv, pairs);
+    at.causal = 0;
+    layer_gqa_attend(b, "dcp_attention", &at);
+}
+
+/* fp32 partial output and LSE of n rows (cp-exchange.md: exchanged in fp32). */
+static double dcp_part_bytes(const gqa *g, int64_t n)
+{
+    return (double)n * (double)g->hq * (double)(g->d + 1) * 4.0;
+}
+
+/* The exchange and merge of the partials: `keep` rows of the output on
+ * this rank.  Copied steps keep every row: the partials are all-gathered
+ * and merged; a split step keeps its share (rows): each rank sends every
+ * peer the partials of the peer's rows (all-to-all) and merges the P it
+ * receives for its own.  Frees the partials, leaves the output
+ * [rows, hq, d] allocated. */
+static void dcp_merge(ex_ctx *x, const gqa *g, int64_t t, int64_t rows, int split)
+{
+    bld *b = &x->b;
+    int P = x->P;
+    double part = dcp_part_bytes(g, t);
+    double recv = (double)P * dcp_part_bytes(g, split ? x->most : t);
+    em_buf_alloc(b, recv);
+    if (split)
+        em_coll(b, "dcp_partial_all_to_all", CK_ALL_TO_ALL, G_SP, (double)P * dcp_part_bytes(g, x->most),
+                shp(3, (int64_t)P * x->most, g->hq, g->d + 1));
+    else
+        em_coll(b, "dcp_all_gather", CK_ALL_GATHER, G_SP, recv,
+                shp(3, (int64_t)P * t, g->hq, g->d + 1));
+    em_act_free(b, part);
+    em_act_alloc(b, (double)rows * (double)(g->hq * g->d) * b->ab);
+    em_lse_merge(b, "dcp_merge", rows, g->hq, g->d, P, 4.0);
+    em_buf_free(b, recv);
 }
 
 /* ---- all_gather (by-position storage) ------------------------------------------ */
 
-/* Split step: one all-gather over G_SP of the shares' q, k and v (or only k
- * and v: parallel.all_gather_tensors = kv), padded to the largest share
- * (an all-gather moves equal blocks); the whole step's K/V (and q) stay
- * resident through the attention.  The rank writes the positions it stores
- * (x % P == me) from the gathered keys, then runs the placed attention: its
- * own queries, at their positions, over every key before them (the call
- * spans the keys up to its last query). */
-static void all_gather(ex_ctx *x, int64_t t, int64_t prefix)
+/* Split step, all_gather_tensors = qkv (cp-exchange.md "all_gather"): one
+ * all-gather over G_SP of the shares' q, k and v (padded to the largest
+ * share: an all-gather moves equal blocks) gives every rank the whole step;
+ * then the copied path over position storage: the rank writes the
+ * positions it stores (x % P == me), attends every query of the step over
+ * its own slots (DCP), and the fp32 partials of each rank's rows go to it
+ * (all-to-all) to be merged; it keeps its share of the rows.  The whole
+ * step's q/k/v stay resident through the attention. */
+static void all_gather_qkv(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     gqa g = gqa_of(b);
-    int P = x->P, kv_only = b->s->par.all_gather_tensors == AGT_KV;
+    int P = x->P;
     int64_t tm = x->mine.n;
-    int64_t width = kv_only ? 2 * g.hkv * g.d : g.qkv_w;
-    double gathered = (double)P * (double)x->most * (double)width * b->ab;
-    double local = (double)tm * g.qkv_w * b->ab;
+    double gathered = (double)P * (double)x->most * (double)g.qkv_w * b->ab;
 
     b->layout = TL_LOCAL;
     layer_gqa_qkv(b, tm);
     b->layout = TL_FULL;
     em_buf_alloc(b, gathered);
-    em_coll(b, kv_only ? "sp_kv_all_gather" : "sp_qkv_all_gather", CK_ALL_GATHER, G_SP,
-            gathered, shp(2, P * x->most, width, 0));
-    if (!kv_only)
-        em_act_free(b, local); /* all of it is in the gathered buffer */
+    em_coll(b, "sp_qkv_all_gather", CK_ALL_GATHER, G_SP, gathered,
+            shp(2, P * x->most, g.qkv_w, 0));
+    em_act_free(b, (double)tm * g.qkv_w * b->ab); /* all of it is in the gathered buffer */
     layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
-    b->layout = TL_LOCAL;
-    plan_attn at = attn_of(&g, tm, share_end(&x->mine), g.hq, g.hkv,
-                           share_pairs(&x->mine, -1, P));
-    attend_rows(b, &g, &at);
-    if (kv_only)
-        em_act_free(b, local); /* the local q was read by the attention */
+    dcp_attention(x, &g, t, prefix, dcp_part_bytes(&g, t));
     em_buf_free(b, gathered);
+    b->layout = TL_LOCAL;
+    dcp_merge(x, &g, t, tm, 1);
+    layer_gqa_out(b, tm);
+}
+
+/* The merge of the next partial of a striped call sequence into the
+ * accumulator (activation-dtype outputs, fp32 LSE). */
+static void merge_partial(bld *b, const gqa *g, int64_t rows, const char *name)
+{
+    em_lse_merge(b, name, rows, g->hq, g->d, 2, b->ab);
+}
+
+/* Split step, all_gather_tensors = kv: one all-gather of the shares' k and
+ * v (padded to the largest share); the rank attends its own queries over
+ * the gathered keys with the kernels its token split needs:
+ *   contiguous  one causal bottom-right call over the keys up to the share's
+ *               end (the last rank does the most work);
+ *   zigzag      a reorder copy of the gathered K/V into position order
+ *               (the ranks' blocks hold chunks r and 2P-1-r), then one
+ *               causal bottom-right call per chunk over its prefix;
+ *   striped     one call per KV stripe s (the gathered blocks are the
+ *               stripes): the share's queries over stripe s, causal for
+ *               s <= me (each query sees its own diagonal key), strictly
+ *               causal for s > me; the P partials merged with their fp32
+ *               LSE into an accumulator, one merge per further call.
+ * The rank writes the positions it stores.  Split steps carry no cached
+ * prefix (chunked prefill is off on SP nodes, cp-exchange.md), so the
+ * gathered keys are all the keys. */
+static void all_gather_kv(ex_ctx *x, int64_t t, int64_t prefix)
+{
+    bld *b = &x->b;
+    gqa g = gqa_of(b);
+    int P = x->P;
+    int64_t tm = x->mine.n, width = 2 * g.hkv * g.d;
+    double gathered = (double)P * (double)x->most * (double)width * b->ab;
+    double local = (double)tm * g.qkv_w * b->ab;
+    double out = (double)tm * (double)(g.hq * g.d) * b->ab;
+    double lse = (double)tm * (double)g.hq * 4.0;
+
+    b->layout = TL_LOCAL;
+    layer_gqa_qkv(b, tm);
+    b->layout = TL_FULL;
+    em_buf_alloc(b, gathered);
+    em_coll(b, "sp_kv_all_gather", CK_ALL_GATHER, G_SP, gathered,
+            shp(2, P * x->most, width, 0));
+    layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
+    if (x->split_kind == SPLIT_ZIGZAG) {
+        em_act_alloc(b, gathered);
+        em_copy(b, "sp_kv_reorder", gathered, shp(2, P * x->most, width, 0),
+                shp(2, prefix + t, width, 0));
+        em_buf_free(b, gathered);
+    }
+    b->layout = TL_LOCAL;
+    if (x->split_kind != SPLIT_STRIPED) {
+        /* one call per run of consecutive positions, each writing its rows */
+        em_act_alloc(b, out);
+        em_act_alloc(b, lse);
+        for (int i = 0; i < x->mine.nrun; i++) {
+            const ex_run *r = &x->mine.run[i];
+            if (r->n <= 0)
+                continue;
+            plan_attn at = attn_of(&g, r->n, r->lo + r->n, g.hq, g.hkv, ex_pairs(r, -1, P));
+            layer_gqa_attend(b, "attention", &at);
+        }
+        em_act_free(b, lse);
+    } else {
+        em_act_alloc(b, out + lse); /* accumulator */
+        int first = 1;
+        for (int s = 0; s < P; s++) {
+            double pairs = share_pairs(&x->mine, s, P);
+            if (pairs <= 0)
+                continue;
+            int64_t keys = stripe_count(prefix, prefix + t, s, P);
+            plan_attn at = attn_of(&g, tm, keys, g.hq, g.hkv, pairs);
+            if (!first)
+                em_act_alloc(b, out + lse); /* this stripe's partial */
+            layer_gqa_attend(b, "stripe_attention", &at);
+            if (!first) {
+                merge_partial(b, &g, tm, "stripe_merge");
+                em_act_free(b, out + lse);
+            }
+            first = 0;
+        }
+        em_act_free(b, lse); /* the accumulator's LSE; its output is the result */
+    }
+    em_act_free(b, local); /* the local q was read by the attention */
+    if (x->split_kind == SPLIT_ZIGZAG)
+        em_act_free(b, gathered);
+    else
+        em_buf_free(b, gathered);
     layer_gqa_out(b, tm);
 }
 
@@ -412,17 +565,11 @@ static uint32_t ring_merge(ring *rg, uint32_t ret, int last)
 {
     bld *b = &rg->x->b;
     int64_t tm = rg->x->mine.n;
-    double part = (double)tm * rg->p_row;
     double out = (double)tm * (double)(rg->g.hq * rg->g.d) * b->ab;
     if (last)
         em_act_alloc(b, out);
     em_wait_for(b, ret);
-    /* reads two partials, writes one (or the output); derived: two
-     * scalings and an add per output element */
-    uint32_t i = em_compute(b, "ring_merge", KC_LSE_MERGE,
-                            3.0 * (double)tm * (double)(rg->g.hq * rg->g.d),
-                            2.0 * part + (last ? out : part), shp(3, tm, rg->g.hq, rg->g.d),
-                            shp(0, 0, 0, 0), shp(3, tm, rg->g.hq, rg->g.d));
+    uint32_t i = em_lse_merge(b, "ring_merge", tm, rg->g.hq, rg->g.d, 2, b->ab);
     b->pg->ops[i].eager = 1;
     return i;
 }
@@ -490,41 +637,21 @@ static void ring_attention(ex_ctx *x, int64_t t, int64_t prefix)
 /* ---- DCP merge (copied steps on by-position storage) ----------------------------- */
 
 /* Every SP rank runs the whole step's projections, writes the new positions
- * it stores and attends all queries over its own slots only (about 1/P of
- * the keys, exact causal count); the partial outputs and LSE, in fp32
+ * it stores, attends all queries over its own slots only (about 1/P of the
+ * keys, exact causal count); the partial outputs and LSE, in fp32
  * (cp-exchange.md), are all-gathered over G_SP and merged. */
 static void dcp(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     gqa g = gqa_of(b);
-    int P = x->P;
     double td = (double)t;
-    double part = td * (double)g.hq * (double)(g.d + 1) * 4.0;
-    double out = td * (double)(g.hq * g.d) * b->ab;
-    ex_run all = {prefix, t, 1};
 
     b->layout = TL_FULL;
     layer_gqa_qkv(b, t);
-    layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
-    em_act_alloc(b, part);
-    double pairs = ex_pairs(&all, x->me, P);
-    if (pairs > 0) {
-        int64_t keys = ex_stripe_below(prefix + t, x->me, P);
-        plan_attn at = attn_of(&g, t, keys, g.hq, g.hkv, pairs);
-        layer_gqa_attend(b, "dcp_attention", &at);
-    }
+    layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, x->P), g.hkv);
+    dcp_attention(x, &g, t, prefix, dcp_part_bytes(&g, t));
     em_act_free(b, td * g.qkv_w * b->ab);
-    em_buf_alloc(b, (double)P * part);
-    em_coll(b, "dcp_all_gather", CK_ALL_GATHER, G_SP, (double)P * part,
-            shp(3, (int64_t)P * t, g.hq, g.d + 1));
-    em_act_free(b, part);
-    em_act_alloc(b, out);
-    /* reads P partials, writes the output; derived: a scaling and an add
-     * per partial and output element */
-    em_compute(b, "dcp_merge", KC_LSE_MERGE, 2.0 * P * td * (double)(g.hq * g.d),
-               (double)P * part + out, shp(3, (int64_t)P * t, g.hq, g.d + 1), shp(0, 0, 0, 0),
-               shp(3, t, g.hq, g.d));
-    em_buf_free(b, (double)P * part);
+    dcp_merge(x, &g, t, t, 0);
     layer_gqa_out(b, t);
 }
 
@@ -542,8 +669,10 @@ static void sp_attention(bld *b, int64_t t, int64_t prefix)
         dcp(x, t, prefix);
     else if (p->exchange == EX_RING)
         ring_attention(x, t, prefix);
+    else if (p->all_gather_tensors == AGT_KV)
+        all_gather_kv(x, t, prefix);
     else
-        all_gather(x, t, prefix);
+        all_gather_qkv(x, t, prefix);
     b->layout = x->split ? TL_LOCAL : TL_FULL;
 }
 

@@ -84,9 +84,7 @@ static void q_up(bld *b, int64_t m, int64_t H, const mla_cp *c)
         em_gemm(b, "q_b_proj", m, a->q_lora_rank, H * (a->qk_nope_dim + dr), 1);
         after_use(b, c, MP_Q_B);
     }
-    double md = (double)m;
-    em_compute(b, "q_rope", KC_ROPE, 3.0 * md * H * dr, 2.0 * md * H * dr * b->ab,
-               shp(3, m, H, dr), shp(0, 0, 0, 0), shp(3, m, H, dr));
+    em_rope(b, "q_rope", m, H, dr);
 }
 
 /* KV down-projection of m rows: kv_a_proj_with_mqa, the latent norm and
@@ -95,13 +93,11 @@ static void kv_down(bld *b, int64_t m, const mla_cp *c)
 {
     const arch *a = b->a;
     int64_t kl = a->kv_lora_rank, dr = a->qk_rope_dim;
-    double md = (double)m;
     before_use(b, c, MP_KV_A);
     em_gemm(b, "kv_a_proj", m, a->hidden, kl + dr, 1);
     after_use(b, c, MP_KV_A);
     em_rms_norm(b, "kv_a_norm", m, kl, 0);
-    em_compute(b, "kv_rope", KC_ROPE, 3.0 * md * dr, 2.0 * md * dr * b->ab, shp(3, m, 1, dr),
-               shp(0, 0, 0, 0), shp(3, m, 1, dr));
+    em_rope(b, "kv_rope", m, 1, dr);
 }
 
 /* Paged write of m tokens' latents (and, DSA, their index keys: the
@@ -122,11 +118,9 @@ static void indexer_keys(bld *b, int64_t m)
 {
     const arch *a = b->a;
     int64_t dI = a->index_head_dim, dr = a->qk_rope_dim;
-    double md = (double)m;
     em_gemm(b, "indexer_wk", m, a->hidden, dI, 1);
     em_rms_norm(b, "indexer_k_norm", m, dI, 0);
-    em_compute(b, "indexer_k_rope", KC_ROPE, 3.0 * md * dr, 2.0 * md * dr * b->ab,
-               shp(3, m, 1, dr), shp(0, 0, 0, 0), shp(3, m, 1, dr));
+    em_rope(b, "indexer_k_rope", m, 1, dr);
 }
 
 static void indexer_cache_write(bld *b, int64_t m)
@@ -150,12 +144,10 @@ static void indexer_queries(bld *b, int64_t m)
 {
     const arch *a = b->a;
     int64_t nI = a->index_heads, dI = a->index_head_dim, dr = a->qk_rope_dim;
-    double md = (double)m;
     em_act_alloc(b, indexer_q_bytes(b, m));
     em_gemm(b, "indexer_wq_b", m, a->q_lora_rank, nI * dI, 1);
     em_gemm(b, "indexer_weights_proj", m, a->hidden, nI, 1);
-    em_compute(b, "indexer_q_rope", KC_ROPE, 3.0 * md * nI * dr, 2.0 * md * nI * dr * b->ab,
-               shp(3, m, nI, dr), shp(0, 0, 0, 0), shp(3, m, nI, dr));
+    em_rope(b, "indexer_q_rope", m, nI, dr);
 }
 
 /* Score and top-k of the queries of *at (heads, dims filled here): per

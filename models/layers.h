@@ -12,11 +12,11 @@ typedef struct mlp_names {
     const char *gate_up, *act, *down;
 } mlp_names;
 
-extern const mlp_names MLP_DENSE, MLP_EXPERTS, MLP_SHARED;
+extern const mlp_names MLP_DENSE, MLP_SHARED;
 
-/* SwiGLU MLP on g groups of m tokens with intermediate width `inter` on this
- * rank; the output [g*m, h] is left allocated (caller frees). */
-void layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter, int64_t g);
+/* SwiGLU MLP on m tokens with intermediate width `inter` on this rank; the
+ * output [m, h] is left allocated (caller frees). */
+void layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter);
 
 /* GQA attention over heads/tp on `t` new tokens after `prefix` cached ones:
  * qkv_proj (column), q/k norm, rope, KV write, causal flash attention,
@@ -26,12 +26,26 @@ void layer_attention_gqa(bld *b, int64_t t, int64_t prefix);
 /* MLA attention over heads/tp (layer_mla.c). */
 void layer_attention_mla(bld *b, int64_t t, int64_t prefix);
 
-/* Router GEMM and top-k for the m rows this rank routes. */
+/* ---- the MoE block (models/layer_moe.c) ------------------------------------ */
+
+/* Router GEMM (activation dtype) and top-k scoring of the m rows this rank
+ * routes; layer_moe_topk: the scoring alone (logits already computed). */
 void layer_moe_route(bld *b, int64_t m);
-/* Routed experts by EP for m routed rows: pack each row's k copies by
- * destination, all-to-all, the rank's E/ep experts, all-to-all back,
- * weighted sum; leaves [m, h] allocated. */
+void layer_moe_topk(bld *b, int64_t m);
+/* Routed rows of the most loaded of `ranks` ranks holding experts_local
+ * experts each, for mean_rows rows per rank (simulation.moe_routing). */
+int64_t moe_rank_rows(const bld *b, double mean_rows, int64_t experts_local, int ranks);
+/* Routed experts on this rank for m tokens, every expert local with
+ * intermediate width `inter` (its TP slice): permute, grouped gate_up,
+ * SwiGLU, grouped down, unpermute; leaves [m, h] allocated. */
+void layer_moe_routed_local(bld *b, int64_t m, int64_t inter);
+/* Routed experts by EP for m tokens: permute, all-to-all dispatch, the
+ * rank's E/ep experts on the rows it receives, all-to-all combine,
+ * unpermute; leaves [m, h] allocated. */
 void layer_moe_routed_ep(bld *b, int64_t m);
+/* Shared experts on m rows of width `inter`, added to the routed output
+ * [m, h] (which it frees: the sum is the block's output). */
+void layer_moe_shared(bld *b, int64_t m, int64_t inter);
 
 /* MoE block on t tokens (router, top-k, experts, shared experts). */
 void layer_moe(bld *b, int64_t t);

@@ -166,10 +166,49 @@ const char *plan_kind_name(plan_opkind k)
 const char *plan_kclass_name(plan_kclass k)
 {
     static const char *const t[] = {
-        "gemm", "grouped_gemm", "attention", "sparse_attention", "indexer",
-        "norm", "elementwise", "rope", "topk", "embedding", "kv_write",
-        "lse_merge", "moe_permute", "copy"};
+        "gemm", "grouped_gemm", "moe_gemm", "attention", "sparse_attention", "indexer",
+        "norm", "elementwise", "activation", "rope", "topk", "embedding", "kv_write",
+        "lse_merge", "moe_permute", "moe_unpermute", "act_quant", "copy"};
+    _Static_assert(sizeof t / sizeof t[0] == KC_COUNT, "a name per kernel class");
     return NAME_OF(t, k);
+}
+
+const char *plan_qscale_name(plan_qscale q)
+{
+    static const char *const t[] = {"none", "tensor", "row", "block128"};
+    return NAME_OF(t, q);
+}
+
+const char *const plan_route_names[] = {"balanced", "random", "skewed", NULL};
+
+const char *plan_route_name(plan_route r)
+{
+    return (unsigned)r < RT_COUNT ? plan_route_names[r] : "?";
+}
+
+const char *plan_phase_name(plan_phase p)
+{
+    static const char *const t[] = {"other", "attention", "ffn"};
+    return NAME_OF(t, p);
+}
+
+const char *plan_costsrc_file(plan_costsrc c)
+{
+    static const char *const t[] = {"", "gemm.csv", "gemm_graph.csv", "gemm_fp8.csv",
+                                    "moe.csv", "attention.csv", "attention_cp.csv",
+                                    "decode_attention.csv", "elementwise.csv",
+                                    "sparse_attention.csv"};
+    _Static_assert(sizeof t / sizeof t[0] == CS_COUNT, "a file per cost source");
+    return NAME_OF(t, c);
+}
+
+const char *plan_cost_src(const plan_op *o, char *buf, size_t n)
+{
+    if (o->cost_table == CS_ROOFLINE)
+        snprintf(buf, n, "roofline:%s", plan_kclass_name(o->kclass));
+    else
+        snprintf(buf, n, "table:%s", plan_costsrc_file(o->cost_table));
+    return buf;
 }
 
 const char *plan_coll_name(plan_coll c)
@@ -230,6 +269,7 @@ static json_t *op_json(const plan_prog *prog, uint32_t i)
     json_object_set_new(j, "layer", json_integer(o->layer));
     json_object_set_new(j, "step", json_integer(o->step));
     json_object_set_new(j, "stream", json_string(plan_stream_name(o->stream)));
+    json_object_set_new(j, "phase", json_string(plan_phase_name(o->phase)));
     switch (o->kind) {
     case OPK_COMPUTE:
         json_object_set_new(j, "class", json_string(plan_kclass_name(o->kclass)));
@@ -240,12 +280,17 @@ static json_t *op_json(const plan_prog *prog, uint32_t i)
             json_object_set_new(j, "w", shape_json(&o->w));
         if (o->out.nd)
             json_object_set_new(j, "out", shape_json(&o->out));
-        if (o->kclass == KC_GEMM || o->kclass == KC_GROUPED_GEMM) {
+        if (o->kclass == KC_GEMM || o->kclass == KC_GROUPED_GEMM ||
+            o->kclass == KC_MOE_GEMM) {
             json_object_set_new(j, "m", json_integer(o->m));
             json_object_set_new(j, "k", json_integer(o->k));
             json_object_set_new(j, "n", json_integer(o->n));
             if (o->g > 1)
                 json_object_set_new(j, "groups", json_integer(o->g));
+            if (o->qscale != QS_NONE)
+                json_object_set_new(j, "scales", json_string(plan_qscale_name(o->qscale)));
+            if (o->kclass == KC_MOE_GEMM)
+                json_object_set_new(j, "routing", json_string(plan_route_name(o->route)));
         }
         if (o->kclass == KC_ATTENTION || o->kclass == KC_SPARSE_ATTN ||
             o->kclass == KC_INDEXER) {
@@ -258,10 +303,21 @@ static json_t *op_json(const plan_prog *prog, uint32_t i)
             json_object_set_new(a, "d_v", json_integer(o->attn.d_v));
             json_object_set_new(a, "pairs", json_real(o->attn.pairs));
             json_object_set_new(a, "causal", json_boolean(o->attn.causal));
+            if (o->attn.batch > 1)
+                json_object_set_new(a, "batch", json_integer(o->attn.batch));
             json_object_set_new(j, "attention", a);
         }
         json_object_set_new(j, "flops", json_real(o->flops));
         json_object_set_new(j, "bytes", json_real(o->bytes));
+        if (o->nkern > 1)
+            json_object_set_new(j, "kernels", json_integer(o->nkern));
+        {
+            char src[64];
+            json_object_set_new(j, "cost_s", json_real(o->cost_s));
+            json_object_set_new(j, "cost_src", json_string(plan_cost_src(o, src, sizeof src)));
+            if (o->cost_table != CS_ROOFLINE)
+                json_object_set_new(j, "cost_dist", json_real(o->cost_dist));
+        }
         break;
     case OPK_COLL:
         json_object_set_new(j, "collective", json_string(plan_coll_name(o->coll)));

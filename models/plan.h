@@ -38,21 +38,49 @@ typedef enum {
 
 typedef enum {
     KC_GEMM,           /* y[M,N] = x[M,K] W[N,K]^T  (m,k,n) */
-    KC_GROUPED_GEMM,   /* g GEMMs of m rows each (m = mean rows per group) */
+    KC_GROUPED_GEMM,   /* batched GEMM: g GEMMs of m rows each (bmm) */
+    KC_MOE_GEMM,       /* routed experts as one grouped GEMM: m = routed rows
+                          of the rank in all, g = local experts, route */
     KC_ATTENTION,      /* flash attention forward (attn fields) */
     KC_SPARSE_ATTN,    /* DSA sparse attention over <= topk keys per query */
     KC_INDEXER,        /* DSA lightning indexer score + top-k */
     KC_NORM,           /* RMSNorm / LayerNorm (bytes-bound) */
-    KC_ELEMENTWISE,    /* add, residual, activation*mul, casts (bytes-bound) */
+    KC_ELEMENTWISE,    /* add, residual, masks, casts (bytes-bound) */
+    KC_ACTIVATION,     /* SwiGLU silu(gate) * up (bytes-bound) */
     KC_ROPE,           /* rotary embedding (bytes-bound) */
-    KC_TOPK,           /* router top-k / softmax (bytes-bound) */
+    KC_TOPK,           /* router scores + top-k [m, E] -> [m, k]; sampling */
     KC_EMBEDDING,      /* embedding gather (bytes-bound) */
     KC_KV_WRITE,       /* paged KV-cache write (bytes-bound) */
     KC_LSE_MERGE,      /* merge of partial attention outputs with LSE */
-    KC_MOE_PERMUTE,    /* token permutation / un-permutation for experts */
-    KC_COPY,           /* slice / gather / pad copies */
+    KC_MOE_PERMUTE,    /* token rows sorted by expert [m, h] -> [m*k, h] */
+    KC_MOE_UNPERMUTE,  /* expert rows weighted and summed back [m*k, h] -> [m, h] */
+    KC_ACT_QUANT,      /* activation quantisation for an 8-bit GEMM [m, k] */
+    KC_COPY,           /* slice / gather / pad / reorder copies */
     KC_COUNT
 } plan_kclass;
+
+/* Scale granularity of an 8-bit GEMM (precision.weights): per tensor, per
+ * row (token and output channel), per 128-block (DeepSeek/GLM fp8). */
+typedef enum { QS_NONE = 0, QS_TENSOR, QS_ROW, QS_BLOCK } plan_qscale;
+
+/* How a router spreads rows over experts (simulation.moe_routing): exact
+ * equal counts, top-k of iid logits (multinomial noise), or iid logits plus
+ * a fixed per-expert bias (calibration README, moe.csv `dist`). */
+typedef enum { RT_BALANCED, RT_RANDOM, RT_SKEWED, RT_COUNT } plan_route;
+
+/* Where a compute op's price came from: the analytic (roofline) model of its
+ * class, or a table of the platform's calibration profile. */
+typedef enum {
+    CS_ROOFLINE = 0, CS_GEMM, CS_GEMM_GRAPH, CS_GEMM_FP8, CS_MOE, CS_ATTENTION,
+    CS_ATTENTION_CP, CS_DECODE_ATTENTION, CS_ELEMENTWISE, CS_SPARSE_ATTENTION, CS_COUNT
+} plan_costsrc;
+
+/* The phase of a decoder layer an op belongs to (cp-exchange.md "peak
+ * memory": attention phase vs MLP/MoE phase): attention from the input norm
+ * through o_proj and its reduction, ffn from the post-attention norm
+ * through the FFN's reduction, other for the embedding, the final norm, the
+ * LM head and step set-up. */
+typedef enum { PH_OTHER = 0, PH_ATTN, PH_FFN, PH_COUNT } plan_phase;
 
 typedef enum {
     CK_ALL_REDUCE, CK_ALL_GATHER, CK_REDUCE_SCATTER, CK_ALL_TO_ALL,
@@ -90,8 +118,11 @@ typedef struct plan_attn {
     int64_t q_len, kv_len;   /* queries and keys of this call */
     int64_t heads, kv_heads; /* on this rank */
     int64_t d_qk, d_v;       /* per head */
-    double pairs;            /* attended (q,k) pairs, exact for the mask */
+    double pairs;            /* attended (q,k) pairs, exact for the mask, over
+                                the whole batch */
     uint8_t causal;          /* 0 none, 1 causal bottom-right aligned */
+    int64_t batch;           /* requests in the call, each q_len queries over
+                                kv_len keys (0: one) */
 } plan_attn;
 
 typedef struct plan_op {
@@ -108,6 +139,10 @@ typedef struct plan_op {
     uint8_t layout;          /* plan_layout of the token dimension */
     uint8_t mem_cat;         /* OPK_MEM: plan_memcat */
     uint8_t eager;           /* 1: launched eagerly even in captured mode */
+    uint8_t qscale;          /* 8-bit GEMMs: plan_qscale (QS_NONE otherwise) */
+    uint8_t route;           /* KC_MOE_GEMM: plan_route */
+    uint8_t nkern;           /* kernels the op launches (0: one) */
+    uint8_t phase;           /* plan_phase */
 
     /* compute */
     int64_t m, k, n, g;      /* GEMM dims; g groups for grouped GEMM (else 1) */
@@ -135,6 +170,9 @@ typedef struct plan_op {
     /* filled by cost_price_plan() */
     double cost_s;           /* device time of the op on this platform */
     double launch_s;         /* host time to issue it */
+    float cost_dist;         /* compute ops priced from a table: size factor
+                                (>= 1) to the nearest measured row */
+    uint8_t cost_table;      /* where cost_s came from: plan_costsrc */
 } plan_op;
 
 /* A repeated region: ops [first, first + nops) stand for `repeat`
@@ -237,6 +275,15 @@ const char *plan_memcat_name(plan_memcat c);
 const char *plan_stream_name(int s);
 const char *plan_layout_name(plan_layout l);
 const char *plan_alg_name(plan_alg a);
+const char *plan_qscale_name(plan_qscale q);
+const char *plan_route_name(plan_route r);
+const char *plan_phase_name(plan_phase p);
+/* File name of a table source ("gemm_graph.csv"), "" for CS_ROOFLINE. */
+const char *plan_costsrc_file(plan_costsrc c);
+/* "table:<file>" or "roofline:<class>" of a priced compute op, into buf. */
+const char *plan_cost_src(const plan_op *o, char *buf, size_t n);
+/* NULL-terminated names in enum order (for yio_enum). */
+extern const char *const plan_route_names[];
 
 /* Write the plan as JSON (cpsim plan --json).  One entry per program with
  * the ranks that run it and its ops. */

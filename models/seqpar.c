@@ -206,20 +206,13 @@ static void take_broadcasts(bld *b, mla_cp *c)
 static void routed_gathered(bld *b, int64_t n)
 {
     const arch *a = b->a;
-    int64_t h = a->hidden, k = a->top_k, full = n * b->tp, E = a->experts;
+    int64_t h = a->hidden, k = a->top_k, full = n * b->tp;
     double row = (double)h * b->ab, fd = (double)full;
     double gathered = fd * (row + (double)k * 8.0); /* rows + int32 ids, fp32 weights */
-    int64_t m_exp = (int64_t)ceil(fd * (double)k / (double)E);
-    double in = (double)m_exp * (double)E;
     em_act_alloc(b, gathered);
     b->layout = TL_FULL;
     em_coll(b, "moe_dispatch_all_gather", CK_ALL_GATHER, G_TP, gathered, shp(2, full, h, 0));
-    layer_mlp(b, &MLP_EXPERTS, m_exp, a->moe_intermediate / b->tp, E);
-    em_act_alloc(b, fd * row);
-    em_compute(b, "moe_sum", KC_MOE_PERMUTE, 2.0 * fd * (double)k * h,
-               fd * (double)k * row + fd * row, shp(3, full, k, h), shp(0, 0, 0, 0),
-               shp(2, full, h, 0));
-    em_act_free(b, in * row);  /* expert outputs */
+    layer_moe_routed_local(b, full, a->moe_intermediate / b->tp);
     em_act_free(b, gathered);
     em_act_alloc(b, (double)n * row);
     em_coll(b, "moe_reduce_scatter", CK_REDUCE_SCATTER, G_TP, fd * row, shp(2, n, h, 0));
@@ -237,7 +230,7 @@ static void shared_experts(bld *b, int64_t m)
     if (a->shared_intermediate <= 0)
         return;
     double rows = hid(b, m);
-    layer_mlp(b, &MLP_SHARED, m, a->shared_intermediate / b->tp, 1);
+    layer_mlp(b, &MLP_SHARED, m, a->shared_intermediate / b->tp);
     em_coll(b, "shared_all_reduce", CK_ALL_REDUCE, G_TP, rows, shp(2, m, a->hidden, 0));
     em_elementwise(b, "shared_add", KC_ELEMENTWISE, m, 2 * a->hidden, a->hidden, 1.0);
     em_act_free(b, rows);
@@ -278,7 +271,7 @@ static void moe_decode(bld *b, int64_t t)
     double lg = (double)E * 4.0, row = (double)h * b->ab;
     b->layout = TL_FULL;
     em_act_alloc(b, (double)t * lg);
-    em_gemm(b, "router", t, h, E, 1);
+    em_gemm_float(b, "router", t, h, E);
     em_act_alloc(b, (double)pad * lg);
     copy_rows(b, "router_pad", t, pad, E, 4.0);
     em_act_free(b, (double)t * lg);
@@ -291,8 +284,7 @@ static void moe_decode(bld *b, int64_t t)
     em_act_alloc(b, (double)ts * row);
     copy_rows(b, "moe_slice", pad, ts, h, b->ab);
     em_act_free(b, (double)pad * row);
-    em_compute(b, "topk", KC_TOPK, 5.0 * (double)ts * E, (double)ts * lg + (double)ts * a->top_k * 8.0,
-               shp(2, ts, E, 0), shp(0, 0, 0, 0), shp(2, ts, a->top_k, 0));
+    layer_moe_topk(b, ts);
     em_act_free(b, (double)ts * lg);
     layer_moe_routed_ep(b, ts);
     em_act_free(b, (double)ts * row); /* the slice, dispatched */
@@ -361,7 +353,7 @@ static void ffn_split(bld *b, int64_t n)
     /* dense MLP sharded by TP: its consumer needs the full tokens */
     int64_t full = n * b->tp;
     gather_normalized(b, "mlp_input_all_gather", n);
-    layer_mlp(b, &MLP_DENSE, full, a->intermediate / b->tp, 1);
+    layer_mlp(b, &MLP_DENSE, full, a->intermediate / b->tp);
     em_act_alloc(b, hid(b, n));
     em_coll(b, "mlp_reduce_scatter", CK_REDUCE_SCATTER, G_TP, hid(b, full),
             shp(2, n, a->hidden, 0));
@@ -392,10 +384,14 @@ static void sp_layer(bld *b, int64_t t, int64_t prefix)
     if (cp)
         take_broadcasts(b, &c);
     b->layout = local;
+    b->phase = PH_ATTN;
     em_act_alloc(b, hid(b, n));
     em_rms_norm(b, "input_norm", n, h, b->layer > 0);
     em_act_free(b, hid(b, n)); /* previous layer output (or embedding) */
-    uint32_t input = split ? gather_normalized(b, "attn_input_all_gather", n) : EM_NONE;
+    /* vLLM-Ascend's layout projects the local rows and gathers only the
+     * fused [nope | rope | index-k] rows (layer_mla.c): no input gather */
+    int gather = split && !(cp && c.layout == DSA_LAYOUT_VLLM_ASCEND);
+    uint32_t input = gather ? gather_normalized(b, "attn_input_all_gather", n) : EM_NONE;
     if (cp) {
         /* the attention starts once its input is gathered */
         post_broadcasts(b, b->layer + 1, input != EM_NONE ? input : b->last_compute);
@@ -403,10 +399,11 @@ static void sp_layer(bld *b, int64_t t, int64_t prefix)
     } else {
         attention_tp(b, t, prefix, n, split);
     }
-    if (split)
+    if (gather)
         em_act_free(b, hid(b, n * b->tp)); /* gathered attention input */
     b->layout = local;
     em_act_free(b, hid(b, n)); /* normalized input */
+    b->phase = PH_FFN;
     em_act_alloc(b, hid(b, n));
     em_rms_norm(b, "post_attn_norm", n, h, 1);
     em_act_free(b, hid(b, n)); /* attention output */
@@ -416,6 +413,7 @@ static void sp_layer(bld *b, int64_t t, int64_t prefix)
         ffn_decode(b, t);
     b->layout = local;
     em_act_free(b, hid(b, n)); /* normalized FFN input */
+    b->phase = PH_OTHER;
 }
 
 /* Final norm on the rank's rows; a split step gathers the last row of

@@ -28,7 +28,20 @@ typedef struct rep_rank {
     double peak_t;                 /* when it was first reached */
     double peak_by_cat[MC_COUNT];  /* the categories at that moment */
     uint32_t peak_op;              /* first non-memory op after the peak */
+    double peak_by_phase[PH_COUNT];/* the highest memory while in each layer
+                                      phase (plan_phase: the phase of the op
+                                      whose memory event set it) */
+    int peak_phase;                /* the phase that set peak_bytes */
 } rep_rank;
+
+/* Compute time by where its price came from (plan_op.cost_table), over
+ * every rank's compute events. */
+typedef struct rep_costsrc {
+    double total_s;                          /* all compute */
+    double table_s;                          /* priced from a table */
+    double class_s[KC_COUNT];                /* by kernel class */
+    double class_src_s[KC_COUNT][CS_COUNT];  /* by class and source */
+} rep_costsrc;
 
 typedef struct rep_request {
     int id;
@@ -56,6 +69,7 @@ typedef struct rep_summary {
     int oom;
     int oom_rank;
     char oom_phase[128];       /* "layer 12 expert_gate_up" */
+    rep_costsrc cost;          /* where the compute prices came from */
     long events, messages, execs;
     double wall_s;             /* simulator wall time (not written to files) */
 } rep_summary;

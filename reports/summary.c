@@ -173,11 +173,18 @@ static void peak_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
     rep_summary *sm = pc->sm;
     double tot = sum_categories(cur);
     rep_rank *rr = &sm->ranks[rank];
+    const plan_prog *pg = &pc->p->progs[pc->p->prog_of_rank[rank]];
+    int ph = last->op < pg->nops ? pg->ops[last->op].phase : PH_OTHER;
+    if (ph < 0 || ph >= PH_COUNT)
+        ph = PH_OTHER;
+    if (tot > rr->peak_by_phase[ph])
+        rr->peak_by_phase[ph] = tot;
     if (tot > rr->peak_bytes) {
         rr->peak_bytes = tot;
         rr->peak_t = t;
         memcpy(rr->peak_by_cat, cur, MC_COUNT * sizeof *cur);
         rr->peak_op = last->op;
+        rr->peak_phase = ph;
     }
 }
 
@@ -236,6 +243,24 @@ static void phase_name(const plan *p, int rank, const eng_mem *at, char *buf, si
         snprintf(buf, len, "step %d %s", o->step, o->name);
 }
 
+/* Compute time by price source: every compute event's duration. */
+static void cost_sources(const plan *p, const eng_result *r, rep_summary *sm)
+{
+    rep_costsrc *c = &sm->cost;
+    for (size_t i = 0; i < r->nev; i++) {
+        const eng_event *e = &r->ev[i];
+        const plan_op *o = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
+        if (o->kind != OPK_COMPUTE || o->kclass >= KC_COUNT || o->cost_table >= CS_COUNT)
+            continue;
+        double d = e->t1 - e->t0;
+        c->total_s += d;
+        c->class_s[o->kclass] += d;
+        c->class_src_s[o->kclass][o->cost_table] += d;
+        if (o->cost_table != CS_ROOFLINE)
+            c->table_s += d;
+    }
+}
+
 static void requests(const scenario *s, const plan *p, const eng_result *r, rep_summary *sm)
 {
     int step = 0;
@@ -281,6 +306,7 @@ int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
     out->capacity_bytes = s->plat.hbm_bytes;
     busy_times(p, r, out);
     memory_peaks(p, r, out);
+    cost_sources(p, r, out);
     requests(s, p, r, out);
     out->makespan_s = r->end_s;
     out->oom = out->peak_bytes_max > out->capacity_bytes;
@@ -315,9 +341,38 @@ static json_t *scenario_json(const scenario *s)
     json_object_set_new(par, "exchange", json_string(wl_exchange_name(s->par.exchange)));
     json_object_set_new(par, "min_tokens", json_integer(s->par.min_tokens));
     json_object_set_new(j, "parallel", par);
-    json_object_set_new(j, "weights_dtype", json_string(dtype_name(s->w_dtype)));
+    json_object_set_new(j, "weights_dtype", json_string(wl_weights_name(s)));
     json_object_set_new(j, "activations_dtype", json_string(dtype_name(s->a_dtype)));
     json_object_set_new(j, "graph", json_string(s->graph == GRAPH_CAPTURED ? "captured" : "eager"));
+    return j;
+}
+
+/* {"table_share": f, "compute_s": s, "by_class": {class: {"compute_s",
+ * "table_share", "sources": {"table:<file>" | "roofline:<class>": s}}}} */
+static json_t *cost_sources_json(const rep_costsrc *c)
+{
+    json_t *j = json_object(), *by = json_object();
+    json_object_set_new(j, "compute_s", json_real(c->total_s));
+    json_object_set_new(j, "table_share", json_real(c->total_s > 0 ? c->table_s / c->total_s : 0));
+    for (int k = 0; k < KC_COUNT; k++) {
+        if (c->class_s[k] <= 0)
+            continue;
+        json_t *o = json_object(), *src = json_object();
+        json_object_set_new(o, "compute_s", json_real(c->class_s[k]));
+        json_object_set_new(o, "table_share",
+                            json_real(1.0 - c->class_src_s[k][CS_ROOFLINE] / c->class_s[k]));
+        for (int t = 0; t < CS_COUNT; t++) {
+            if (c->class_src_s[k][t] <= 0)
+                continue;
+            char name[64];
+            plan_op probe = {.kclass = (uint8_t)k, .cost_table = (uint8_t)t};
+            json_object_set_new(src, plan_cost_src(&probe, name, sizeof name),
+                                json_real(c->class_src_s[k][t]));
+        }
+        json_object_set_new(o, "sources", src);
+        json_object_set_new(by, plan_kclass_name(k), o);
+    }
+    json_object_set_new(j, "by_class", by);
     return j;
 }
 
@@ -356,6 +411,11 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
         for (int c = 0; c < MC_COUNT; c++)
             json_object_set_new(cat, plan_memcat_name(c), json_real(rr->peak_by_cat[c]));
         json_object_set_new(o, "peak_by_category", cat);
+        json_t *ph = json_object();
+        for (int k = 0; k < PH_COUNT; k++)
+            json_object_set_new(ph, plan_phase_name(k), json_real(rr->peak_by_phase[k]));
+        json_object_set_new(o, "peak_by_phase", ph);
+        json_object_set_new(o, "peak_phase", json_string(plan_phase_name(rr->peak_phase)));
         json_array_append_new(ranks, o);
     }
     json_object_set_new(j, "ranks", ranks);
@@ -371,6 +431,11 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
         json_object_set_new(j, "oom_rank", json_integer(sm->oom_rank));
         json_object_set_new(j, "oom_phase", json_string(sm->oom_phase));
     }
+    json_object_set_new(j, "cost_sources", cost_sources_json(&sm->cost));
+    json_t *warn = json_array();
+    for (int i = 0; i < s->nwarn; i++)
+        json_array_append_new(warn, json_string(s->warn[i]));
+    json_object_set_new(j, "warnings", warn);
     json_t *sim = json_object();
     json_object_set_new(sim, "events", json_integer(sm->events));
     json_object_set_new(sim, "messages", json_integer(sm->messages));

@@ -17,6 +17,10 @@ void cli_usage(FILE *out)
         "                            and write summary.json, trace.json, memory.csv\n"
         "  validate WORKLOAD.yaml    load and check everything, print the resolved\n"
         "                            scenario, simulate nothing\n"
+        "  validate [WORKLOAD.yaml] --accuracy\n"
+        "                            every row of the platform's calibration profile,\n"
+        "                            predicted against measured, with the median and\n"
+        "                            worst error per kernel class (--json: as JSON)\n"
         "  plan WORKLOAD.yaml        print the per-rank op programs (--json: as JSON)\n"
         "  memory WORKLOAD.yaml      static weights of one rank by family and category,\n"
         "                            plain estimate vs materialized (--quant, --json)\n"
@@ -35,7 +39,7 @@ void cli_usage(FILE *out)
         "  --quiet                   run: print nothing on success\n"
         "  --plots                   run: also draw timeline and memory plots (gnuplot)\n"
         "                            into DIR/plots with an index.html\n"
-        "  --json                    plan: JSON output\n"
+        "  --json                    plan, validate --accuracy: JSON output\n"
         "  --help, --version\n"
         "  --cfg=KEY:VALUE, --log=...  passed to SimGrid\n"
         "\n"
@@ -111,10 +115,12 @@ int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
             o->json = 1;
         } else if (strcmp(a, "--plots") == 0) {
             o->plots = 1;
+        } else if (strcmp(a, "--accuracy") == 0) {
+            o->accuracy = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             static const char *const opts[] = {"--platform", "--set", "--out", "--quiet",
-                                               "--json", "--plots", "--help", "--version",
-                                               NULL};
+                                               "--json", "--plots", "--accuracy", "--help",
+                                               "--version", NULL};
             char hint[128];
             return cp_fail(err, CP_EXIT_INPUT, "unknown option %s%s", a,
                            cp_suggest(hint, sizeof hint, a, opts));
@@ -142,7 +148,9 @@ int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
     }
     if (!have_cmd)
         return cp_fail(err, CP_EXIT_INPUT, "missing command (run, validate or plan)");
-    if ((o->cmd == CMD_VALIDATE || o->cmd == CMD_PLAN) && !o->workload)
+    if (o->accuracy && o->cmd != CMD_VALIDATE)
+        return cp_fail(err, CP_EXIT_INPUT, "--accuracy belongs to validate");
+    if ((o->cmd == CMD_VALIDATE || o->cmd == CMD_PLAN) && !o->workload && !o->accuracy)
         return cp_fail(err, CP_EXIT_INPUT, "%s needs a WORKLOAD.yaml",
                        o->cmd == CMD_VALIDATE ? "validate" : "plan");
     return 0;

@@ -20,6 +20,8 @@ typedef struct cli_opts {
     int quiet;                         /* --quiet */
     int json;                          /* --json (plan) */
     int plots;                         /* --plots (run): gnuplot pictures in --out */
+    int accuracy;                      /* --accuracy (validate): the calibration rows,
+                                          predicted against measured */
 } cli_opts;
 
 /* Parse argv.  SimGrid's own --cfg=... and --log=... options are skipped

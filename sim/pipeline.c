@@ -17,6 +17,8 @@ int pipeline_prepare(const pipe_req *rq, scenario *s, plan *p, cp_err *err)
     memset(p, 0, sizeof *p);
     if (wl_load(rq->workload, rq->sets, rq->nsets, rq->platform, s, err) != 0)
         return -1;
+    if (rq->warn)
+        wl_print_warnings(s, rq->warn);
     if (build_plan(s, p, err) != 0) {
         wl_free(s);
         return -1;

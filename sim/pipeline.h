@@ -21,6 +21,7 @@ typedef struct pipe_req {
     const char *out_dir;           /* write summary/trace/memory here; NULL: no files */
     int fold_layers;               /* 1: fold identical layers into repeated regions
                                       (also simulation.fold_layers) */
+    FILE *warn;                    /* the scenario's warnings go here (NULL: nowhere) */
 } pipe_req;
 
 /* Load, plan and price a scenario (no SimGrid).  On error returns -1 with

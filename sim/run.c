@@ -1,6 +1,9 @@
 /* run: the commands run, validate and plan (see cli.h), each one pass
  * through the pipeline (pipeline.h). */
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "models/cost.h"
 
 #include "models/memory.h"
 #include "models/quant.h"
@@ -18,7 +21,7 @@ static int fail(const cp_err *err)
 static pipe_req request_of(const cli_opts *o)
 {
     pipe_req rq = {.workload = o->workload, .sets = o->sets, .nsets = o->nsets,
-                   .platform = o->platform, .out_dir = o->out_dir};
+                   .platform = o->platform, .out_dir = o->out_dir, .warn = stderr};
     return rq;
 }
 
@@ -38,8 +41,34 @@ int cli_run(const cli_opts *o, int *argc, char **argv)
     return CP_EXIT_OK;
 }
 
+/* validate --accuracy: the calibration rows of the scenario's platform. */
+static int accuracy(const cli_opts *o)
+{
+    cp_err err = {0};
+    scenario s;
+    if (wl_load(o->workload, o->sets, o->nsets, o->platform, &s, &err) != 0)
+        return fail(&err);
+    cost_check_row *rows;
+    int n = cost_check_calibration(&s.plat, &rows, &err);
+    wl_free(&s);
+    if (n < 0)
+        return fail(&err);
+    if (o->json) {
+        json_t *j = cost_accuracy_json(rows, n);
+        json_dumpf(j, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        fputc('\n', stdout);
+        json_decref(j);
+    } else {
+        cost_accuracy_print(rows, n, stdout);
+    }
+    free(rows);
+    return CP_EXIT_OK;
+}
+
 int cli_validate(const cli_opts *o)
 {
+    if (o->accuracy)
+        return accuracy(o);
     cp_err err = {0};
     scenario s;
     plan p;

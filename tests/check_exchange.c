@@ -231,61 +231,130 @@ END_TEST
 
 /* ---- all_gather ------------------------------------------------------------------ */
 
-/* One all-gather of q/k/v (or k/v) per layer; the placed attention of each
- * rank counts exactly the causal pairs of its queries, and the ranks
- * together count the whole step's. */
-START_TEST(all_gather_collectives_and_work)
+/* The pairs of the attention calls named `name` in layer 5 of program g,
+ * and their number. */
+static int sum_calls(const plan *p, int g, const char *name, double *pairs)
+{
+    int n = 0;
+    *pairs = 0;
+    const plan_op *o;
+    while ((o = nth_op(p, g, 5, name, n, NULL)) != NULL) {
+        *pairs += o->attn.pairs;
+        n++;
+    }
+    return n;
+}
+
+/* all_gather_tensors = qkv (the spec's all_gather): one all-gather of
+ * q/k/v per layer, then the copied path over position storage on every
+ * rank (all the step's queries over its own slots), an all-to-all of the
+ * fp32 partials of each rank's rows and a merge of P partials; the ranks'
+ * calls together count the whole step's causal pairs, whatever the split. */
+START_TEST(all_gather_qkv_is_dcp)
 {
     const char *splits[] = {"striped", "contiguous", "zigzag"};
     const long T = 32768;
     const int P = 2, hq = HEADS / 4, hkv = 1;
+    const double n = (double)T / P;
+    for (int sp_i = 0; sp_i < 3; sp_i++) {
+        scenario s;
+        plan p;
+        char split[64];
+        snprintf(split, sizeof split, "parallel.split=%s", splits[sp_i]);
+        const char *extra[] = {split};
+        sp_plan(&s, &p, 4, P, "by_position", "all_gather", T, extra, 1);
+        double total = 0;
+        for (int g = 0; g < P; g++) {
+            double bytes = 0;
+            ck_assert_int_eq(count_coll(&p, g, 5, G_SP, CK_ALL_GATHER, &bytes), 1);
+            ck_assert_double_eq(bytes, (double)T * (hq + 2.0 * hkv) * D * 2.0);
+            ck_assert_int_eq(count_coll(&p, g, 5, G_SP, CK_ALL_TO_ALL, &bytes), 1);
+            ck_assert_double_eq(bytes, P * n * hq * (D + 1.0) * 4.0);
+            const plan_op *at = nth_op(&p, g, 5, "dcp_attention", 0, NULL);
+            ck_assert_int_eq(at->attn.q_len, T);      /* every query of the step */
+            ck_assert_int_eq(at->attn.kv_len, T / P); /* over the rank's slots */
+            ck_assert_int_eq(at->attn.causal, 0);
+            ck_assert_ptr_null(nth_op(&p, g, 5, "attention", 0, NULL));
+            const plan_op *mg = nth_op(&p, g, 5, "dcp_merge", 0, NULL);
+            ck_assert_int_eq(mg->kclass, KC_LSE_MERGE);
+            ck_assert_int_eq(mg->out.d[0], (int64_t)n); /* the rank keeps its rows */
+            ck_assert_int_eq(nth_op(&p, g, 5, "o_proj", 0, NULL)->m, (int64_t)n);
+            ck_assert_int_eq(nth_op(&p, g, 5, "kv_write", 0, NULL)->out.d[0], T / P);
+            total += at->attn.pairs;
+        }
+        ck_assert_double_eq(total, (double)T * (T + 1) / 2.0);
+        plan_free(&p);
+        wl_free(&s);
+    }
+}
+END_TEST
+
+/* all_gather_tensors = kv: one all-gather of k/v per layer, and each
+ * rank's own queries over the gathered keys with the kernels of its split:
+ * contiguous one causal bottom-right call; zigzag a reorder copy and one
+ * call per chunk; striped one call per KV stripe and P - 1 LSE merges.  The
+ * calls count exactly the causal pairs of the rank's queries. */
+START_TEST(all_gather_kv_kernels)
+{
+    const char *splits[] = {"striped", "contiguous", "zigzag"};
+    const char *calls[] = {"stripe_attention", "attention", "attention"};
+    const long T = 32768;
+    const int P = 2, hq = HEADS / 4, hkv = 1;
     const double n = (double)T / P, m = (double)T / (2 * P);
     for (int sp_i = 0; sp_i < 3; sp_i++) {
-        for (int kv_only = 0; kv_only < 2; kv_only++) {
-            scenario s;
-            plan p;
-            char split[64];
-            snprintf(split, sizeof split, "parallel.split=%s", splits[sp_i]);
-            const char *extra[] = {split, kv_only ? "parallel.all_gather_tensors=kv"
-                                                  : "parallel.all_gather_tensors=qkv"};
-            sp_plan(&s, &p, 4, P, "by_position", "all_gather", T, extra, 2);
-            double total = 0, first = 0, last = 0;
-            for (int g = 0; g < P; g++) {
-                double bytes = 0;
-                ck_assert_int_eq(count_coll(&p, g, 5, G_SP, CK_ALL_GATHER, &bytes), 1);
-                double width = kv_only ? 2.0 * hkv * D : (hq + 2.0 * hkv) * D;
-                ck_assert_double_eq(bytes, (double)T * width * 2.0);
-                ck_assert_int_eq(count_coll(&p, g, 5, G_SP, CK_ALL_TO_ALL, NULL), 0);
-                const plan_op *at = nth_op(&p, g, 5, "attention", 0, NULL);
+        scenario s;
+        plan p;
+        char split[64];
+        snprintf(split, sizeof split, "parallel.split=%s", splits[sp_i]);
+        const char *extra[] = {split, "parallel.all_gather_tensors=kv"};
+        sp_plan(&s, &p, 4, P, "by_position", "all_gather", T, extra, 2);
+        double total = 0, first = 0, last = 0;
+        for (int g = 0; g < P; g++) {
+            double bytes = 0;
+            ck_assert_int_eq(count_coll(&p, g, 5, G_SP, CK_ALL_GATHER, &bytes), 1);
+            ck_assert_double_eq(bytes, (double)T * 2.0 * hkv * D * 2.0);
+            ck_assert_int_eq(count_coll(&p, g, 5, G_SP, CK_ALL_TO_ALL, NULL), 0);
+            double pairs;
+            int ncalls = sum_calls(&p, g, calls[sp_i], &pairs);
+            const plan_op *at = nth_op(&p, g, 5, calls[sp_i], 0, NULL);
+            ck_assert_int_eq(at->attn.heads, hq);
+            ck_assert_int_eq(at->layout, TL_LOCAL);
+            int merges = 0;
+            while (nth_op(&p, g, 5, "stripe_merge", merges, NULL))
+                merges++;
+            int reorders = nth_op(&p, g, 5, "sp_kv_reorder", 0, NULL) != NULL;
+            double want;
+            if (sp_i == 0) { /* positions g, g+2, ...: query x sees x + 1 keys */
+                ck_assert_int_eq(ncalls, P);
+                ck_assert_int_eq(merges, P - 1);
                 ck_assert_int_eq(at->attn.q_len, (int64_t)n);
-                /* the call spans the keys up to the rank's last query */
-                const double end[] = {T - P + g + 1, (g + 1) * n, (2 * P - g) * m};
-                ck_assert_int_eq(at->attn.kv_len, (int64_t)end[sp_i]);
-                ck_assert_int_eq(at->attn.heads, hq);
-                ck_assert_int_eq(at->layout, TL_LOCAL);
-                /* the rank stores positions x % 2 == g */
-                ck_assert_int_eq(nth_op(&p, g, 5, "kv_write", 0, NULL)->out.d[0], T / P);
-                double want;
-                if (sp_i == 0) /* positions g, g+2, ...: query x sees x + 1 keys */
-                    want = n * (g + 1.0) + P * n * (n - 1.0) / 2.0;
-                else if (sp_i == 1)
-                    want = run_pairs(g * n, n);
-                else
-                    want = run_pairs(g * m, m) + run_pairs((2 * P - 1 - g) * m, m);
-                ck_assert_double_eq(at->attn.pairs, want);
-                total += at->attn.pairs;
-                if (g == 0)
-                    first = at->attn.pairs;
-                last = at->attn.pairs;
+                want = n * (g + 1.0) + P * n * (n - 1.0) / 2.0;
+            } else if (sp_i == 1) {
+                ck_assert_int_eq(ncalls, 1);
+                ck_assert_int_eq(at->attn.kv_len, (int64_t)((g + 1) * n));
+                want = run_pairs(g * n, n);
+            } else {
+                ck_assert_int_eq(ncalls, 2);
+                ck_assert_int_eq(at->attn.kv_len, (int64_t)((g + 1) * m));
+                want = run_pairs(g * m, m) + run_pairs((2 * P - 1 - g) * m, m);
             }
-            ck_assert_double_eq(total, (double)T * (T + 1) / 2.0);
-            if (sp_i == 1) /* causal imbalance: the last rank ~ (2P-1) x the first */
-                ck_assert_double_gt(last / first, 2.9);
-            else
-                ck_assert_double_lt(fabs(last / first - 1.0), 0.01);
-            plan_free(&p);
-            wl_free(&s);
+            ck_assert_int_eq(reorders, sp_i == 2);
+            if (sp_i != 0)
+                ck_assert_int_eq(merges, 0);
+            ck_assert_double_eq(pairs, want);
+            ck_assert_int_eq(nth_op(&p, g, 5, "kv_write", 0, NULL)->out.d[0], T / P);
+            total += pairs;
+            if (g == 0)
+                first = pairs;
+            last = pairs;
         }
+        ck_assert_double_eq(total, (double)T * (T + 1) / 2.0);
+        if (sp_i == 1) /* causal imbalance: the last rank ~ (2P-1) x the first */
+            ck_assert_double_gt(last / first, 2.9);
+        else
+            ck_assert_double_lt(fabs(last / first - 1.0), 0.01);
+        plan_free(&p);
+        wl_free(&s);
     }
 }
 END_TEST
@@ -404,7 +473,7 @@ START_TEST(dcp_copied_steps)
         ck_assert_ptr_nonnull(nth_op(&p, me, 3, "dcp_merge", 0, NULL));
         /* MLP/MoE duplicated: the whole step on every SP rank */
         const plan_op *gu = nth_op(&p, me, 3, "expert_gate_up", 0, NULL);
-        ck_assert_int_eq(gu->m * gu->g, T * TOPK);
+        ck_assert_int_eq(gu->m, T * TOPK); /* routed rows in all */
         ck_assert_int_eq(count_ops(&p, me, 0, -1, OPK_COMPUTE, "sp_split", NULL), 0);
         /* decode step 0 writes position T, stored by rank T % 2 = 0 */
         ck_assert_int_eq(count_ops(&p, me, 1, 0, OPK_COMPUTE, "kv_write", NULL), me == 0);
@@ -467,7 +536,7 @@ START_TEST(moe_under_sp)
     for (int g = 0; g < 2; g++) {
         ck_assert_int_eq(nth_op(&p, g, 4, "router", 0, NULL)->m, Tp);
         const plan_op *gu = nth_op(&p, g, 4, "expert_gate_up", 0, NULL);
-        ck_assert_int_eq(gu->m * gu->g, Tp * TOPK);
+        ck_assert_int_eq(gu->m, Tp * TOPK); /* routed rows in all */
         double bytes = 0;
         ck_assert_int_eq(count_coll(&p, g, 4, G_TP, CK_ALL_REDUCE, &bytes), 2);
         ck_assert_double_eq(bytes, (double)Tp * H * 2.0);
@@ -762,20 +831,22 @@ START_TEST(ring_overlap_never_slower)
 }
 END_TEST
 
-/* all_gather at a long prompt: the contiguous split leaves the last SP rank
- * most of the causal work (per-rank compute), zigzag and striped balance it
- * and finish first. */
+/* all_gather of k/v at a long prompt: the contiguous split leaves the last
+ * SP rank most of the causal work (per-rank compute), zigzag and striped
+ * balance it and finish first (striped by less: its P calls per layer are
+ * merged with the LSE). */
 START_TEST(all_gather_split_balance)
 {
     const long T = 32768;
-    const char *contig[] = {"parallel.split=contiguous"};
-    const char *zig[] = {"parallel.split=zigzag"};
-    const char *str[] = {"parallel.split=striped"};
-    json_t *c = simulate(4, 2, "all_gather", T, contig, 1);
-    json_t *z = simulate(4, 2, "all_gather", T, zig, 1);
-    json_t *s = simulate(4, 2, "all_gather", T, str, 1);
+    const char *contig[] = {"parallel.split=contiguous", "parallel.all_gather_tensors=kv"};
+    const char *zig[] = {"parallel.split=zigzag", "parallel.all_gather_tensors=kv"};
+    const char *str[] = {"parallel.split=striped", "parallel.all_gather_tensors=kv"};
+    json_t *c = simulate(4, 2, "all_gather", T, contig, 2);
+    json_t *z = simulate(4, 2, "all_gather", T, zig, 2);
+    json_t *s = simulate(4, 2, "all_gather", T, str, 2);
     ck_assert_double_lt(num(z, "ttft_s"), 0.9 * num(c, "ttft_s"));
-    ck_assert_double_lt(num(s, "ttft_s"), 0.9 * num(c, "ttft_s"));
+    /* striped balances too, but pays a call per stripe and the LSE merges */
+    ck_assert_double_lt(num(s, "ttft_s"), num(c, "ttft_s"));
     /* ranks 0-3 hold SP index 0, ranks 4-7 SP index 1 */
     ck_assert_double_gt(rank_num(c, 4, "compute_s"), 1.5 * rank_num(c, 0, "compute_s"));
     ck_assert_double_lt(fabs(rank_num(z, 4, "compute_s") / rank_num(z, 0, "compute_s") - 1), 0.05);
@@ -876,7 +947,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, pairs_match_enumeration);
     tcase_add_test(tc, ulysses_collectives);
-    tcase_add_test(tc, all_gather_collectives_and_work);
+    tcase_add_test(tc, all_gather_qkv_is_dcp);
+    tcase_add_test(tc, all_gather_kv_kernels);
     tcase_add_test(tc, ring_hops_closed_form);
     tcase_add_test(tc, dcp_copied_steps);
     tcase_add_test(tc, min_tokens_boundary);

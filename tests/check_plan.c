@@ -66,14 +66,39 @@ START_TEST(thinker_tp8_layer_contract)
     /* router replicated, experts sharded in the intermediate dimension */
     const plan_op *router = tu_find(&p, 0, "router", 3);
     ck_assert_int_eq(router->n, 128);
+    /* the MoE kernels of the profile: top-k scoring, permute, grouped
+     * gate_up over every token's 8 rows, SwiGLU, grouped down, unpermute */
+    const plan_op *tk = tu_find(&p, 0, "topk", 3);
+    ck_assert_int_eq(tk->kclass, KC_TOPK);
+    ck_assert(tk->in.d[0] == T && tk->in.d[1] == 128 && tk->out.d[1] == 8);
+    ck_assert_int_eq(tk->nkern, 5); /* softmax router (Qwen) */
+    const plan_op *pm = tu_find(&p, 0, "moe_permute", 3);
+    ck_assert_int_eq(pm->kclass, KC_MOE_PERMUTE);
+    ck_assert(pm->in.d[0] == T && pm->out.d[0] == T * 8 && pm->out.d[1] == h);
     const plan_op *gu = tu_find(&p, 0, "expert_gate_up", 3);
-    ck_assert_int_eq(gu->kclass, KC_GROUPED_GEMM);
+    ck_assert_int_eq(gu->kclass, KC_MOE_GEMM);
     ck_assert_int_eq(gu->g, 128);
     ck_assert_int_eq(gu->n, 2 * 768 / 8);
-    ck_assert_int_eq(gu->m * gu->g, T * 8); /* every token to top-8 experts */
+    ck_assert_int_eq(gu->m, T * 8); /* every token to top-8 experts */
+    ck_assert_int_eq(gu->route, RT_RANDOM);
+    const plan_op *act = tu_find(&p, 0, "expert_act", 3);
+    ck_assert_int_eq(act->kclass, KC_ACTIVATION);
+    ck_assert_int_eq(act->nkern, 2);
     const plan_op *dn = tu_find(&p, 0, "expert_down", 3);
     ck_assert_int_eq(dn->k, 768 / 8);
     ck_assert_int_eq(dn->n, h);
+    const plan_op *up = tu_find(&p, 0, "moe_unpermute", 3);
+    ck_assert_int_eq(up->kclass, KC_MOE_UNPERMUTE);
+    ck_assert(up->in.d[0] == T * 8 && up->out.d[0] == T);
+    /* Qwen3 has q/k norms (architecture class); RoPE unfused (4 kernels) */
+    ck_assert_ptr_nonnull(tu_find(&p, 0, "qk_norm", 3));
+    ck_assert_int_eq(tu_find(&p, 0, "rope", 3)->nkern, 4);
+    /* phases: attention from the input norm through o_proj's reduction */
+    ck_assert_int_eq(tu_find(&p, 0, "input_norm", 3)->phase, PH_ATTN);
+    ck_assert_int_eq(tu_find(&p, 0, "o_proj", 3)->phase, PH_ATTN);
+    ck_assert_int_eq(tu_find(&p, 0, "post_attn_norm", 3)->phase, PH_FFN);
+    ck_assert_int_eq(gu->phase, PH_FFN);
+    ck_assert_int_eq(tu_find(&p, 0, "lm_head", -1)->phase, PH_OTHER);
     /* around the layers: vocabulary-parallel embedding and the LM head */
     ck_assert_int_eq(count_coll(&p, -1, CK_ALL_REDUCE, NULL), 1);
     ck_assert_int_eq(count_coll(&p, -1, CK_ALL_GATHER, NULL), 1);

@@ -7,10 +7,12 @@
 #include "workloads/workload.h"
 
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/plan.h"
 #include "models/quant.h"
 #include "workloads/datadir.h"
 
@@ -40,7 +42,19 @@ static const char *const sharding_names[] = { "q_b_proj", "o_proj", "kv_b_proj",
 static const char *const top_keys[] = { "model", "platform", "precision", "parallel", "engine",
                                         "requests", "simulation", NULL };
 static const char *const precision_keys[] = { "weights", "activations", "kv_cache",
-                                              "quant_description", NULL };
+                                              "activation_quant", "quant_description", NULL };
+static const char *const act_quant_names[] = { "kernel", "unfused", "fused", NULL };
+/* precision.weights: a dtype, or an 8-bit dtype with its scale granularity. */
+static const char *const weight_names[] = { "bf16", "fp16", "fp8", "int8", "fp32", "int4",
+                                            "fp8_tensor", "fp8_rowwise", "fp8_blockwise", NULL };
+static const struct {
+    cp_dtype dt;
+    plan_qscale qs;
+} weight_kinds[] = {
+    {DT_BF16, QS_NONE}, {DT_FP16, QS_NONE}, {DT_FP8, QS_TENSOR}, {DT_INT8, QS_ROW},
+    {DT_FP32, QS_NONE}, {DT_INT4, QS_NONE}, {DT_FP8, QS_TENSOR}, {DT_FP8, QS_ROW},
+    {DT_FP8, QS_BLOCK},
+};
 static const char *const request_keys[] = { "prompt_tokens", "arrival_s", "decode_tokens", NULL };
 
 /* Enum fields are written through an int (field_set). */
@@ -91,6 +105,8 @@ static const wl_field engine_fields[] = {
 static const wl_field simulation_fields[] = {
     { "network_model", F_ENUM, 0, 0, NET_CM02, net_names, NULL, offsetof(scenario, net_model) },
     { "fold_layers", F_BOOL, 0, 1, 0, NULL, NULL, offsetof(scenario, fold_layers) },
+    { "moe_routing", F_ENUM, 0, 0, RT_RANDOM, plan_route_names, NULL,
+      offsetof(scenario, moe_routing) },
 };
 
 static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err);
@@ -236,12 +252,13 @@ static int read_precision(const ynode *root, scenario *s, cp_err *err)
     const ynode *n = yio_key(root, "precision");
     if (!n)
         return 0;
-    int w = s->w_dtype, a = s->a_dtype, kv = s->kv_dtype;
+    int w = 0, a = s->a_dtype, kv = s->kv_dtype, aq = AQ_KERNEL;
     if (n->kind == YN_MAP) {
         const char *qd = NULL;
-        if (yio_opt_enum(n, "precision", "weights", dtype_names, &w, err) < 0 ||
+        if (yio_opt_enum(n, "precision", "weights", weight_names, &w, err) < 0 ||
             yio_opt_enum(n, "precision", "activations", dtype_names, &a, err) < 0 ||
             yio_opt_enum(n, "precision", "kv_cache", dtype_names, &kv, err) < 0 ||
+            yio_opt_enum(n, "precision", "activation_quant", act_quant_names, &aq, err) < 0 ||
             yio_opt_str(n, "precision", "quant_description", &qd, err) < 0 ||
             yio_no_unknown(n, "precision", precision_keys, err) < 0)
             return -1;
@@ -251,11 +268,13 @@ static int read_precision(const ynode *root, scenario *s, cp_err *err)
                        cp_dirname(dir, sizeof dir, s->path), qd);
         }
     } else {
-        if (yio_enum(n, "precision", dtype_names, &w, err) < 0)
+        if (yio_enum(n, "precision", weight_names, &w, err) < 0)
             return -1;
-        a = kv = w;
+        a = kv = weight_kinds[w].dt;
     }
-    s->w_dtype = (cp_dtype)w;
+    s->w_dtype = weight_kinds[w].dt;
+    s->w_qscale = (uint8_t)weight_kinds[w].qs;
+    s->act_quant = (wl_act_quant)aq;
     s->a_dtype = (cp_dtype)a;
     s->kv_dtype = (cp_dtype)kv;
     return 0;
@@ -578,6 +597,88 @@ static int validate(const scenario *s, cp_err *err)
  * workload is reported before any other file is opened), resolve the model
  * and the platform, then the cross-checks.  On error *out is freed and
  * zeroed, so wl_free on it stays harmless. */
+void wl_warn(scenario *s, const char *fmt, ...)
+{
+    char line[WL_WARN_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < s->nwarn; i++)
+        if (!strcmp(s->warn[i], line))
+            return;
+    if (s->nwarn == WL_MAX_WARN)
+        return;
+    if (s->nwarn == WL_MAX_WARN - 1)
+        snprintf(line, sizeof line, "further warnings omitted (more than %d)", WL_MAX_WARN - 1);
+    snprintf(s->warn[s->nwarn++], sizeof s->warn[0], "%s", line);
+}
+
+void wl_print_warnings(const scenario *s, FILE *out)
+{
+    for (int i = 0; i < s->nwarn; i++)
+        fprintf(out, "cpsim: warning: %s\n", s->warn[i]);
+}
+
+/* precision.weights as the checkpoint stores them (config.json
+ * quantization_config), or -1 when the config says nothing we model. */
+static int checkpoint_weights(const arch *a)
+{
+    const char *m = a->quant_method;
+    if (!m[0])
+        return -1;
+    int is_float = !strcmp(a->quant_type, "float") || !strcmp(m, "fp8");
+    if (!strcmp(m, "fp8") || !strcmp(m, "compressed-tensors")) {
+        if (a->quant_bits == 8 && is_float) {
+            if (a->quant_block[0] > 0 || !strcmp(a->quant_strategy, "block"))
+                return 8;                                  /* fp8_blockwise */
+            return !strcmp(a->quant_strategy, "channel") ? 7 : 2; /* fp8_rowwise, fp8 */
+        }
+        if (a->quant_bits == 8)
+            return 3;                                      /* int8 */
+        if (a->quant_bits == 4)
+            return 5;                                      /* int4 */
+        return -1;
+    }
+    if ((!strcmp(m, "gptq") || !strcmp(m, "awq")) && a->quant_bits == 4)
+        return 5;
+    if ((!strcmp(m, "gptq") || !strcmp(m, "awq")) && a->quant_bits == 8)
+        return 3;
+    return -1;
+}
+
+/* Weights as the checkpoint stores them when the workload does not say
+ * (a model that loads as bf16 while its checkpoint is fp8 is a wrong
+ * answer); a workload that says otherwise is simulated as it says, with a
+ * warning. */
+static void checkpoint_precision(scenario *s)
+{
+    int k = checkpoint_weights(&s->model);
+    if (k < 0)
+        return;
+    const ynode *pr = yio_key(yio_root(s->doc), "precision");
+    int given = pr && (pr->kind != YN_MAP || yio_key(pr, "weights"));
+    if (!given) {
+        s->w_dtype = weight_kinds[k].dt;
+        s->w_qscale = (uint8_t)weight_kinds[k].qs;
+    } else if (weight_kinds[k].dt != s->w_dtype || weight_kinds[k].qs != s->w_qscale) {
+        wl_warn(s, "%s: the checkpoint's quantization_config stores %s weights; the workload's "
+                "precision.weights %s is simulated instead", s->model.path, weight_names[k],
+                wl_weights_name(s));
+    }
+}
+
+/* Workload and model combinations that change the work and are not
+ * modelled. */
+static void unmodelled_warnings(scenario *s)
+{
+    if (s->model.sliding_window > 0 && s->par.sp > 1)
+        wl_warn(s, "%s: %lld layers attend within a sliding window of %lld tokens; the "
+                "sequence-parallel exchanges (parallel.sp = %d) simulate full causal attention",
+                s->model.path, (long long)s->model.window_layers,
+                (long long)s->model.sliding_window, s->par.sp);
+}
+
 int wl_load(const char *path, const char *const *sets, int nsets, const char *platform_override,
             scenario *out, cp_err *err)
 {
@@ -594,10 +695,16 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
         rc = read_doc(out, err);
     if (rc == 0)
         rc = resolve_model(out, err);
-    if (rc == 0)
+    if (rc == 0) {
+        for (int i = 0; i < out->model.nwarn; i++)
+            wl_warn(out, "%s", out->model.warn[i]);
+        checkpoint_precision(out);
         rc = load_quant(out, err);
+    }
     if (rc == 0)
         rc = resolve_platform(out, platform_override, err);
+    if (rc == 0)
+        unmodelled_warnings(out);
     if (rc == 0)
         rc = validate(out, err);
     if (rc < 0)
@@ -613,6 +720,15 @@ void wl_free(scenario *s)
     free(s->reqs);
     quant_desc_free(s->quant);
     memset(s, 0, sizeof *s);
+}
+
+const char *wl_weights_name(const scenario *s)
+{
+    for (size_t i = 0; i < COUNT(weight_kinds); i++)
+        if (weight_kinds[i].dt == s->w_dtype && weight_kinds[i].qs == s->w_qscale &&
+            strcmp(weight_names[i], "fp8_tensor") != 0)
+            return weight_names[i];
+    return dtype_name(s->w_dtype);
 }
 
 const char *wl_exchange_name(wl_exchange e)
@@ -697,7 +813,9 @@ void wl_dump(const scenario *s, FILE *out)
             plat_devices(&s->plat), s->plat.nodes, s->plat.devices_per_node);
     put_str(out, 4, "device", s->plat.device);
     fprintf(out, "  precision:\n    weights: %s\n    activations: %s\n    kv_cache: %s\n",
-            dtype_name(s->w_dtype), dtype_name(s->a_dtype), dtype_name(s->kv_dtype));
+            wl_weights_name(s), dtype_name(s->a_dtype), dtype_name(s->kv_dtype));
+    if (s->w_dtype == DT_FP8 || s->w_dtype == DT_INT8)
+        put_str(out, 4, "activation_quant", act_quant_names[s->act_quant]);
     if (s->quant)
         put_str(out, 4, "quant_description", s->quant_path);
     for (size_t i = 0; i < COUNT(sections); i++)

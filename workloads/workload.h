@@ -6,13 +6,13 @@
  *   platform    preset name, path, or a map {name, nodes, devices_per_node,
  *               ...preset keys to override}
  *   precision   scalar dtype or {weights, activations, kv_cache,
- *                quant_description}
+ *                activation_quant, quant_description}
  *   parallel    {tp, sp, ep, dp, kv_storage, exchange, min_tokens, split,
  *                all_gather_tensors, ring_overlap, sequence_parallel,
  *                dsa_cp, dsa_cp_layout, layer_sharding}
  *   engine      {graph: eager|captured, chunked_prefill}
  *   requests    list of {prompt_tokens, arrival_s, decode_tokens}
- *   simulation  {network_model: cm02|l07, fold_layers}
+ *   simulation  {network_model: cm02|l07, fold_layers, moe_routing}
  */
 #ifndef CP_WORKLOAD_H
 #define CP_WORKLOAD_H
@@ -34,8 +34,15 @@ typedef enum { NET_CM02, NET_L07 } wl_netmodel;
  * token slice before o_proj) or vLLM-Ascend's sfa_cp.py (local queries,
  * fused KV all-gather overlapping the q up-projection). */
 typedef enum { DSA_LAYOUT_RFC, DSA_LAYOUT_VLLM_ASCEND } wl_dsa_layout;
+/* How the activations of an 8-bit GEMM are quantised: one quantisation
+ * kernel per GEMM input (a single pass, priced by its bytes), the unfused
+ * PyTorch ops the profile measured (gemm_fp8.csv act_quant rows), or fused
+ * into the producing kernel (no op). */
+typedef enum { AQ_KERNEL, AQ_UNFUSED, AQ_FUSED } wl_act_quant;
 
 #define WL_MAX_SHARDED 8
+#define WL_MAX_WARN 24
+#define WL_WARN_LEN 256
 
 typedef struct wl_parallel {
     int tp, sp, ep, dp;
@@ -66,6 +73,10 @@ typedef struct scenario {
     platform plat;
 
     cp_dtype w_dtype;       /* weights */
+    uint8_t w_qscale;       /* 8-bit weights: plan_qscale of their GEMMs
+                               (fp8 / fp8_tensor: tensor, fp8_rowwise and
+                               int8: row, fp8_blockwise: block) */
+    wl_act_quant act_quant; /* precision.activation_quant */
     cp_dtype a_dtype;       /* activations */
     cp_dtype kv_dtype;      /* KV cache */
     char quant_path[1024];  /* precision.quant_description resolved, "" when none */
@@ -77,9 +88,16 @@ typedef struct scenario {
     int chunked_prefill;
     wl_netmodel net_model;
     int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
+    int moe_routing;        /* simulation.moe_routing: plan_route, default random */
 
     wl_request *reqs;
     int nreqs;
+
+    /* inputs that change the work but are not modelled (the model config's
+     * among them), one line each: printed on stderr by the commands and
+     * listed in summary.json warnings[] */
+    int nwarn;
+    char warn[WL_MAX_WARN][WL_WARN_LEN];
 } scenario;
 
 /* Load `path` (NULL: the bundled workloads/default.yaml), apply the --set
@@ -91,10 +109,18 @@ int wl_load(const char *path, const char *const *sets, int nsets,
             const char *platform_override, scenario *out, cp_err *err);
 void wl_free(scenario *s);
 
+/* Add a warning line to s (deduplicated; the last slot notes an overflow). */
+void wl_warn(scenario *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Every warning of s on `out`, one "cpsim: warning: ..." line each. */
+void wl_print_warnings(const scenario *s, FILE *out);
+
 /* Print the resolved scenario as YAML (cpsim validate). */
 void wl_dump(const scenario *s, FILE *out);
 
 const char *wl_exchange_name(wl_exchange e);
+/* precision.weights as written: "bf16", "fp8" (per-tensor scales),
+ * "fp8_rowwise", "fp8_blockwise", "int8", ... */
+const char *wl_weights_name(const scenario *s);
 const char *wl_kv_storage_name(wl_kv_storage k);
 const char *wl_split_name(wl_split s);
 const char *wl_dsa_layout_name(wl_dsa_layout l);

@@ -1,0 +1,243 @@
+/* layer_moe: the MoE block's kernels, shared by every scheme (layers.h).
+ *
+ * The routed experts run the way the calibration profile measured them
+ * (platforms/calibration/h200/README.md, moe.csv): the router GEMM, top-k
+ * scoring, a permute that sorts the token rows by expert (one row per
+ * (token, choice)), one grouped GEMM over the local experts for gate_up,
+ * the SwiGLU, one for down, and an unpermute that weighs each row by its
+ * routing weight and sums the k rows of a token back.  Under expert
+ * parallelism the sorted rows travel by all-to-all to the rank holding
+ * their expert and back.
+ *
+ * Rows per rank under routing (simulation.moe_routing): with t tokens of k
+ * choices over E experts, every expert expects t*k/E rows; a rank holding
+ * g experts gets g times that, and under EP the most loaded of the ep
+ * ranks is the critical path (moe.csv routed_rows is that rank's count):
+ * its expected excess over the mean is the expected maximum of ep normal
+ * variables with the rank's standard deviation (moe_rank_rows).
+ */
+#include "models/layers.h"
+
+#include <math.h>
+
+#include "models/exchange.h"
+#include "models/memory.h"
+
+const mlp_names MLP_DENSE = {"mlp_gate_up", "mlp_act", "mlp_down"};
+const mlp_names MLP_SHARED = {"shared_gate_up", "shared_act", "shared_down"};
+
+/* Relative spread of the experts' mean loads under skewed routing (as
+ * models/cost.c MOE_SKEW_CV: moe.csv skew_cv of the skewed rows at >= 64K
+ * tokens less the multinomial part). */
+#define SKEW_CV 0.55
+
+/* Expected maximum of n independent standard normal variables, n = 2^i
+ * (i = 0..7; order-statistics tables, e.g. Harter 1961). */
+static const double normal_max[] = {0.0, 0.5642, 1.0294, 1.4236, 1.7660, 2.0697, 2.3355, 2.5745};
+
+static double expected_max(int n)
+{
+    if (n <= 1)
+        return 0;
+    double i = log2((double)n);
+    if (i >= 7)
+        return sqrt(2.0 * log((double)n)) - 0.3; /* asymptote, matched at 128 */
+    int lo = (int)floor(i);
+    return normal_max[lo] + (i - lo) * (normal_max[lo + 1] - normal_max[lo]);
+}
+
+int64_t moe_rank_rows(const bld *b, double mean_rows, int64_t experts_local, int ranks)
+{
+    if (ranks <= 1 || b->s->moe_routing == RT_BALANCED || mean_rows <= 0)
+        return (int64_t)ceil(mean_rows);
+    double mu = mean_rows / (double)experts_local; /* rows per expert */
+    double var_e = mu + (b->s->moe_routing == RT_SKEWED ? SKEW_CV * SKEW_CV * mu * mu : 0.0);
+    double sd = sqrt((double)experts_local * var_e);
+    return (int64_t)ceil(mean_rows + expected_max(ranks) * sd);
+}
+
+/* ---- MLP ---------------------------------------------------------------------- */
+
+void layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter)
+{
+    const arch *a = b->a;
+    double rows = (double)m;
+    em_act_alloc(b, rows * 2.0 * inter * b->ab);
+    em_gemm(b, nm->gate_up, m, a->hidden, 2 * inter, 1);
+    em_act_alloc(b, rows * inter * b->ab);
+    em_swiglu(b, nm->act, m, inter);
+    em_act_free(b, rows * 2.0 * inter * b->ab);
+    em_act_alloc(b, rows * a->hidden * b->ab);
+    em_gemm(b, nm->down, m, inter, a->hidden, 1);
+    em_act_free(b, rows * inter * b->ab);
+}
+
+/* ---- routing ------------------------------------------------------------------ */
+
+/* Kernels of the top-k scoring (calib_moe.py): softmax in fp32, top-k,
+ * renormalise, cast (5); or sigmoid scores with a correction bias, top-k,
+ * gathered and normalised weights times the scaling factor (10). */
+static int score_kernels(const arch *a)
+{
+    return a->router_sigmoid ? 10 : 5;
+}
+
+void layer_moe_topk(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    double md = (double)m, E = (double)a->experts, k = (double)a->top_k;
+    /* reads the bf16 logits, writes the weights (bf16) and ids (int64):
+     * moe.csv topk_score min_bytes; derived: about 5 flops per logit */
+    uint32_t i = em_compute(b, "topk", KC_TOPK, 5.0 * md * E, md * E * b->ab + md * k * 10.0,
+                            shp(2, m, a->experts, 0), shp(0, 0, 0, 0), shp(2, m, a->top_k, 0));
+    em_kernels(b, i, score_kernels(a));
+}
+
+void layer_moe_route(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    double md = (double)m, E = (double)a->experts;
+    em_act_alloc(b, md * E * b->ab);
+    em_gemm_float(b, "router", m, a->hidden, a->experts);
+    layer_moe_topk(b, m);
+    em_act_free(b, md * E * b->ab);
+}
+
+/* Sort the m token rows by expert: [m, h] -> [m * k, h] (moe.csv permute:
+ * a stable sort of the ids, counts, offsets, the inverse permutation, the
+ * gather of the rows; bytes R*8*4 + m*h*2 + R*h*2). */
+static void moe_permute(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden, R = m * a->top_k;
+    double bytes = (double)R * 32.0 + ((double)m + (double)R) * (double)h * b->ab;
+    uint32_t i = em_compute(b, "moe_permute", KC_MOE_PERMUTE, 0, bytes, shp(2, m, h, 0),
+                            shp(0, 0, 0, 0), shp(2, R, h, 0));
+    em_kernels(b, i, 10);
+}
+
+/* Weigh the sorted rows and sum each token's k rows: [m * k, h] -> [m, h]
+ * (moe.csv unpermute mul+index_select+sum_k: three kernels). */
+static void moe_unpermute(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden, R = m * a->top_k;
+    double bytes = ((double)R + (double)m) * (double)h * b->ab;
+    /* derived: a multiply and an add per row element */
+    uint32_t i = em_compute(b, "moe_unpermute", KC_MOE_UNPERMUTE, 2.0 * (double)R * (double)h,
+                            bytes, shp(2, R, h, 0), shp(0, 0, 0, 0), shp(2, m, h, 0));
+    em_kernels(b, i, 3);
+}
+
+/* The expert MLPs on `rows` sorted rows over g local experts of width
+ * inter: grouped gate_up, SwiGLU, grouped down; leaves [rows, h]. */
+static void moe_experts(bld *b, int64_t rows, int64_t g, int64_t inter)
+{
+    const arch *a = b->a;
+    double rd = (double)rows;
+    em_act_alloc(b, rd * 2.0 * inter * b->ab);
+    em_moe_gemm(b, "expert_gate_up", rows, a->hidden, 2 * inter, g);
+    em_act_alloc(b, rd * inter * b->ab);
+    em_swiglu(b, "expert_act", rows, inter);
+    em_act_free(b, rd * 2.0 * inter * b->ab);
+    em_act_alloc(b, rd * a->hidden * b->ab);
+    em_moe_gemm(b, "expert_down", rows, inter, a->hidden, g);
+    em_act_free(b, rd * inter * b->ab);
+}
+
+void layer_moe_routed_local(bld *b, int64_t m, int64_t inter)
+{
+    const arch *a = b->a;
+    int64_t R = m * a->top_k;
+    double row = (double)a->hidden * b->ab;
+    em_act_alloc(b, (double)R * row);
+    moe_permute(b, m);
+    moe_experts(b, R, a->experts, inter);
+    em_act_free(b, (double)R * row); /* sorted rows */
+    em_act_alloc(b, (double)m * row);
+    moe_unpermute(b, m);
+    em_act_free(b, (double)R * row); /* expert outputs */
+}
+
+void layer_moe_routed_ep(bld *b, int64_t m)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden, k = a->top_k, e_local = a->experts / b->ep;
+    double row = (double)h * b->ab, out = (double)m * (double)k;
+    /* the rank receives, from all ep ranks, its experts' rows: as many as it
+     * sends on average, more on the most loaded rank */
+    int64_t rows = moe_rank_rows(b, out, e_local, b->ep);
+    double in = (double)rows * row;
+    em_act_alloc(b, out * row);
+    moe_permute(b, m);
+    em_buf_alloc(b, in);
+    em_coll(b, "moe_dispatch", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
+    em_act_free(b, out * row);
+    moe_experts(b, rows, e_local, a->moe_intermediate);
+    em_buf_free(b, in); /* received rows */
+    em_buf_alloc(b, out * row);
+    em_coll(b, "moe_combine", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
+    em_act_free(b, in); /* expert outputs, sent back */
+    em_act_alloc(b, (double)m * row);
+    moe_unpermute(b, m);
+    em_buf_free(b, out * row); /* combined rows */
+}
+
+void layer_moe_shared(bld *b, int64_t m, int64_t inter)
+{
+    const arch *a = b->a;
+    if (a->shared_intermediate <= 0)
+        return;
+    layer_mlp(b, &MLP_SHARED, m, inter);
+    em_elementwise(b, "shared_add", KC_ELEMENTWISE, m, 2 * a->hidden, a->hidden, 1.0);
+    em_act_free(b, (double)m * (double)a->hidden * b->ab);
+}
+
+/* MoE block on the rank's t tokens; leaves the output [t, h] allocated and
+ * reduced.  With EP the tokens a rank holds are also held by the other
+ * members of its TP group; the members of the EP group that hold the same
+ * tokens ("sharers") each route a 1/sharers slice of them.  An EP group
+ * inside a TP group (ep divides tp) shares all its tokens; one that spans
+ * whole TP groups of several SP ranks (cp-exchange.md "MoE under SP")
+ * shares them only within each TP group, whose token sets differ.  The
+ * dispatch/combine all-to-alls are sized from the tokens this rank routes;
+ * an all-gather over the sharers restores the TP-replicated layout.
+ * Without EP every rank runs its 1/tp slice of every expert on all t
+ * tokens. */
+void layer_moe(bld *b, int64_t t)
+{
+    const arch *a = b->a;
+    int64_t h = a->hidden;
+    int ep = b->ep;
+    int inside_tp = ep <= b->tp;
+    int sharers = inside_tp ? ep : b->tp;
+    plan_group gather = inside_tp ? G_EP : G_TP;
+    int64_t tl = ep > 1 ? (t + sharers - 1) / sharers : t;
+    double tld = (double)tl, row = (double)h * b->ab;
+
+    layer_moe_route(b, tl);
+    if (ep > 1)
+        layer_moe_routed_ep(b, tl);
+    else
+        layer_moe_routed_local(b, tl, a->moe_intermediate / b->tp);
+    layer_moe_shared(b, tl, ep > 1 ? a->shared_intermediate : a->shared_intermediate / b->tp);
+    if (ep > 1) {
+        em_act_alloc(b, (double)t * row);
+        em_coll(b, "moe_all_gather", CK_ALL_GATHER, gather, (double)t * row, shp(2, t, h, 0));
+        em_act_free(b, tld * row);
+    } else {
+        em_coll(b, "moe_all_reduce", CK_ALL_REDUCE, G_TP, (double)t * row, shp(2, t, h, 0));
+    }
+}
+
+void layer_ffn(bld *b, int64_t t)
+{
+    const arch *a = b->a;
+    if (a->layer_moe[b->layer]) {
+        layer_moe(b, t);
+        return;
+    }
+    layer_mlp(b, &MLP_DENSE, t, a->intermediate / b->tp);
+    em_coll(b, "mlp_all_reduce", CK_ALL_REDUCE, G_TP, (double)t * a->hidden * b->ab,
+            shp(2, t, a->hidden, 0));
+}
