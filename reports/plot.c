@@ -244,8 +244,9 @@ static int class_of(const char *cat)
         int cl;
     } map[] = {{"gemm", CL_GEMM},          {"attention", CL_ATTN},
                {"sparse_attention", CL_ATTN}, {"lse_merge", CL_ATTN},
-               {"indexer", CL_INDEXER},    {"grouped_gemm", CL_MOE},
-               {"moe_permute", CL_MOE},    {"topk", CL_MOE},
+               {"indexer", CL_INDEXER},    {"grouped_gemm", CL_GEMM},
+               {"moe_gemm", CL_MOE},       {"moe_permute", CL_MOE},
+               {"moe_unpermute", CL_MOE},  {"topk", CL_MOE},
                {"all_reduce", CL_COLL},    {"all_gather", CL_COLL},
                {"reduce_scatter", CL_COLL}, {"all_to_all", CL_COLL},
                {"broadcast", CL_COLL},     {"hop", CL_HOP},

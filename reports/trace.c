@@ -53,10 +53,14 @@ static void write_metadata(FILE *f, const scenario *s, const plan *p, int *first
 static void write_op_args(FILE *f, const plan_op *o, int32_t layer)
 {
     fprintf(f, "\"layer\":%d,\"step\":%d", layer, o->step);
+    fprintf(f, ",\"phase\":\"%s\"", plan_phase_name(o->phase));
     if (o->kind == OPK_COMPUTE) {
-        fprintf(f, ",\"flops\":%.6g,\"bytes\":%.6g,\"tokens\":\"%s\"", o->flops, o->bytes,
-                plan_layout_name(o->layout));
-        if (o->kclass == KC_GEMM || o->kclass == KC_GROUPED_GEMM)
+        char src[64];
+        fprintf(f, ",\"flops\":%.6g,\"bytes\":%.6g,\"tokens\":\"%s\",\"cost_src\":\"%s\"",
+                o->flops, o->bytes, plan_layout_name(o->layout), plan_cost_src(o, src, sizeof src));
+        if (o->cost_table != CS_ROOFLINE)
+            fprintf(f, ",\"cost_dist\":%.3g", o->cost_dist);
+        if (o->kclass == KC_GEMM || o->kclass == KC_GROUPED_GEMM || o->kclass == KC_MOE_GEMM)
             fprintf(f, ",\"m\":%" PRId64 ",\"k\":%" PRId64 ",\"n\":%" PRId64 ",\"groups\":%" PRId64,
                     o->m, o->k, o->n, o->g);
         if (o->kclass == KC_ATTENTION || o->kclass == KC_SPARSE_ATTN || o->kclass == KC_INDEXER)

@@ -585,16 +585,19 @@ END_TEST
  * when the request leaves. */
 START_TEST(memory_balance_all_strategies)
 {
-    const char *cases[][2] = {{"by_head", "auto"}, {"by_position", "none"},
-                              {"by_position", "all_gather"}, {"by_position", "ring"}};
-    const char *extra[] = {"requests.0.decode_tokens=3", "requests.1.prompt_tokens=5001",
-                           "requests.1.arrival_s=0.5", "parallel.ring_overlap=true",
-                           "parallel.split=zigzag"};
-    for (int c = 0; c < 4; c++) {
+    /* storage, exchange, the strategy's own key */
+    const char *cases[][3] = {{"by_head", "auto", "parallel.split=zigzag"},
+                              {"by_position", "none", "parallel.min_tokens=0"},
+                              {"by_position", "all_gather", "parallel.split=zigzag"},
+                              {"by_position", "all_gather", "parallel.all_gather_tensors=kv"},
+                              {"by_position", "ring", "parallel.ring_overlap=true"}};
+    for (int c = 0; c < 5; c++) {
         scenario s;
         plan p;
         const long T = 10001;
-        sp_plan(&s, &p, 4, 2, cases[c][0], cases[c][1], T, extra, 5);
+        const char *extra[] = {"requests.0.decode_tokens=3", "requests.1.prompt_tokens=5001",
+                               "requests.1.arrival_s=0.5", cases[c][2]};
+        sp_plan(&s, &p, 4, 2, cases[c][0], cases[c][1], T, extra, 4);
         for (int g = 0; g < 2; g++) {
             double sum[MC_COUNT] = {0}, peak_kv = 0;
             const plan_prog *pg = &p.progs[g];
@@ -856,6 +859,48 @@ START_TEST(all_gather_split_balance)
 }
 END_TEST
 
+static const char *rank_str(json_t *sm, int r, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(sm, "ranks"), (size_t)r), key));
+}
+
+static double phase_peak(json_t *sm, int r, const char *phase)
+{
+    json_t *ph = json_object_get(json_array_get(json_object_get(sm, "ranks"), (size_t)r),
+                                 "peak_by_phase");
+    return json_number_value(json_object_get(ph, phase));
+}
+
+/* Peak memory by phase (cp-exchange.md: resident + the larger of the
+ * attention and the MLP/MoE phase).  A dense model over 8 SP ranks at 128K:
+ * all_gather holds the whole step's q/k/v and the fp32 partials, so its
+ * attention phase sets its peak, above ring's, whose MLP phase sets its own;
+ * the thinker (MoE, SP 2) at 16K: the MoE phase (its permuted rows) sets
+ * both peaks, which are then equal. */
+START_TEST(peak_phase_by_strategy)
+{
+    const char *dense[] = {"model=qwen3-32b"};
+    json_t *ag = simulate(1, 8, "all_gather", 131072, dense, 1);
+    json_t *rg = simulate(1, 8, "ring", 131072, dense, 1);
+    ck_assert_str_eq(rank_str(ag, 0, "peak_phase"), "attention");
+    ck_assert_str_eq(rank_str(rg, 0, "peak_phase"), "ffn");
+    ck_assert_double_gt(rank_num(ag, 0, "peak_bytes"), rank_num(rg, 0, "peak_bytes") + 1e9);
+    ck_assert_double_gt(phase_peak(ag, 0, "attention"), phase_peak(rg, 0, "attention") + 1e9);
+    ck_assert_double_eq(rank_num(ag, 0, "peak_bytes"), phase_peak(ag, 0, "attention"));
+    json_decref(ag);
+    json_decref(rg);
+    json_t *am = simulate(4, 2, "all_gather", 16384, NULL, 0);
+    json_t *rm = simulate(4, 2, "ring", 16384, NULL, 0);
+    ck_assert_str_eq(rank_str(am, 0, "peak_phase"), "ffn");
+    ck_assert_str_eq(rank_str(rm, 0, "peak_phase"), "ffn");
+    ck_assert_double_eq(rank_num(am, 0, "peak_bytes"), rank_num(rm, 0, "peak_bytes"));
+    ck_assert_double_gt(phase_peak(am, 0, "attention"), phase_peak(rm, 0, "attention"));
+    json_decref(am);
+    json_decref(rm);
+}
+END_TEST
+
 /* The shortest prompt in [lo, hi] at which ring beats copied DCP (TP4 x
  * SP2), by geometric bisection to 10 %; the fabric bandwidth set by bw. */
 static long crossover(const char *bw, long lo, long hi)
@@ -962,6 +1007,7 @@ static Suite *suite(void)
     tcase_set_timeout(tt, 300);
     tcase_add_test(tt, ring_overlap_never_slower);
     tcase_add_test(tt, all_gather_split_balance);
+    tcase_add_test(tt, peak_phase_by_strategy);
     tcase_add_test(tt, split_overtakes_copied);
     tcase_add_test(tt, oom_verdict);
     tcase_add_test(tt, sp_plans_fold_identically);

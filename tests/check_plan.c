@@ -2,6 +2,7 @@
  * Shapes, collectives (kind, group, bytes), memory balance and dependencies
  * per layer, compared with closed forms from the model config. */
 #include <check.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,121 @@ START_TEST(thinker_tp8_layer_contract)
     ck_assert_int_eq(tu_count(&p, 0, "attention", -2), 48);
     plan_free(&p);
     wl_free(&s);
+}
+END_TEST
+
+/* ---- prices from the measured tables ------------------------------------- */
+
+/* Op `name` of layer `layer` in step `step` of program g. */
+static const plan_op *op_in_step(const plan *p, int g, const char *name, int layer, int step)
+{
+    const plan_prog *pg = &p->progs[g];
+    for (uint32_t i = 0; i < pg->nops; i++)
+        if (pg->ops[i].step == step && pg->ops[i].layer == layer &&
+            strcmp(pg->ops[i].name, name) == 0)
+            return &pg->ops[i];
+    return NULL;
+}
+
+/* The kernel time of op (cost_s less the eager gaps when launched eagerly)
+ * lies within 3 % of every measurement in meas[0..n). */
+static void near_rows(const plan_op *op, int eager, const double *meas, int n,
+                      plan_costsrc src)
+{
+    ck_assert_ptr_nonnull(op);
+    ck_assert_int_eq(op->cost_table, src);
+    double k = op->cost_s - (eager ? 1.6e-6 * (op->nkern > 1 ? op->nkern : 1) : 0);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(fabs(k / meas[i] - 1) < 0.03, "%s priced %.2f us, measured %.2f us",
+                      op->name, k * 1e6, meas[i] * 1e6);
+}
+
+/* A plan op of a shape a new table measured is priced as the row measured
+ * it (H200, so no cross-device rescaling; captured graphs where the row is
+ * a graph replay): moe.csv qwen3-30b-a3b gate_up tp8 random T=32768
+ * (491.0 us graph); decode_attention.csv flash graph 4/1 heads B=1
+ * kv=16384 (33.10 us); attention_cp.csv causal_square 8192 x 8192 with 8/1
+ * heads (593.3 and 610.9 us at sp 4 and 8, eager less the 1.6 us gap);
+ * gemm_fp8.csv qwen3-30b-a3b qkv_proj fp8_row_fastacc M=4096 (69.22 us
+ * graph). */
+START_TEST(priced_from_new_tables)
+{
+    scenario s;
+    plan p;
+    const char *graph[] = {"platform=h200-sxm-8", "engine.graph=captured",
+                           "requests.0.prompt_tokens=16383", "requests.0.decode_tokens=1"};
+    tu_plan(&s, &p, THINKER, graph, 4);
+    near_rows(op_in_step(&p, 0, "attention", 3, 1), 0, (double[]){33.1003e-6}, 1,
+              CS_DECODE_ATTENTION);
+    plan_free(&p);
+    wl_free(&s);
+    const char *moe[] = {"platform=h200-sxm-8", "engine.graph=captured"};
+    tu_plan(&s, &p, THINKER, moe, 2);
+    near_rows(tu_find(&p, 0, "expert_gate_up", 3), 0, (double[]){491.022e-6}, 1, CS_MOE);
+    plan_free(&p);
+    wl_free(&s);
+    const char *ring[] = {"platform=h200-sxm-8", "parallel.tp=4", "parallel.sp=2",
+                          "parallel.kv_storage=by_position", "parallel.exchange=ring",
+                          "requests.0.prompt_tokens=16384"};
+    tu_plan(&s, &p, THINKER, ring, 6);
+    near_rows(tu_find(&p, 0, "ring_attention", 3), 1, (double[]){593.268e-6, 610.928e-6}, 2,
+              CS_ATTENTION_CP);
+    plan_free(&p);
+    wl_free(&s);
+    tu_plan(&s, &p,
+            "model: qwen3-30b-a3b\nplatform: h200-sxm-8\nprecision: {weights: fp8_rowwise}\n"
+            "engine: {graph: captured}\nrequests: [{prompt_tokens: 4096}]\n", NULL, 0);
+    near_rows(tu_find(&p, 0, "qkv_proj", 3), 0, (double[]){69.2209e-6}, 1, CS_GEMM_FP8);
+    /* the input was quantised by one kernel first */
+    const plan_op *q = tu_find(&p, 0, "act_quant", 3);
+    ck_assert_int_eq(q->kclass, KC_ACT_QUANT);
+    ck_assert_int_eq(q->qscale, QS_ROW);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* Every compute op of a priced plan says where its price came from, in
+ * the plan and in its JSON. */
+START_TEST(cost_src_on_every_op)
+{
+    const char *yamls[] = {THINKER,
+                           "model: glm-5.1\nplatform: ascend-a3-16\nparallel: {tp: 16, "
+                           "sequence_parallel: true}\nrequests: [{prompt_tokens: 4096, "
+                           "decode_tokens: 1}]\n",
+                           "model: qwen3-omni-30b-a3b-thinker\nplatform: h100-sxm-8\n"
+                           "parallel: {tp: 4, sp: 2, kv_storage: by_position, exchange: ring}\n"
+                           "requests: [{prompt_tokens: 8192, decode_tokens: 1}]\n"};
+    for (int y = 0; y < 3; y++) {
+        scenario s;
+        plan p;
+        tu_plan(&s, &p, yamls[y], NULL, 0);
+        long compute = 0;
+        for (int g = 0; g < p.nprogs; g++)
+            for (uint32_t i = 0; i < p.progs[g].nops; i++) {
+                const plan_op *o = &p.progs[g].ops[i];
+                if (o->kind != OPK_COMPUTE)
+                    continue;
+                compute++;
+                ck_assert_int_lt(o->cost_table, CS_COUNT);
+                ck_assert(o->cost_table == CS_ROOFLINE || o->cost_dist >= 1.0f);
+                ck_assert_double_gt(o->cost_s, 0);
+            }
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        cp_err err = {0};
+        ck_assert_int_eq(plan_write_json(&p, f, &err), 0);
+        fclose(f);
+        long found = 0;
+        for (const char *c = buf; (c = strstr(c, "\"cost_src\"")) != NULL; c++)
+            found++;
+        ck_assert_int_eq(found, compute);
+        ck_assert_ptr_null(strstr(buf, "\"cost_src\": \"roofline:?"));
+        free(buf);
+        plan_free(&p);
+        wl_free(&s);
+    }
 }
 END_TEST
 
@@ -434,6 +550,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, thinker_tp8_layer_contract);
     tcase_add_test(tc, tp1_has_no_collectives);
+    tcase_add_test(tc, priced_from_new_tables);
+    tcase_add_test(tc, cost_src_on_every_op);
     tcase_add_test(tc, ep_uses_all_to_all);
     tcase_add_test(tc, dense_model_mlp_sharding);
     tcase_add_test(tc, memory_ops_balance);

@@ -550,6 +550,30 @@ static int check_engine(const scenario *s, cp_err *err)
     return 0;
 }
 
+/* Keys of one exchange given with another: they would change nothing, so
+ * they are refused (the strategy they belong to is named). */
+static int check_exchange_keys(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    const ynode *par = yio_key(yio_root(s->doc), "parallel");
+    const char *ex = exchange_names[p->exchange], *kv = kv_storage_names[p->kv_storage];
+    if (yio_key(par, "all_gather_tensors") && p->exchange != EX_ALL_GATHER)
+        return cp_fail_at(err, loc_of(s, "parallel", "all_gather_tensors"),
+                          "parallel.all_gather_tensors: says what the all_gather exchange "
+                          "gathers; this node runs exchange %s with kv_storage %s (set "
+                          "exchange: all_gather with kv_storage: by_position, or drop the key)",
+                          ex, kv);
+    if (yio_key(par, "ring_overlap") && p->ring_overlap && p->exchange != EX_RING)
+        return cp_fail_at(err, loc_of(s, "parallel", "ring_overlap"),
+                          "parallel.ring_overlap: overlaps the hops of the ring exchange; this "
+                          "node runs exchange %s", ex);
+    if (yio_key(par, "split") && p->exchange == EX_RING && p->split != SPLIT_STRIPED)
+        return cp_fail_at(err, loc_of(s, "parallel", "split"),
+                          "parallel.split: the ring exchange splits striped by KV position "
+                          "(cp-exchange.md), not %s", split_names[p->split]);
+    return 0;
+}
+
 static int check_dsa(const scenario *s, cp_err *err)
 {
     if (s->par.dsa_cp == 1 && !s->model.has_dsa)
@@ -587,7 +611,8 @@ static int check_sharding(const scenario *s, cp_err *err)
 static int validate(const scenario *s, cp_err *err)
 {
     if (check_devices(s, err) < 0 || check_heads(s, err) < 0 || check_experts(s, err) < 0 ||
-        check_exchange(s, err) < 0 || check_ulysses(s, err) < 0 || check_engine(s, err) < 0 ||
+        check_exchange(s, err) < 0 || check_exchange_keys(s, err) < 0 ||
+        check_ulysses(s, err) < 0 || check_engine(s, err) < 0 ||
         check_dsa(s, err) < 0 || check_sharding(s, err) < 0)
         return -1;
     return 0;
