@@ -648,9 +648,13 @@ static series_key key_of(const plan_op *op, cost_kk kk)
     case KK_MOE:
         k = (series_key){{(double)op->k, (double)op->n, (double)op->g, op->route, op->dtype}};
         break;
-    case KK_ATTN: /* any head count: the grid's occupancy is the analytic model's */
+    case KK_ATTN:
+        /* any head count: the grid's occupancy is the analytic model's; a
+         * causal mask's shape is its q/kv ratio, a non-causal call's is
+         * the analytic model's too (its CTAs all see every key) */
         k = (series_key){{(double)a->d_qk, (double)a->d_v, a->causal,
-                          a->kv_len > 0 ? (double)a->q_len / (double)a->kv_len : 0}};
+                          a->causal && a->kv_len > 0 ? (double)a->q_len / (double)a->kv_len
+                                                     : 0}};
         break;
     case KK_DECODE:
         k = (series_key){{(double)a->heads, (double)a->kv_heads, (double)a->d_qk,
