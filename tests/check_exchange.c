@@ -203,6 +203,21 @@ START_TEST(ulysses_collectives)
             ck_assert_int_eq(nth_op(&p, g, l, "kv_write", 0, NULL)->out.d[0], T);
             ck_assert_int_eq(nth_op(&p, g, l, "o_proj", 0, NULL)->m, Tp);
             ck_assert_int_eq(nth_op(&p, g, l, "router", 0, NULL)->m, Tp);
+            /* the pack and unpack copies around both all-to-alls (striped
+             * split: the received rows are reordered into positions and the
+             * output back into the ranks' rows) */
+            uint32_t ipk, ia, iun, ib, iup, iatt;
+            const plan_op *pk = nth_op(&p, g, l, "ulysses_qkv_pack", 0, &ipk);
+            ck_assert_int_eq(pk->kclass, KC_COPY);
+            ck_assert_double_eq(pk->bytes, 2.0 * bytes[0]);
+            nth_op(&p, g, l, "ulysses_qkv_all_to_all", 0, &ia);
+            ck_assert_ptr_nonnull(nth_op(&p, g, l, "ulysses_qkv_unpack", 0, &iun));
+            nth_op(&p, g, l, "attention", 0, &iatt);
+            ck_assert_ptr_nonnull(nth_op(&p, g, l, "ulysses_out_pack", 0, NULL));
+            nth_op(&p, g, l, "ulysses_out_all_to_all", 0, &ib);
+            const plan_op *up = nth_op(&p, g, l, "ulysses_out_unpack", 0, &iup);
+            ck_assert(up->out.d[0] == Tp && up->out.d[1] == hq);
+            ck_assert(ipk < ia && ia < iun && iun < iatt && iatt < ib && ib < iup);
         }
         /* the embedding over the whole step, the outputs gathered after the
          * final norm */
