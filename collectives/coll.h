@@ -17,6 +17,10 @@
  *               every peer at once), chosen at or below oneshot_max bytes
  *   pairwise.c  all-to-all as P-1 pairwise exchange steps (step s: send to
  *               me+s, receive from me-s), never all P^2 flows at once
+ *   direct.c    on a full mesh (HCCS), inside one node: all-gather,
+ *               reduce-scatter, all-to-all as one exchange with every peer at
+ *               once over its own link, all-reduce as reduce-scatter +
+ *               all-gather, broadcast from the root to every peer
  *   p2p.c       send/receive pairs (ring hops)
  */
 #ifndef CP_COLL_H
@@ -45,11 +49,24 @@ typedef struct coll_curve {
     double eff;                         /* (0, 1] */
 } coll_curve;
 
+/* What was measured is kept apart from what a what-if changes: the curves
+ * are the protocol efficiency and fixed overheads of the fabric the
+ * calibration tables were measured on (platform.cal_intra), so the wire
+ * part of a call runs on the simulated links at their own rate (a faster
+ * fabric moves it faster), the fixed part scales with the platform's
+ * collective latency over the calibrated one, and calls that cross nodes
+ * run at the NIC links' rate (efficiency 1 over links that carry
+ * network.efficiency), not at the NVLink fit. */
 typedef struct coll_model {
     double latency_eager;   /* fixed cost per call of an unmeasured kind, eager */
     double latency_graph;   /* same inside a captured graph */
+    double lat_scale[2];    /* [graph]: platform / calibrated collective latency,
+                               applied to the fitted overheads */
     double oneshot_max;     /* all-reduce at or below this size: one-shot */
-    double eff_default;     /* wire efficiency of an unmeasured kind */
+    double eff_default;     /* wire efficiency of an unmeasured kind: 1, the
+                               links carry the fabric's efficiency */
+    int mesh;               /* the fabric is a full mesh: direct algorithms
+                               inside a node */
     coll_curve curve[2][CK_COUNT + 1];  /* [graph][kind]; kind CK_COUNT: point-to-point */
 } coll_model;
 
@@ -73,6 +90,7 @@ typedef struct coll_call {
     int me;                 /* my index in members */
     double bytes;           /* payload, size convention above */
     int graph;              /* 1: captured graph latency */
+    int cross_node;         /* the group spans nodes: NIC rates, ring algorithms */
 } coll_call;
 
 /* Run the call on the calling stream (blocks in simulated time): first the
@@ -84,18 +102,24 @@ long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c);
 
 /* One ring hop: send `send_bytes` to `to` and receive from `from`
  * concurrently (either may be -1 for none), after the point-to-point
- * overhead.  Returns messages sent, -1 for a malformed call. */
+ * overhead; cross_node: the hop crosses nodes (NIC rate, no NVLink fit).
+ * Returns messages sent, -1 for a malformed call. */
 long coll_sendrecv(const tr_port *tp, const coll_model *m, int to,
-                   double send_bytes, int from, int graph);
+                   double send_bytes, int from, int graph, int cross_node);
 
-/* Algorithm chosen for AUTO. */
+/* Algorithm chosen for AUTO on a switch fabric or across nodes (ring,
+ * one-shot, pairwise by size); coll_pick: the choice for a call (direct
+ * algorithms inside a node of a mesh fabric). */
 plan_alg coll_pick_alg(const coll_model *m, plan_coll kind, double bytes, int n);
+plan_alg coll_pick(const coll_model *m, const coll_call *c);
 
 /* Closed-form time of a call on a uniform network where every transfer
  * crosses one bottleneck of bandwidth bw (bytes/s, after efficiency) with
  * per-message route latency lat (s): ring all-gather (P-1)*(S/P/bw + lat),
  * broadcast (chain from member 0 in P-1 chunks) (2P-3)*(S/(P-1)/bw + lat),
- * etc.  Used by tests; excludes the fixed overhead.  -1 for ALG_AUTO or an
+ * etc.; ALG_DIRECT on a mesh of links of bw each: all-gather,
+ * reduce-scatter, all-to-all S/P/bw + lat, all-reduce twice that,
+ * broadcast S/bw + lat.  Used by tests; excludes the fixed overhead.  -1 for ALG_AUTO or an
  * invalid kind/algorithm pair. */
 double coll_analytic_s(plan_coll kind, plan_alg alg, int n, double bytes,
                        double bw, double lat);

@@ -44,6 +44,11 @@ long coll_ring_broadcast(const coll_group *g, double chunk_wire);
 
 /* direct.c: every member sends buf_wire to each of the n-1 others at once. */
 long coll_oneshot_all_reduce(const coll_group *g, double buf_wire);
+/* direct.c: one exchange of chunk_wire with every peer at once (all-gather,
+ * reduce-scatter, all-to-all on a mesh); all-reduce: two of them. */
+long coll_direct_exchange(const coll_group *g, double chunk_wire);
+/* direct.c: member 0 sends buf_wire to every peer at once. */
+long coll_direct_broadcast(const coll_group *g, double buf_wire);
 
 /* pairwise.c: n-1 steps; step s: chunk_wire to me+s, receive from me-s. */
 long coll_pairwise_all_to_all(const coll_group *g, double chunk_wire);

@@ -4,9 +4,12 @@
  * In each launch mode (eager: nccl.csv, graph: nccl_graph.csv) the
  * simulator runs a call of kind k and S bytes on P ranks of one node as
  *     t = overhead_k(S) + R + W / eff_k
- * with R the route latencies its algorithm pays (p->intra.latency per
- * lock-step step) and W its wire time at line rate p->intra.bandwidth
- * (coll_analytic_s with lat 0, resp. S 0).  From the rows (k, S_i, P_i, t_i)
+ * with R the route latencies its algorithm pays (latency per lock-step
+ * step) and W its wire time at the links' rate (bandwidth * efficiency;
+ * coll_analytic_s with lat 0, resp. S 0), both on the fabric the tables
+ * were measured on: the preset's own figures (platform.cal_intra), not a
+ * what-if's, so that a what-if changes the links and keeps the fit.  From
+ * the rows (k, S_i, P_i, t_i)
  * of the mode's table:
  *     eff_k = min(1, max_i W_i / (t_i - R_i))
  * the best achieved fraction of line rate (links are occupied at the
@@ -47,18 +50,29 @@ static void platform_model(coll_model *m, const platform *p)
     memset(m, 0, sizeof *m);
     m->latency_eager = p->coll_latency_eager;
     m->latency_graph = p->coll_latency_graph;
+    m->lat_scale[0] = p->cal_coll_latency_eager > 0
+                          ? p->coll_latency_eager / p->cal_coll_latency_eager : 1.0;
+    m->lat_scale[1] = p->cal_coll_latency_graph > 0
+                          ? p->coll_latency_graph / p->cal_coll_latency_graph : 1.0;
     m->oneshot_max = p->allreduce_oneshot_max;
-    m->eff_default = p->intra.efficiency;
+    /* generated links carry the fabric's efficiency; a raw XML file's links
+     * run at the file's rates, its link_efficiency applies to the bytes */
+    m->eff_default = p->raw_xml ? p->intra.efficiency : 1.0;
+    m->mesh = p->fabric == FAB_MESH && !p->raw_xml;
 }
 
-/* W and R of a row, run as the simulator runs it (same algorithm choice). */
+/* W and R of a row, run as the simulator runs it on the calibrated fabric
+ * (same algorithm choice). */
 static void row_ideal(const coll_model *m, const platform *p, fit_row *r)
 {
-    plan_alg alg = r->kind == CK_COUNT ? ALG_RING
-                                       : coll_pick_alg(m, r->kind, r->bytes, r->procs);
-    r->wire_s = coll_analytic_s(r->kind, alg, r->procs, r->bytes, p->intra.bandwidth, 0);
-    r->route_s = coll_analytic_s(r->kind, alg, r->procs, 0, p->intra.bandwidth,
-                                 p->intra.latency);
+    coll_call c = {.kind = r->kind == CK_COUNT ? CK_ALL_GATHER : (plan_coll)r->kind,
+                   .alg = ALG_AUTO, .n = r->procs, .bytes = r->bytes};
+    plan_alg alg = r->kind == CK_COUNT ? ALG_RING : coll_pick(m, &c);
+    double bw = plat_link_rate(p, &p->cal_intra);
+    if (m->mesh) /* a full mesh: one link per pair */
+        bw /= (double)(p->devices_per_node > 1 ? p->devices_per_node - 1 : 1);
+    r->wire_s = coll_analytic_s(r->kind, alg, r->procs, r->bytes, bw, 0);
+    r->route_s = coll_analytic_s(r->kind, alg, r->procs, 0, bw, p->cal_intra.latency);
 }
 
 /* Check row i and fill *r from it; -1 with an error at the bad cell. */

@@ -22,21 +22,23 @@ double coll_efficiency(const coll_model *m, int kind, int graph)
 }
 
 /* Linear in log(bytes) between measured sizes, clamped at both ends (NaN
- * bytes: the first point). */
+ * bytes: the first point); scaled by the platform's collective latency over
+ * the calibrated one. */
 double coll_overhead(const coll_model *m, int kind, double bytes, int graph)
 {
     const coll_curve *c = curve_of(m, kind, graph);
     if (!c)
         return graph ? m->latency_graph : m->latency_eager;
+    double scale = m->lat_scale[graph != 0] > 0 ? m->lat_scale[graph != 0] : 1.0;
     if (!(bytes > c->size[0]))
-        return c->overhead[0];
+        return scale * c->overhead[0];
     if (bytes >= c->size[c->n - 1])
-        return c->overhead[c->n - 1];
+        return scale * c->overhead[c->n - 1];
     int i = 0;
     while (bytes >= c->size[i + 1])
         i++;
     double f = (log(bytes) - log(c->size[i])) / (log(c->size[i + 1]) - log(c->size[i]));
-    return c->overhead[i] + f * (c->overhead[i + 1] - c->overhead[i]);
+    return scale * (c->overhead[i] + f * (c->overhead[i + 1] - c->overhead[i]));
 }
 
 /* Whether collective `kind` has an implementation of algorithm `alg`. */
@@ -44,13 +46,13 @@ static int alg_exists(plan_coll kind, plan_alg alg)
 {
     switch (kind) {
     case CK_ALL_REDUCE:
-        return alg == ALG_RING || alg == ALG_ONESHOT;
+        return alg == ALG_RING || alg == ALG_ONESHOT || alg == ALG_DIRECT;
     case CK_ALL_GATHER:
     case CK_REDUCE_SCATTER:
     case CK_BROADCAST:
-        return alg == ALG_RING;
+        return alg == ALG_RING || alg == ALG_DIRECT;
     case CK_ALL_TO_ALL:
-        return alg == ALG_PAIRWISE;
+        return alg == ALG_PAIRWISE || alg == ALG_DIRECT;
     default:
         return 0;
     }
@@ -72,6 +74,16 @@ plan_alg coll_pick_alg(const coll_model *m, plan_coll kind, double bytes, int n)
     }
 }
 
+plan_alg coll_pick(const coll_model *m, const coll_call *c)
+{
+    if (c->alg != ALG_AUTO)
+        return c->alg;
+    plan_alg a = coll_pick_alg(m, c->kind, c->bytes, c->n);
+    if (m->mesh && !c->cross_node && a != ALG_ONESHOT)
+        return ALG_DIRECT;
+    return a;
+}
+
 /* kind CK_COUNT is one ring hop (alg ignored).  Returns -1 for an algorithm
  * that does not exist for the kind (ALG_AUTO included: pass the choice of
  * coll_pick_alg) or for bw <= 0, lat < 0, bytes < 0. */
@@ -91,10 +103,16 @@ double coll_analytic_s(plan_coll kind, plan_alg alg, int n, double bytes,
     case CK_ALL_REDUCE:
         if (alg == ALG_ONESHOT)
             return (p - 1) * bytes / bw + lat;
+        if (alg == ALG_DIRECT)
+            return 2 * (bytes / p / bw + lat);
         return 2 * (p - 1) * (bytes / p / bw + lat);
     case CK_BROADCAST:
+        if (alg == ALG_DIRECT)
+            return bytes / bw + lat;
         return (2 * p - 3) * (bytes / (p - 1) / bw + lat);
     default: /* all-gather, reduce-scatter, all-to-all */
+        if (alg == ALG_DIRECT)
+            return bytes / p / bw + lat;
         return (p - 1) * (bytes / p / bw + lat);
     }
 }
@@ -107,18 +125,26 @@ long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c)
     if (!tp || !m || !c || !c->members || c->n < 1 || c->me < 0 || c->me >= c->n ||
         !(c->bytes >= 0) || c->kind < 0 || c->kind >= CK_COUNT)
         return -1;
-    plan_alg alg = c->alg == ALG_AUTO ? coll_pick_alg(m, c->kind, c->bytes, c->n) : c->alg;
+    plan_alg alg = coll_pick(m, c);
     if (!alg_exists(c->kind, alg))
         return -1;
     if (c->n == 1)
         return 0;
-    double eff = coll_efficiency(m, c->kind, c->graph);
+    /* across nodes the NIC links are the bottleneck and carry
+     * network.efficiency themselves; the NVLink fit does not apply */
+    double eff = c->cross_node ? 1.0 : coll_efficiency(m, c->kind, c->graph);
     double overhead = coll_overhead(m, c->kind, c->bytes, c->graph);
     if (!(eff > 0) || !(overhead >= 0))
         return -1;
     double wire = c->bytes / eff; /* nccl-tests size, on the wire */
     coll_group g = {tp, c->members, c->n, c->me};
     coll_pay_overhead(tp, overhead);
+    if (alg == ALG_DIRECT) {
+        if (c->kind == CK_BROADCAST)
+            return coll_direct_broadcast(&g, wire);
+        long sent = coll_direct_exchange(&g, wire / c->n);
+        return c->kind == CK_ALL_REDUCE ? sent + coll_direct_exchange(&g, wire / c->n) : sent;
+    }
     switch (c->kind) {
     case CK_ALL_REDUCE:
         if (alg == ALG_ONESHOT)

@@ -32,13 +32,13 @@ void coll_pay_overhead(const tr_port *tp, double seconds)
  * 0-byte send, the largest of the curve in eager mode (nccl.csv sendrecv
  * 4096 B: ~114 us). */
 long coll_sendrecv(const tr_port *tp, const coll_model *m, int to,
-                   double send_bytes, int from, int graph)
+                   double send_bytes, int from, int graph, int cross_node)
 {
     if (!tp || !m || (to >= 0 && !(send_bytes >= 0)))
         return -1;
     if (to < 0)
         return coll_exchange(tp, -1, 0, from);
-    double eff = coll_efficiency(m, CK_COUNT, graph);
+    double eff = cross_node ? 1.0 : coll_efficiency(m, CK_COUNT, graph);
     double overhead = coll_overhead(m, CK_COUNT, send_bytes, graph);
     if (!(eff > 0) || !(overhead >= 0))
         return -1;

@@ -245,7 +245,7 @@ const char *plan_layout_name(plan_layout l)
 
 const char *plan_alg_name(plan_alg a)
 {
-    static const char *const t[] = {"auto", "ring", "oneshot", "pairwise"};
+    static const char *const t[] = {"auto", "ring", "oneshot", "pairwise", "direct"};
     return NAME_OF(t, a);
 }
 

@@ -104,8 +104,10 @@ typedef enum {
 
 typedef enum { TL_NONE = 0, TL_FULL, TL_LOCAL } plan_layout;
 
-/* Collective algorithm; AUTO lets collectives/ choose by size. */
-typedef enum { ALG_AUTO, ALG_RING, ALG_ONESHOT, ALG_PAIRWISE, ALG_COUNT } plan_alg;
+/* Collective algorithm; AUTO lets collectives/ choose by size and fabric
+ * (DIRECT: every member exchanges with every peer at once, over the links
+ * of a full mesh). */
+typedef enum { ALG_AUTO, ALG_RING, ALG_ONESHOT, ALG_PAIRWISE, ALG_DIRECT, ALG_COUNT } plan_alg;
 
 #define PLAN_MAX_DIMS 4
 

@@ -404,6 +404,13 @@ static void raw_register(const platform *p, char **names)
     r->names = names;
 }
 
+static void calibrated_fabric(platform *p, const platform *base)
+{
+    p->cal_intra = base->intra;
+    p->cal_coll_latency_eager = base->coll_latency_eager;
+    p->cal_coll_latency_graph = base->coll_latency_graph;
+}
+
 static int load_raw(const char *path, const ynode *overrides, platform *out, cp_err *err)
 {
     for (size_t i = 0; overrides && overrides->kind == YN_MAP && i < overrides->n; i++)
@@ -415,6 +422,7 @@ static int load_raw(const char *path, const ynode *overrides, platform *out, cp_
     if (plat_xml_read(path, out, &names, err) < 0)
         return -1;
     raw_register(out, names);
+    calibrated_fabric(out, out);
     if (out->calibration[0] && !calibration_exists(out->calibration, dir, sizeof dir))
         return cp_fail(err, CP_EXIT_INPUT, "%s: host property \"calibration\": no calibration "
                        "profile \"%s\" (expected the directory %s)", path, out->calibration, dir);
@@ -432,11 +440,17 @@ static int load_preset(const char *path, const ynode *overrides, platform *out, 
     int rc = yio_want_map(root, "platform", err);
     if (rc == 0)
         rc = get_str(root, "", "name", 1, out->name, sizeof out->name, err);
+    /* the preset as written: the calibrated fabric */
+    platform base;
+    memset(&base, 0, sizeof base);
+    int have_base = rc == 0 && overrides && read_preset(root, &base, &(cp_err){0}) == 0;
     if (rc == 0 && overrides)
         rc = yio_want_map(overrides, "platform", err) < 0 ? -1
                                                           : yio_merge(doc, root, overrides, err);
     if (rc == 0)
         rc = read_preset(root, out, err);
+    if (rc == 0)
+        calibrated_fabric(out, have_base ? &base : out);
     yio_free(doc);
     return rc;
 }
@@ -452,6 +466,11 @@ int plat_load(const char *spec, const char *base_dir, const ynode *overrides,
         return -1;
     snprintf(out->source, sizeof out->source, "%s", path);
     return load_preset(path, overrides, out, err);
+}
+
+double plat_link_rate(const platform *p, const plat_link *l)
+{
+    return p->raw_xml ? l->bandwidth : l->bandwidth * l->efficiency;
 }
 
 int plat_devices(const platform *p)

@@ -31,7 +31,8 @@ typedef enum { FAB_SWITCH, FAB_MESH } plat_fabric_kind;
 typedef struct plat_link {
     double bandwidth;     /* bytes/s per direction (line rate) */
     double latency;       /* seconds one transfer pays to cross the tier (>0) */
-    double efficiency;    /* achieved / line rate for large transfers, (0,1] */
+    double efficiency;    /* achieved / line rate for large transfers, (0,1]:
+                             the generated links run at bandwidth * efficiency */
 } plat_link;
 
 typedef struct platform {
@@ -66,6 +67,13 @@ typedef struct platform {
     plat_link spine;               /* between node gateways (FATPIPE) */
     double allreduce_oneshot_max;  /* bytes: all-reduce at or below uses one-shot */
 
+    /* The fabric as the preset file states it, before a workload's
+     * overrides (what-ifs): the fabric the calibration profile's collective
+     * tables are fitted on (collectives/fit.c).  Equal to intra and the
+     * collective latencies when nothing is overridden. */
+    plat_link cal_intra;
+    double cal_coll_latency_eager, cal_coll_latency_graph;
+
     /* raw SimGrid XML platform instead of a generated one */
     int raw_xml;
 } platform;
@@ -80,6 +88,10 @@ typedef struct platform {
  * so that SimGrid cannot abort cpsim. */
 int plat_load(const char *spec, const char *base_dir, const ynode *overrides,
               platform *out, cp_err *err);
+
+/* The rate a tier's links run at in the simulation: bandwidth * efficiency
+ * (generated presets), the file's bandwidth (raw XML). */
+double plat_link_rate(const platform *p, const plat_link *l);
 
 /* Total devices (nodes * devices_per_node). */
 int plat_devices(const platform *p);

@@ -255,16 +255,23 @@ static void run_coll(stream_st *ss, const plan_op *o)
     int me = 0;
     plan_group_members(&E.p->lay, rs->rank, (plan_group)o->group, members, n, &me);
     tr_port port = sgt_port(&ss->tctx);
+    int dpn = E.o->plat->devices_per_node > 0 ? E.o->plat->devices_per_node : 1;
     if (o->kind == OPK_COLL) {
+        int cross = 0;
+        for (int i = 1; i < n && !cross; i++)
+            cross = members[i] / dpn != members[0] / dpn;
         coll_call c = {.kind = (plan_coll)o->coll, .alg = (plan_alg)o->alg,
                        .members = members, .n = n, .me = me,
-                       .bytes = o->comm_bytes, .graph = E.o->graph && !o->eager};
+                       .bytes = o->comm_bytes, .graph = E.o->graph && !o->eager,
+                       .cross_node = cross};
         E.res->messages += coll_run(&port, E.o->cm, &c);
     } else {
         int to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;
         int from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
+        int cross = (to >= 0 && to / dpn != rs->rank / dpn) ||
+                    (from >= 0 && from / dpn != rs->rank / dpn);
         E.res->messages += coll_sendrecv(&port, E.o->cm, to, o->comm_bytes, from,
-                                          E.o->graph && !o->eager);
+                                          E.o->graph && !o->eager, cross);
     }
     if (members != stack)
         free(members);

@@ -129,9 +129,9 @@ static void count_call(const coll_model *m, plan_coll kind, plan_alg alg, int n,
         ctx[i] = (cnt_ctx){.w = w, .rank = i};
         tr_port tp = {&cnt_ops, &ctx[i]};
         if ((int)kind == CK_COUNT) {
-            ret[i] = coll_sendrecv(&tp, m, (i + 1) % n, bytes, (i + n - 1) % n, graph);
+            ret[i] = coll_sendrecv(&tp, m, (i + 1) % n, bytes, (i + n - 1) % n, graph, 0);
         } else {
-            coll_call c = {kind, alg, members, n, i, bytes, graph};
+            coll_call c = {kind, alg, members, n, i, bytes, graph, 0};
             ret[i] = coll_run(&tp, m, &c);
         }
         ck_assert_int_eq(ctx[i].pending, 0);
@@ -258,39 +258,39 @@ START_TEST(test_single_member_and_bad_calls)
     int members[4] = {0, 1, 2, 3};
     /* P == 1: nothing moves, no latency */
     for (int a = 0; a < N_ALG_CASES - 1; a++) {
-        coll_call one = {alg_cases[a].kind, alg_cases[a].alg, members, 1, 0, 1e6, 0};
+        coll_call one = {alg_cases[a].kind, alg_cases[a].alg, members, 1, 0, 1e6, 0, 0};
         ck_assert_int_eq(coll_run(&tp, &m, &one), 0);
     }
-    ck_assert_int_eq(coll_sendrecv(&tp, &m, -1, 10, -1, 0), 0);
+    ck_assert_int_eq(coll_sendrecv(&tp, &m, -1, 10, -1, 0, 0), 0);
     ck_assert_int_eq(c.msgs, 0);
     ck_assert_double_eq(c.slept, 0);
     /* algorithms a kind does not have, and malformed calls */
     coll_call bad[] = {
-        {CK_ALL_GATHER, ALG_ONESHOT, members, 4, 0, 1e6, 0},
-        {CK_ALL_GATHER, ALG_PAIRWISE, members, 4, 0, 1e6, 0},
-        {CK_REDUCE_SCATTER, ALG_ONESHOT, members, 4, 0, 1e6, 0},
-        {CK_ALL_TO_ALL, ALG_RING, members, 4, 0, 1e6, 0},
-        {CK_BROADCAST, ALG_PAIRWISE, members, 4, 0, 1e6, 0},
-        {CK_ALL_REDUCE, ALG_PAIRWISE, members, 4, 0, 1e6, 0},
-        {CK_ALL_REDUCE, ALG_COUNT, members, 4, 0, 1e6, 0},
-        {CK_COUNT, ALG_RING, members, 4, 0, 1e6, 0},
-        {CK_ALL_REDUCE, ALG_RING, NULL, 4, 0, 1e6, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 0, 0, 1e6, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 4, 4, 1e6, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 4, -1, 1e6, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 4, 0, -1, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 4, 0, NAN, 0},
+        {CK_ALL_GATHER, ALG_ONESHOT, members, 4, 0, 1e6, 0, 0},
+        {CK_ALL_GATHER, ALG_PAIRWISE, members, 4, 0, 1e6, 0, 0},
+        {CK_REDUCE_SCATTER, ALG_ONESHOT, members, 4, 0, 1e6, 0, 0},
+        {CK_ALL_TO_ALL, ALG_RING, members, 4, 0, 1e6, 0, 0},
+        {CK_BROADCAST, ALG_PAIRWISE, members, 4, 0, 1e6, 0, 0},
+        {CK_ALL_REDUCE, ALG_PAIRWISE, members, 4, 0, 1e6, 0, 0},
+        {CK_ALL_REDUCE, ALG_COUNT, members, 4, 0, 1e6, 0, 0},
+        {CK_COUNT, ALG_RING, members, 4, 0, 1e6, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, NULL, 4, 0, 1e6, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 0, 0, 1e6, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 4, 4, 1e6, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 4, -1, 1e6, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 4, 0, -1, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 4, 0, NAN, 0, 0},
     };
     for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++)
         ck_assert_msg(coll_run(&tp, &m, &bad[i]) == -1, "bad call %d accepted", i);
-    ck_assert_int_eq(coll_sendrecv(&tp, &m, 1, -5, 1, 0), -1);
+    ck_assert_int_eq(coll_sendrecv(&tp, &m, 1, -5, 1, 0, 0), -1);
     /* models that cannot be run: no efficiency, a negative overhead */
     coll_model zero = flat_model(0, 0, 0), negative = flat_model(1, -1e-6, 0);
-    coll_call ok = {CK_ALL_REDUCE, ALG_RING, members, 4, 0, 1e6, 0};
+    coll_call ok = {CK_ALL_REDUCE, ALG_RING, members, 4, 0, 1e6, 0, 0};
     ck_assert_int_eq(coll_run(&tp, &zero, &ok), -1);
     ck_assert_int_eq(coll_run(&tp, &negative, &ok), -1);
-    ck_assert_int_eq(coll_sendrecv(&tp, &zero, 1, 10, 1, 0), -1);
-    ck_assert_int_eq(coll_sendrecv(&tp, &negative, 1, 10, 1, 0), -1);
+    ck_assert_int_eq(coll_sendrecv(&tp, &zero, 1, 10, 1, 0, 0), -1);
+    ck_assert_int_eq(coll_sendrecv(&tp, &negative, 1, 10, 1, 0, 0), -1);
     ck_assert_int_eq(c.msgs, 0);
     ck_assert_double_eq(c.slept, 0);
 }
@@ -305,13 +305,13 @@ START_TEST(test_sendrecv_overhead)
     memset(&w, 0, sizeof w);
     cnt_ctx c = {.w = &w, .rank = 0};
     tr_port tp = {&cnt_ops, &c};
-    ck_assert_int_eq(coll_sendrecv(&tp, &m, -1, 0, 1, 0), 0);
+    ck_assert_int_eq(coll_sendrecv(&tp, &m, -1, 0, 1, 0, 0), 0);
     ck_assert_double_eq(c.slept, 0);
     ck_assert_int_eq(w.recvs[1][0], 1);
-    ck_assert_int_eq(coll_sendrecv(&tp, &m, 1, 1000, -1, 0), 1);
+    ck_assert_int_eq(coll_sendrecv(&tp, &m, 1, 1000, -1, 0, 0), 1);
     ck_assert_double_eq(c.slept, 20e-6);
     ck_assert_double_eq(w.bytes[0][1], 2000);
-    ck_assert_int_eq(coll_sendrecv(&tp, &m, 1, 1000, 1, 1), 1);
+    ck_assert_int_eq(coll_sendrecv(&tp, &m, 1, 1000, 1, 1, 0), 1);
     ck_assert_double_eq_tol(c.slept, 25e-6, 1e-18);
     ck_assert_int_eq(c.pending, 0);
 }
@@ -412,8 +412,12 @@ static void h200_preset(platform *p)
     ck_assert_msg(plat_load("h200-sxm-8", NULL, NULL, p, &err) == 0, "%s", err.msg);
 }
 
+/* The h200-sxm-8 preset's NVLink links run at bandwidth * efficiency:
+ * 450e9 * 0.8 B/s. */
+#define H200_RATE (450e9 * 0.8)
+
 /* max over the `op` rows of a table of W / (t - R) on the preset's fabric
- * (450e9 B/s, 2 us per route) for P = 2 and a one-step algorithm: W = S *
+ * (its links at H200_RATE B/s, 2 us per route) for P = 2 and a one-step algorithm: W = S *
  * wire_per_byte, R = 2 us. */
 static double best_fraction(const char *table, const char *op, double wire_per_byte)
 {
@@ -438,7 +442,7 @@ static double best_fraction(const char *table, const char *op, double wire_per_b
 
 /* Both modes follow t = overhead + R + W / eff on the rows of nccl.csv
  * (eager) and nccl_graph.csv (graph): values of the tables, fabric of the
- * preset (450e9 B/s, 2 us per route). */
+ * preset (its links at H200_RATE B/s, 2 us per route). */
 START_TEST(test_fit_h200)
 {
     platform p;
@@ -447,12 +451,12 @@ START_TEST(test_fit_h200)
     coll_model m;
     ck_assert_msg(coll_model_init(&m, &p, &err) == 0, "%s", err.msg);
     ck_assert_double_eq(m.oneshot_max, p.allreduce_oneshot_max);
-    ck_assert_double_eq(m.eff_default, p.intra.efficiency);
+    ck_assert_double_eq(m.eff_default, 1.0); /* the links carry the fabric's efficiency */
     ck_assert_double_eq(m.latency_eager, p.coll_latency_eager);
     ck_assert_double_eq(m.latency_graph, p.coll_latency_graph);
     for (int g = 0; g <= 1; g++) {
         /* broadcast is not measured: platform figures */
-        ck_assert_double_eq(coll_efficiency(&m, CK_BROADCAST, g), p.intra.efficiency);
+        ck_assert_double_eq(coll_efficiency(&m, CK_BROADCAST, g), 1.0);
         ck_assert_double_eq(coll_overhead(&m, CK_BROADCAST, 1e6, g),
                             g ? p.coll_latency_graph : p.coll_latency_eager);
         for (int k = 0; k <= CK_COUNT; k++) {
@@ -477,36 +481,36 @@ START_TEST(test_fit_h200)
     }
     /* graph all_gather: one step of S/2 bytes; the best row is 1 GiB in
      * 1988.98 us, which keeps no overhead */
-    double eff = best_fraction("nccl_graph", "all_gather", 0.5 / 450e9);
-    ck_assert_double_eq_tol(eff, 536870912 / 450e9 / (1988.98e-6 - 2e-6), 1e-12);
+    double eff = best_fraction("nccl_graph", "all_gather", 0.5 / H200_RATE);
+    ck_assert_double_eq_tol(eff, 536870912 / H200_RATE / (1988.98e-6 - 2e-6), 1e-12);
     ck_assert_double_eq_tol(coll_efficiency(&m, CK_ALL_GATHER, 1), eff, 1e-12);
     ck_assert_double_lt(coll_overhead(&m, CK_ALL_GATHER, 1073741824, 1), 1e-15);
     /* its 4 KiB row (9.55392 us) keeps the rest as overhead */
     ck_assert_double_eq_tol(coll_overhead(&m, CK_ALL_GATHER, 4096, 1),
-                            9.55392e-6 - 2e-6 - 2048 / 450e9 / eff, 1e-15);
+                            9.55392e-6 - 2e-6 - 2048 / H200_RATE / eff, 1e-15);
     /* eager sendrecv: S bytes in one step; the eager 4 KiB row (116.477 us)
      * is almost all overhead */
-    eff = best_fraction("nccl", "sendrecv", 1 / 450e9);
-    ck_assert_double_eq_tol(eff, 1073741824 / 450e9 / (3062.78e-6 - 2e-6), 1e-12);
+    eff = best_fraction("nccl", "sendrecv", 1 / H200_RATE);
+    ck_assert_double_eq_tol(eff, 1073741824 / H200_RATE / (3062.78e-6 - 2e-6), 1e-12);
     ck_assert_double_eq_tol(coll_efficiency(&m, CK_COUNT, 0), eff, 1e-12);
     ck_assert_double_eq_tol(coll_overhead(&m, CK_COUNT, 4096, 0),
-                            116.477e-6 - 2e-6 - 4096 / 450e9 / eff, 1e-15);
+                            116.477e-6 - 2e-6 - 4096 / H200_RATE / eff, 1e-15);
     /* eager all_reduce: the best row is 1 GiB on the ring (two steps of S/2,
      * 4 us of routes, 3332.11 us); 64 KiB runs one-shot (one step of S, one
      * route) in 40.8032 us */
-    eff = 1073741824 / 450e9 / (3332.11e-6 - 4e-6);
+    eff = 1073741824 / H200_RATE / (3332.11e-6 - 4e-6);
     ck_assert_double_eq_tol(coll_efficiency(&m, CK_ALL_REDUCE, 0), eff, 1e-12);
     ck_assert_double_eq_tol(coll_overhead(&m, CK_ALL_REDUCE, 65536, 0),
-                            40.8032e-6 - 2e-6 - 65536 / 450e9 / eff, 1e-15);
+                            40.8032e-6 - 2e-6 - 65536 / H200_RATE / eff, 1e-15);
     /* between measured sizes: linear in log(size) (16 and 64 KiB rows) */
     double lo = coll_overhead(&m, CK_ALL_REDUCE, 16384, 0);
     double hi = coll_overhead(&m, CK_ALL_REDUCE, 65536, 0);
     ck_assert_double_eq_tol(coll_overhead(&m, CK_ALL_REDUCE, 32768, 0), (lo + hi) / 2, 1e-15);
     /* the modes differ: graph sendrecv 4 KiB (13.783 us) */
-    eff = best_fraction("nccl_graph", "sendrecv", 1 / 450e9);
+    eff = best_fraction("nccl_graph", "sendrecv", 1 / H200_RATE);
     ck_assert_double_eq_tol(coll_efficiency(&m, CK_COUNT, 1), eff, 1e-12);
     ck_assert_double_eq_tol(coll_overhead(&m, CK_COUNT, 4096, 1),
-                            13.783e-6 - 2e-6 - 4096 / 450e9 / eff, 1e-15);
+                            13.783e-6 - 2e-6 - 4096 / H200_RATE / eff, 1e-15);
 }
 END_TEST
 
@@ -520,6 +524,9 @@ static platform toy_platform(const char *profile)
     p.intra = (plat_link){100e9, 1e-6, 0.75};
     p.coll_latency_eager = 30e-6;
     p.coll_latency_graph = 10e-6;
+    p.cal_intra = p.intra; /* as a preset states it: the calibrated fabric */
+    p.cal_coll_latency_eager = p.coll_latency_eager;
+    p.cal_coll_latency_graph = p.coll_latency_graph;
     p.allreduce_oneshot_max = 0;
     return p;
 }
@@ -605,11 +612,11 @@ START_TEST(test_fit_fallbacks_and_toy)
     ck_assert_int_eq(coll_model_init(&m, &p, &err), 0);
     ck_assert_double_eq(m.latency_eager, 30e-6);
     ck_assert_double_eq(m.latency_graph, 10e-6);
-    ck_assert_double_eq(m.eff_default, 0.75);
+    ck_assert_double_eq(m.eff_default, 1.0);
     assert_unmeasured(&m);
     ck_assert_double_eq(coll_overhead(&m, CK_ALL_GATHER, 1e6, 0), 30e-6);
     ck_assert_double_eq(coll_overhead(&m, CK_COUNT, 1e6, 1), 10e-6);
-    ck_assert_double_eq(coll_efficiency(&m, CK_ALL_GATHER, 1), 0.75);
+    ck_assert_double_eq(coll_efficiency(&m, CK_ALL_GATHER, 1), 1.0);
     p = toy_platform("toy");
     toy_tables(good_table, NULL);
     ck_assert_int_eq(coll_model_init(&m, &p, &err), 0);
@@ -617,11 +624,12 @@ START_TEST(test_fit_fallbacks_and_toy)
     toy_tables(NULL, good_table);
     ck_assert_int_eq(coll_model_init(&m, &p, &err), 0);
     assert_unmeasured(&m);
-    /* P = 4 rows: all-gather of S is 3 steps of S/4, route 1 us each.
-     * 1 MB: 40 us = 3 us + 7.5 us of wire at line rate, fraction 7.5/37;
-     * 100 kB: 13 us = 3 + 0.75, fraction 0.75/10.  eff = 7.5/37, overheads
-     * 0 (1 MB) and 13 - 3 - 0.75 * 37/7.5 = 6.3 us (100 kB).  sendrecv 1 MB
-     * in 30 us: 1 us + 10 us at line rate, eff 10/29, overhead 0. */
+    /* P = 4 rows: all-gather of S is 3 steps of S/4, route 1 us each, links
+     * at 100e9 * 0.75 = 75e9 B/s.  1 MB: 40 us = 3 us + 10 us of wire at
+     * the link rate, fraction 10/37; 100 kB: 13 us = 3 + 1, fraction 1/10.
+     * eff = 10/37, overheads 0 (1 MB) and 13 - 3 - 1 * 37/10 = 6.3 us
+     * (100 kB).  sendrecv 1 MB in 30 us: 1 us + 40/3 us at the link rate,
+     * eff (40/3)/29, overhead 0. */
     toy_tables(good_table, fast_table);
     ck_assert_msg(coll_model_init(&m, &p, &err) == 0, "%s", err.msg);
     ck_assert_double_eq(m.latency_eager, 30e-6);
@@ -631,20 +639,21 @@ START_TEST(test_fit_fallbacks_and_toy)
         ck_assert_int_eq(c->n, 2);
         ck_assert_double_eq(c->size[0], 100000);
         ck_assert_double_eq(c->size[1], 1000000);
-        ck_assert_double_eq_tol(c->eff, 7.5 / 37, 1e-12);
+        ck_assert_double_eq_tol(c->eff, 10.0 / 37, 1e-12);
         ck_assert_double_eq_tol(c->overhead[0], 6.3e-6, 1e-15);
         ck_assert_double_lt(c->overhead[1], 1e-18);
-        ck_assert_double_eq_tol(coll_efficiency(&m, CK_COUNT, g), 10.0 / 29, 1e-12);
+        ck_assert_double_eq_tol(coll_efficiency(&m, CK_COUNT, g), 40.0 / 3 / 29, 1e-12);
         ck_assert_double_lt(coll_overhead(&m, CK_COUNT, 1e6, g), 1e-18);
         ck_assert_int_eq(m.curve[g][CK_ALL_REDUCE].n, 0);
     }
-    /* all_to_all, graph only: 1 MB on 2 ranks is one step of 500 kB (5 us at
-     * line rate) plus 1 us of route, yet measured 5 us: faster than line
-     * rate, so eff 1 and no overhead.  Eager has no such row: defaults. */
+    /* all_to_all, graph only: 1 MB on 2 ranks is one step of 500 kB (6.7 us
+     * at the link rate) plus 1 us of route, yet measured 5 us: faster than
+     * the link rate, so eff 1 and no overhead.  Eager has no such row:
+     * defaults (the links' own rate, eff 1). */
     ck_assert_int_eq(m.curve[1][CK_ALL_TO_ALL].n, 1);
     ck_assert_double_eq(coll_efficiency(&m, CK_ALL_TO_ALL, 1), 1);
     ck_assert_double_eq(coll_overhead(&m, CK_ALL_TO_ALL, 1e6, 1), 0);
-    ck_assert_double_eq(coll_efficiency(&m, CK_ALL_TO_ALL, 0), 0.75);
+    ck_assert_double_eq(coll_efficiency(&m, CK_ALL_TO_ALL, 0), 1.0);
     ck_assert_double_eq(coll_overhead(&m, CK_ALL_TO_ALL, 1e6, 0), 30e-6);
     toy_datadir_remove();
 }
@@ -857,9 +866,9 @@ static void run_cases(int rank, int stream, const tr_port *tp)
         long sent;
         if (c->kind == CK_COUNT) {
             sent = coll_sendrecv(tp, m, (rank + 1) % c->n, c->bytes,
-                                 (rank + c->n - 1) % c->n, c->graph);
+                                 (rank + c->n - 1) % c->n, c->graph, 0);
         } else {
-            coll_call call = {c->kind, c->alg, members, c->n, rank, c->bytes, c->graph};
+            coll_call call = {c->kind, c->alg, members, c->n, rank, c->bytes, c->graph, 0};
             sent = coll_run(tp, m, &call);
         }
         double t1 = tp->ops->now(tp->ctx);
@@ -1026,7 +1035,7 @@ static void mismatched(int rank, int stream, const tr_port *tp)
     static const int members[2] = {0, 1};
     coll_model m = flat_model(1, 0, 0);
     coll_call c = {CK_ALL_REDUCE, rank == 0 ? ALG_RING : ALG_ONESHOT, members, 2, rank,
-                   1 << 20, 0};
+                   1 << 20, 0, 0};
     coll_run(tp, &m, &c);
 }
 
@@ -1235,10 +1244,10 @@ static void contention(int rank, int stream, const tr_port *tp)
             tp->ops->sleep(tp->ctx, C.delay_s);
         double t0 = tp->ops->now(tp->ctx);
         if (stream == 1)
-            ck_assert_int_eq(coll_sendrecv(tp, &C.fitted, peer, BIG_BYTES, peer, 0), 1);
+            ck_assert_int_eq(coll_sendrecv(tp, &C.fitted, peer, BIG_BYTES, peer, 0, 0), 1);
         else if (phase > 0)
             ck_assert_int_eq(coll_sendrecv(tp, phase == 1 ? &C.fitted : &C.on_wire, peer,
-                                           SMALL_BYTES, peer, 0), 1);
+                                           SMALL_BYTES, peer, 0, 0), 1);
         double *t = stream == 1 ? &C.big_s[phase] : &C.small_s[phase];
         if (tp->ops->now(tp->ctx) - t0 > *t)
             *t = tp->ops->now(tp->ctx) - t0;
