@@ -22,6 +22,9 @@
  *               once over its own link, all-reduce as reduce-scatter +
  *               all-gather, broadcast from the root to every peer
  *   p2p.c       send/receive pairs (ring hops)
+ *   hier.c      groups spanning nodes: in-node reduce-scatter, cross-node
+ *               ring over the NICs, in-node all-gather (and the halves of
+ *               it for all-gather and reduce-scatter)
  */
 #ifndef CP_COLL_H
 #define CP_COLL_H
@@ -67,6 +70,9 @@ typedef struct coll_model {
                                links carry the fabric's efficiency */
     int mesh;               /* the fabric is a full mesh: direct algorithms
                                inside a node */
+    int node_size;          /* devices per node: groups spanning nodes run
+                               hierarchical all-reduce / all-gather /
+                               reduce-scatter (hier.c); 0: flat */
     coll_curve curve[2][CK_COUNT + 1];  /* [graph][kind]; kind CK_COUNT: point-to-point */
 } coll_model;
 

@@ -50,6 +50,14 @@ long coll_direct_exchange(const coll_group *g, double chunk_wire);
 /* direct.c: member 0 sends buf_wire to every peer at once. */
 long coll_direct_broadcast(const coll_group *g, double buf_wire);
 
+/* hier.c: an all-reduce, all-gather or reduce-scatter of a group spanning
+ * nodes of node_size devices: in-node parts at efficiency eff_local (ring,
+ * or direct when `direct`), the cross-node part as a ring at the links'
+ * rate.  -1 when the group does not split into equal node blocks (the
+ * caller runs the flat algorithm). */
+long coll_hier_run(const tr_port *tp, const coll_call *c, int node_size, double eff_local,
+                   int direct);
+
 /* pairwise.c: n-1 steps; step s: chunk_wire to me+s, receive from me-s. */
 long coll_pairwise_all_to_all(const coll_group *g, double chunk_wire);
 

@@ -59,6 +59,7 @@ static void platform_model(coll_model *m, const platform *p)
      * run at the file's rates, its link_efficiency applies to the bytes */
     m->eff_default = p->raw_xml ? p->intra.efficiency : 1.0;
     m->mesh = p->fabric == FAB_MESH && !p->raw_xml;
+    m->node_size = p->devices_per_node;
 }
 
 /* W and R of a row, run as the simulator runs it on the calibrated fabric

@@ -139,6 +139,14 @@ long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c)
     double wire = c->bytes / eff; /* nccl-tests size, on the wire */
     coll_group g = {tp, c->members, c->n, c->me};
     coll_pay_overhead(tp, overhead);
+    if (c->cross_node && m->node_size > 0 && c->alg == ALG_AUTO &&
+        (c->kind == CK_ALL_REDUCE || c->kind == CK_ALL_GATHER ||
+         c->kind == CK_REDUCE_SCATTER)) {
+        long sent = coll_hier_run(tp, c, m->node_size, coll_efficiency(m, c->kind, c->graph),
+                                  m->mesh);
+        if (sent >= 0)
+            return sent;
+    }
     if (alg == ALG_DIRECT) {
         if (c->kind == CK_BROADCAST)
             return coll_direct_broadcast(&g, wire);

@@ -1,0 +1,307 @@
+/* check_whatif: what-if studies move the answer the physical way.
+ *
+ * Real runs (no mocks) of small workloads on every bundled preset, one and
+ * two nodes: doubling a rate (fabric, NIC or HBM bandwidth, a link
+ * efficiency, the peak flop rate) never raises TTFT and halving it never
+ * lowers it; doubling a latency never lowers TTFT and halving it never
+ * raises it.  And on cases bound by a parameter, the part bound by it
+ * (communication for the links, GEMM or bandwidth-bound kernel time for
+ * the device) shrinks 1.8-2.2x when the parameter doubles, on calibrated
+ * presets too (the calibration is the preset's, a what-if changes the
+ * links and rescales the tables).
+ */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platforms/platform.h"
+#include "sim/child.h"
+#include "tests/testutil.h"
+
+#ifndef CP_SRCDIR
+#define CP_SRCDIR "."
+#endif
+
+#define MAX_SETS 16
+
+/* A parameter of the platform: its workload key, how to read it from a
+ * loaded preset, and whether more of it is faster (a rate) or slower (a
+ * latency); efficiencies stay in (0, 1]. */
+typedef struct param {
+    const char *key;
+    int rate;
+    int efficiency;
+    double (*get)(const platform *p);
+} param;
+
+static double fab_bw(const platform *p) { return p->intra.bandwidth; }
+static double fab_eff(const platform *p) { return p->intra.efficiency; }
+static double fab_lat(const platform *p) { return p->intra.latency; }
+static double nic_bw(const platform *p) { return p->nic.bandwidth; }
+static double nic_eff(const platform *p) { return p->nic.efficiency; }
+static double nic_lat(const platform *p) { return p->nic.latency; }
+static double peak(const platform *p) { return p->peak_flops[DT_BF16]; }
+static double hbm(const platform *p) { return p->hbm_bw; }
+
+static const param params[] = {
+    {"platform.fabric.bandwidth", 1, 0, fab_bw},
+    {"platform.fabric.efficiency", 1, 1, fab_eff},
+    {"platform.fabric.latency", 0, 0, fab_lat},
+    {"platform.network.nic_bandwidth", 1, 0, nic_bw},
+    {"platform.network.efficiency", 1, 1, nic_eff},
+    {"platform.network.nic_latency", 0, 0, nic_lat},
+    {"platform.device.peak_flops.bf16", 1, 0, peak},
+    {"platform.device.hbm_bandwidth", 1, 0, hbm},
+};
+#define NPARAMS (sizeof params / sizeof params[0])
+
+/* A run: a workload of --set assignments. */
+typedef struct run {
+    const char *sets[MAX_SETS];
+    char buf[MAX_SETS][160];
+    int n;
+} run;
+
+static void add(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(run *r, const char *fmt, ...)
+{
+    ck_assert_int_lt(r->n, MAX_SETS);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->buf[r->n], sizeof r->buf[0], fmt, ap);
+    va_end(ap);
+    r->sets[r->n] = r->buf[r->n];
+    r->n++;
+}
+
+/* Simulate runs[0..n) two at a time (one child each); summaries into out. */
+static void simulate_all(run *runs, int n, json_t **out)
+{
+    for (int i = 0; i < n; i += 2) {
+        child_proc cp[2];
+        int k = i + 1 < n ? 2 : 1;
+        for (int j = 0; j < k; j++) {
+            pipe_req rq = {.sets = runs[i + j].sets, .nsets = runs[i + j].n};
+            cp_err err = {0};
+            ck_assert_msg(child_spawn(&rq, &cp[j], &err) == 0, "%s", err.msg);
+        }
+        for (int j = 0; j < k; j++) {
+            cp_err err = {0};
+            ck_assert_msg(child_finish(&cp[j], &out[i + j], &err) == 0, "run %d (%s ...): %s",
+                          i + j, runs[i + j].sets[0], err.msg);
+        }
+    }
+}
+
+static double num(json_t *j, const char *key)
+{
+    return json_number_value(json_object_get(j, key));
+}
+
+static double ttft(json_t *sm)
+{
+    return num(sm, "ttft_s");
+}
+
+/* compute_s of one kernel class in cost_sources (0 when absent). */
+static double class_s(json_t *sm, const char *cls)
+{
+    json_t *by = json_object_get(json_object_get(sm, "cost_sources"), "by_class");
+    return json_number_value(json_object_get(json_object_get(by, cls), "compute_s"));
+}
+
+static void base_run(run *r, const char *preset, int nodes, int devices)
+{
+    r->n = 0;
+    add(r, "model=\"%s/tests/configs/whatif-moe.json\"", CP_SRCDIR);
+    add(r, "platform=%s", preset);
+    add(r, "platform.nodes=%d", nodes);
+    add(r, "parallel.tp=%d", devices);
+    add(r, "requests.0.prompt_tokens=4096");
+    add(r, "requests.0.decode_tokens=2");
+}
+
+/* Every preset, one and two nodes, every parameter doubled and halved. */
+START_TEST(directions_on_every_preset)
+{
+    enum { PER = 1 + 2 * NPARAMS };
+    static const int node_counts[] = {1, 2};
+    for (int i = 0; plat_bundled[i]; i++) {
+        platform p;
+        cp_err err = {0};
+        ck_assert_msg(plat_load(plat_bundled[i], NULL, NULL, &p, &err) == 0, "%s", err.msg);
+        for (int nc = 0; nc < 2; nc++) {
+            int nodes = node_counts[nc], devices = nodes * p.devices_per_node;
+            run runs[PER];
+            base_run(&runs[0], plat_bundled[i], nodes, devices);
+            for (size_t k = 0; k < NPARAMS; k++) {
+                double v = params[k].get(&p);
+                double up = params[k].efficiency ? fmin(1.0, 2 * v) : 2 * v;
+                runs[1 + 2 * k] = runs[0];
+                runs[2 + 2 * k] = runs[0];
+                for (int j = 0; j < 2; j++) {
+                    run *r = &runs[1 + 2 * k + j];
+                    for (int s = 0; s < r->n; s++)
+                        r->sets[s] = r->buf[s]; /* the copy's own buffers */
+                    add(r, "%s=%.17g", params[k].key, j == 0 ? up : v / 2);
+                }
+            }
+            json_t *sm[PER];
+            simulate_all(runs, PER, sm);
+            double t0 = ttft(sm[0]);
+            for (size_t k = 0; k < NPARAMS; k++) {
+                double tu = ttft(sm[1 + 2 * k]), td = ttft(sm[2 + 2 * k]);
+                const char *what = params[k].key;
+                if (params[k].rate) {
+                    ck_assert_msg(tu <= t0 * (1 + 1e-6), "%s %d node(s): %s x2 raises TTFT "
+                                  "%.6g -> %.6g", plat_bundled[i], nodes, what, t0, tu);
+                    ck_assert_msg(td >= t0 * (1 - 1e-6), "%s %d node(s): %s /2 lowers TTFT "
+                                  "%.6g -> %.6g", plat_bundled[i], nodes, what, t0, td);
+                } else {
+                    ck_assert_msg(tu >= t0 * (1 - 1e-6), "%s %d node(s): %s x2 lowers TTFT "
+                                  "%.6g -> %.6g", plat_bundled[i], nodes, what, t0, tu);
+                    ck_assert_msg(td <= t0 * (1 + 1e-6), "%s %d node(s): %s /2 raises TTFT "
+                                  "%.6g -> %.6g", plat_bundled[i], nodes, what, t0, td);
+                }
+                json_decref(sm[1 + 2 * k]);
+                json_decref(sm[2 + 2 * k]);
+            }
+            json_decref(sm[0]);
+        }
+    }
+}
+END_TEST
+
+/* The ratio of the bound part (a function of the summary) between the base
+ * run and the run with `key` set to `value`. */
+static double bound_ratio(const char *const *base, int nbase, const char *set,
+                          double (*part)(json_t *))
+{
+    run r[2];
+    r[0].n = r[1].n = 0;
+    for (int i = 0; i < nbase; i++) {
+        add(&r[0], "%s", base[i]);
+        add(&r[1], "%s", base[i]);
+    }
+    add(&r[1], "%s", set);
+    json_t *sm[2];
+    simulate_all(r, 2, sm);
+    double a = part(sm[0]), b = part(sm[1]);
+    json_decref(sm[0]);
+    json_decref(sm[1]);
+    ck_assert_double_gt(b, 0);
+    return a / b;
+}
+
+static double comm(json_t *sm)
+{
+    return num(sm, "comm_s_max");
+}
+
+static double gemm(json_t *sm)
+{
+    return class_s(sm, "gemm");
+}
+
+static double norm(json_t *sm)
+{
+    return class_s(sm, "norm");
+}
+
+static void within(double ratio, const char *what)
+{
+    printf("bound part %-58s shrinks %.3fx\n", what, ratio);
+    ck_assert_msg(ratio >= 1.8 && ratio <= 2.2, "%s: the bound part shrinks %.3fx", what, ratio);
+}
+
+/* key=value with value = factor x the preset's figure of the parameter. */
+static const char *scaled(char *buf, size_t n, const char *preset, size_t k, double factor)
+{
+    platform p;
+    cp_err err = {0};
+    ck_assert_msg(plat_load(preset, NULL, NULL, &p, &err) == 0, "%s", err.msg);
+    snprintf(buf, n, "%s=%.17g", params[k].key, factor * params[k].get(&p));
+    return buf;
+}
+
+/* On cases bound by it, doubling a parameter shrinks the bound part by
+ * 1.8-2.2x: a long prompt over NVLink / HCCS (communication), TP2 over two
+ * nodes of one device (NIC), large GEMMs (peak), norms (HBM); on the calibrated H200 and
+ * the uncalibrated full mesh of the 910B. */
+START_TEST(bound_parts_scale)
+{
+    static const char *presets[] = {"h200-sxm-8", "ascend-910b-8"};
+    for (int i = 0; i < 2; i++) {
+        char plat[64], set[192], what[128];
+        snprintf(plat, sizeof plat, "platform=%s", presets[i]);
+        const char *intra[] = {"model=qwen3-32b", plat, "parallel.tp=8",
+                               "requests.0.prompt_tokens=65536",
+                               "platform.fabric.efficiency=0.45"};
+        snprintf(what, sizeof what, "%s fabric.bandwidth x2", presets[i]);
+        within(bound_ratio(intra, 4, scaled(set, sizeof set, presets[i], 0, 2), comm), what);
+        snprintf(what, sizeof what, "%s fabric.efficiency 0.45 -> 0.9", presets[i]);
+        within(bound_ratio(intra, 5, "platform.fabric.efficiency=0.9", comm), what);
+        /* one device per node: the TP group's ring runs over the NICs only */
+        const char *inter[] = {"model=qwen3-32b", plat, "platform.nodes=2",
+                               "platform.devices_per_node=1", "platform.fabric.kind=switch",
+                               "parallel.tp=2",
+                               "requests.0.prompt_tokens=65536",
+                               "platform.network.efficiency=0.45"};
+        snprintf(what, sizeof what, "%s 2 nodes network.nic_bandwidth x2", presets[i]);
+        within(bound_ratio(inter, 7, scaled(set, sizeof set, presets[i], 3, 2), comm), what);
+        snprintf(what, sizeof what, "%s 2 nodes network.efficiency 0.45 -> 0.9", presets[i]);
+        within(bound_ratio(inter, 8, "platform.network.efficiency=0.9", comm), what);
+        const char *dev[] = {"model=qwen3-32b", plat, "parallel.tp=1",
+                             "requests.0.prompt_tokens=32768"};
+        snprintf(what, sizeof what, "%s device.peak_flops.bf16 x2 (GEMMs)", presets[i]);
+        within(bound_ratio(dev, 4, scaled(set, sizeof set, presets[i], 6, 2), gemm), what);
+        snprintf(what, sizeof what, "%s device.hbm_bandwidth x2 (norms)", presets[i]);
+        within(bound_ratio(dev, 4, scaled(set, sizeof set, presets[i], 7, 2), norm), what);
+    }
+}
+END_TEST
+
+/* A full mesh runs its collectives over all its links at once (direct
+ * algorithms): TP8 on the 910B's HCCS mesh communicates as fast as a switch
+ * of the same per-device bandwidth, not 7x slower over one pair link; and a
+ * TP group spanning two nodes is hierarchical: both the fabric and the NIC
+ * move it. */
+START_TEST(mesh_and_hierarchy)
+{
+    const char *mesh[] = {"model=qwen3-32b", "platform=ascend-910b-8", "parallel.tp=8",
+                          "requests.0.prompt_tokens=16384"};
+    double r = bound_ratio(mesh, 4, "platform.fabric.kind=switch", comm);
+    printf("910B TP8 communication, mesh / switch: %.3f\n", 1 / r);
+    ck_assert_double_lt(fabs(r - 1), 0.05);
+    const char *two[] = {"model=qwen3-32b", "platform=h200-sxm-8", "platform.nodes=2",
+                         "parallel.tp=16", "requests.0.prompt_tokens=16384"};
+    double fab = bound_ratio(two, 5, "platform.fabric.bandwidth=900e9", comm);
+    double nic = bound_ratio(two, 5, "platform.network.nic_bandwidth=100e9", comm);
+    printf("H200 TP16 over 2 nodes, communication shrinks %.3fx (NVLink x2), %.3fx (NIC x2)\n",
+           fab, nic);
+    ck_assert_double_gt(fab, 1.02);
+    ck_assert_double_gt(nic, 1.02);
+}
+END_TEST
+
+static Suite *whatif_suite(void)
+{
+    Suite *s = suite_create("whatif");
+    TCase *tc = tcase_create("properties");
+    tcase_add_checked_fixture(tc, tu_setup, NULL);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, directions_on_every_preset);
+    tcase_add_test(tc, bound_parts_scale);
+    tcase_add_test(tc, mesh_and_hierarchy);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(whatif_suite());
+}
