@@ -23,6 +23,7 @@
  */
 #include "models/build.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/exchange.h"
@@ -119,6 +120,7 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
     b->gdt = gemm_dtype(s);
     b->gqs = s->w_qscale;
     b->phase = PH_OTHER;
+    b->sample = 1;
     b->ab = dtype_bytes(s->a_dtype);
     b->wb = dtype_bytes(s->w_dtype);
     b->kvb = dtype_bytes(s->kv_dtype);
@@ -138,9 +140,20 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
         double kv_per_token = (double)a->layers *
                               mem_kv_bytes_per_token_layer(a, s->par.tp, s->kv_dtype);
         b->request = q;
-        b->step = step++;
-        step_marker(b, rq->arrival_s);
-        run_step(&x, sc, rq->prompt_tokens, 0);
+        /* the prefill, in chunks of max_num_batched_tokens with chunked
+         * prefill: each chunk a full pass whose attention covers the cached
+         * chunks before it; only the last samples a token */
+        int64_t chunk = s->chunked_prefill ? s->max_num_batched_tokens : rq->prompt_tokens;
+        for (int64_t done = 0; done < rq->prompt_tokens; done += chunk) {
+            int64_t n = rq->prompt_tokens - done < chunk ? rq->prompt_tokens - done : chunk;
+            b->step = step++;
+            b->prefill = 1;
+            b->sample = done + n == rq->prompt_tokens;
+            step_marker(b, rq->arrival_s);
+            run_step(&x, sc, n, done);
+        }
+        b->prefill = 0;
+        b->sample = 1;
         for (int64_t i = 0; i < rq->decode_tokens; i++) {
             b->step = step++;
             step_marker(b, rq->arrival_s);
@@ -185,5 +198,12 @@ int build_plan(const scenario *s, plan *out, cp_err *err)
     for (int g = 0; g < nprogs; g++)
         out->nsteps = build_program(s, &lay, &out->progs[g], sc, nprogs > 1 ? g : -1);
     out->nrequests = s->nreqs;
+    out->prefill_steps = calloc((size_t)s->nreqs + 1, sizeof *out->prefill_steps);
+    if (!out->prefill_steps)
+        return cp_fail(err, CP_EXIT_INTERNAL, "out of memory");
+    for (int q = 0; q < s->nreqs; q++) {
+        int64_t chunk = s->chunked_prefill ? s->max_num_batched_tokens : s->reqs[q].prompt_tokens;
+        out->prefill_steps[q] = (int)((s->reqs[q].prompt_tokens + chunk - 1) / chunk);
+    }
     return 0;
 }

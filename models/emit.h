@@ -27,6 +27,9 @@ typedef struct bld {
     int tp, ep;              /* = lay.tp, lay.ep */
     uint8_t layout;          /* token layout stamped on new ops (plan_layout) */
     uint8_t phase;           /* layer phase stamped on new ops (plan_phase) */
+    uint8_t prefill;         /* the current step is (a chunk of) a prefill */
+    uint8_t sample;          /* the current step samples a token (LM head);
+                                0 for the chunks of a prefill but its last */
     uint8_t gqs;             /* scales of 8-bit GEMMs (plan_qscale) */
     cp_dtype adt;            /* activation dtype */
     cp_dtype gdt;            /* GEMM compute dtype */

@@ -36,6 +36,9 @@ void layer_final_norm(bld *b, int64_t t)
 void layer_lm_head(bld *b)
 {
     const arch *a = b->a;
+    if (!b->sample) /* a chunk of a prefill: no token is sampled (vLLM
+                       computes logits only where it samples) */
+        return;
     int64_t v = a->vocab / b->tp;
     em_act_alloc(b, (double)v * 4.0);
     em_gemm(b, "lm_head", 1, a->hidden, v, 1);

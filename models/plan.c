@@ -38,6 +38,7 @@ void plan_free(plan *p)
     }
     free(p->progs);
     free(p->prog_of_rank);
+    free(p->prefill_steps);
     memset(p, 0, sizeof *p);
 }
 
@@ -641,6 +642,11 @@ void plan_expand(const plan *p, plan *out)
     memcpy(out->prog_of_rank, p->prog_of_rank, (size_t)p->nranks * sizeof *out->prog_of_rank);
     out->nsteps = p->nsteps;
     out->nrequests = p->nrequests;
+    if (p->prefill_steps) {
+        out->prefill_steps = xcalloc((size_t)p->nrequests, sizeof *out->prefill_steps);
+        memcpy(out->prefill_steps, p->prefill_steps,
+               (size_t)p->nrequests * sizeof *out->prefill_steps);
+    }
     for (int g = 0; g < p->nprogs; g++) {
         const plan_prog *pg = &p->progs[g];
         int gi = plan_add_prog(out);

@@ -223,6 +223,9 @@ typedef struct plan {
     int *prog_of_rank;       /* [nranks] */
     int nsteps;              /* number of OPK_STEP per program */
     int nrequests;
+    int *prefill_steps;      /* [nrequests]: steps of each request's prefill (its
+                                chunks under chunked prefill; 1 otherwise), its
+                                decode steps after them, requests in order */
 } plan;
 
 /* ---- building ---------------------------------------------------------- */

@@ -74,20 +74,11 @@ int seqpar_check(const scenario *s, cp_err *err)
 
 /* ---- steps ------------------------------------------------------------------- */
 
-/* The step index of request q's prefill: build.h runs each request's
- * prefill and then its decode steps, requests in order. */
-static int32_t prefill_step_of(const scenario *s, int q)
-{
-    int64_t st = 0;
-    for (int i = 0; i < q; i++)
-        st += 1 + s->reqs[i].decode_tokens;
-    return (int32_t)st;
-}
-
-/* The current step's tokens are split over G_TP. */
+/* The current step's tokens are split over G_TP: a prefill (chunk) on more
+ * than one rank. */
 static int split_step(const bld *b)
 {
-    return b->tp > 1 && b->step == prefill_step_of(b->s, b->request);
+    return b->tp > 1 && b->prefill;
 }
 
 /* Rows of the residual chain on this rank. */

@@ -270,7 +270,8 @@ static void requests(const scenario *s, const plan *p, const eng_result *r, rep_
         rq->prompt_tokens = s->reqs[q].prompt_tokens;
         rq->decode_tokens = s->reqs[q].decode_tokens;
         rq->arrival_s = s->reqs[q].arrival_s;
-        int nsteps = 1 + (int)s->reqs[q].decode_tokens;
+        int prefill = p->prefill_steps ? p->prefill_steps[q] : 1;
+        int nsteps = prefill + (int)s->reqs[q].decode_tokens;
         for (int k = 0; k < nsteps; k++, step++) {
             double end = 0;
             for (int rk = 0; rk < p->nranks; rk++) {
@@ -278,7 +279,7 @@ static void requests(const scenario *s, const plan *p, const eng_result *r, rep_
                 if (e > end)
                     end = e;
             }
-            if (k == 0)
+            if (k == prefill - 1)
                 rq->first_token_s = end;
             rq->end_s = end;
         }

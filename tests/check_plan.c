@@ -349,6 +349,52 @@ START_TEST(decode_steps_attend_the_prefix)
 }
 END_TEST
 
+/* Chunked prefill (engine.chunked_prefill, max_num_batched_tokens N): a
+ * prompt of T tokens prefills in ceil(T/N) steps, each a full pass (every
+ * GEMM again: the weights are read again) whose attention is the chunk's
+ * queries over the cached chunks and itself (causal, bottom-right); the KV
+ * writes land in the cache; only the last chunk runs the LM head. */
+START_TEST(chunked_prefill_steps)
+{
+    scenario s;
+    plan p;
+    const char *sets[] = {"requests.0.prompt_tokens=20000", "requests.0.decode_tokens=2",
+                          "engine.chunked_prefill=true", "engine.max_num_batched_tokens=8192"};
+    tu_plan(&s, &p, THINKER, sets, 4);
+    const int64_t N = 8192, T = 20000;
+    ck_assert_int_eq(p.nsteps, 3 + 2);
+    ck_assert_int_eq(p.prefill_steps[0], 3);
+    double kv_written = 0;
+    for (int st = 0; st < 3; st++) {
+        int64_t lo = st * N, n = st < 2 ? N : T - 2 * N;
+        const plan_op *at = op_in_step(&p, 0, "attention", 7, st);
+        ck_assert_int_eq(at->attn.q_len, n);
+        ck_assert_int_eq(at->attn.kv_len, lo + n);
+        ck_assert_int_eq(at->attn.causal, 1);
+        ck_assert_double_eq(at->attn.pairs, (double)n * lo + (double)n * (n + 1) / 2.0);
+        ck_assert_int_eq(op_in_step(&p, 0, "qkv_proj", 7, st)->m, n);
+        ck_assert_int_eq(op_in_step(&p, 0, "expert_gate_up", 7, st)->m, n * 8);
+        ck_assert_int_eq(op_in_step(&p, 0, "lm_head", -1, st) != NULL, st == 2);
+    }
+    /* the decode steps attend the whole prompt */
+    ck_assert_int_eq(op_in_step(&p, 0, "attention", 7, 3)->attn.kv_len, T + 1);
+    const plan_prog *pg = &p.progs[0];
+    for (uint32_t i = 0; i < pg->nops; i++)
+        if (pg->ops[i].kind == OPK_MEM && pg->ops[i].mem_cat == MC_KV_CACHE &&
+            pg->ops[i].mem_bytes > 0 && pg->ops[i].step < 3)
+            kv_written += pg->ops[i].mem_bytes;
+    /* 48 layers x 1 KV head of 128 x (k, v) x 2 bytes per token */
+    ck_assert_double_eq(kv_written, (double)T * 48 * 2 * 128 * 2);
+    plan_free(&p);
+    wl_free(&s);
+    /* max_num_batched_tokens without chunked prefill would change nothing */
+    cp_err err = {0};
+    const char *only[] = {"engine.max_num_batched_tokens=4096"};
+    ck_assert_int_ne(tu_try_load(&s, THINKER, only, 1, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "engine.max_num_batched_tokens"));
+}
+END_TEST
+
 /* Cross-stream waits: each collective waits for the compute op before it,
  * and the next op of the compute stream waits for the collective. */
 START_TEST(collectives_are_fenced)
@@ -556,6 +602,7 @@ static Suite *suite(void)
     tcase_add_test(tc, dense_model_mlp_sharding);
     tcase_add_test(tc, memory_ops_balance);
     tcase_add_test(tc, decode_steps_attend_the_prefix);
+    tcase_add_test(tc, chunked_prefill_steps);
     tcase_add_test(tc, collectives_are_fenced);
     tcase_add_test(tc, plan_json_fields);
     tcase_add_test(tc, mla_and_dsa_under_tp);

@@ -288,6 +288,34 @@ START_TEST(mesh_and_hierarchy)
 }
 END_TEST
 
+/* Chunked prefill prefills a long prompt in passes of N tokens: the first
+ * token comes after the last chunk, later with smaller chunks (every pass
+ * reads the weights again and launches every kernel again), and the
+ * activations of a pass are smaller, so the peak is lower. */
+START_TEST(chunked_prefill_runs)
+{
+    run r[3];
+    const char *chunks[] = {NULL, "engine.max_num_batched_tokens=8192",
+                            "engine.max_num_batched_tokens=2048"};
+    for (int i = 0; i < 3; i++) {
+        r[i].n = 0;
+        add(&r[i], "requests.0.prompt_tokens=65536");
+        if (chunks[i]) {
+            add(&r[i], "engine.chunked_prefill=true");
+            add(&r[i], "%s", chunks[i]);
+        }
+    }
+    json_t *sm[3];
+    simulate_all(r, 3, sm);
+    ck_assert_double_gt(ttft(sm[1]), ttft(sm[0]));
+    ck_assert_double_gt(ttft(sm[2]), ttft(sm[1]));
+    ck_assert_double_lt(num(sm[1], "peak_bytes_max"), num(sm[0], "peak_bytes_max"));
+    ck_assert_double_lt(num(sm[2], "peak_bytes_max"), num(sm[1], "peak_bytes_max"));
+    for (int i = 0; i < 3; i++)
+        json_decref(sm[i]);
+}
+END_TEST
+
 static Suite *whatif_suite(void)
 {
     Suite *s = suite_create("whatif");
@@ -297,6 +325,7 @@ static Suite *whatif_suite(void)
     tcase_add_test(tc, directions_on_every_preset);
     tcase_add_test(tc, bound_parts_scale);
     tcase_add_test(tc, mesh_and_hierarchy);
+    tcase_add_test(tc, chunked_prefill_runs);
     suite_add_tcase(s, tc);
     return s;
 }

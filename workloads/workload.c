@@ -100,6 +100,10 @@ static const wl_field parallel_fields[] = {
 static const wl_field engine_fields[] = {
     { "graph", F_ENUM, 0, 0, GRAPH_EAGER, graph_names, NULL, offsetof(scenario, graph) },
     { "chunked_prefill", F_BOOL, 0, 1, 0, NULL, NULL, offsetof(scenario, chunked_prefill) },
+    /* vLLM v1 EngineArgs: default_max_num_batched_tokens 8192 for the API
+     * server on GPUs of >= 70 GiB (vllm/engine/arg_utils.py) */
+    { "max_num_batched_tokens", F_I64, 1, INT64_C(1) << 40, 8192, NULL, NULL,
+      offsetof(scenario, max_num_batched_tokens) },
 };
 
 static const wl_field simulation_fields[] = {
@@ -547,6 +551,11 @@ static int check_engine(const scenario *s, cp_err *err)
         return cp_fail_at(err, loc_of(s, "engine", "chunked_prefill"),
                           "engine.chunked_prefill: chunked prefill is off on SP nodes "
                           "(parallel.sp = %d)", s->par.sp);
+    const ynode *eng = yio_key(yio_root(s->doc), "engine");
+    if (!s->chunked_prefill && yio_key(eng, "max_num_batched_tokens"))
+        return cp_fail_at(err, loc_of(s, "engine", "max_num_batched_tokens"),
+                          "engine.max_num_batched_tokens: the chunk size of chunked prefill; "
+                          "set engine.chunked_prefill: true, or drop the key");
     return 0;
 }
 

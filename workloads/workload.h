@@ -86,6 +86,7 @@ typedef struct scenario {
     wl_parallel par;
     wl_graph graph;
     int chunked_prefill;
+    int64_t max_num_batched_tokens; /* engine.max_num_batched_tokens: chunk size */
     wl_netmodel net_model;
     int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
     int moe_routing;        /* simulation.moe_routing: plan_route, default random */
