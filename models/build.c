@@ -91,6 +91,39 @@ static cp_dtype gemm_dtype(const scenario *s)
     return s->a_dtype;
 }
 
+/* The KV pool of kv_pool: preallocate, as vLLM sizes it at start-up: the
+ * share gpu_memory_utilization of the device less the weights, the
+ * engine's reserved memory and workspace, and the activation peak of a
+ * profiling pass (here the program's own activation and comm-buffer peak,
+ * in program order); the requests' KV then lives inside the pool, so their
+ * allocations take no memory of their own (zeroed) and the most they hold
+ * at once is kept to check against the pool (plan_prog.kv_need).  A pool
+ * below zero is kept at zero: the summary's verdict names the budget. */
+static void size_kv_pool(const scenario *s, plan_prog *pg, uint32_t pool_op, double weights)
+{
+    double act = 0, act_peak = 0, kv = 0, kv_peak = 0;
+    for (uint32_t i = pool_op + 1; i < pg->nops; i++) {
+        plan_op *o = &pg->ops[i];
+        if (o->kind != OPK_MEM)
+            continue;
+        if (o->mem_cat == MC_ACTIVATIONS || o->mem_cat == MC_COMM_BUFFER) {
+            act += o->mem_bytes;
+            if (act > act_peak)
+                act_peak = act;
+        } else if (o->mem_cat == MC_KV_CACHE) {
+            kv += o->mem_bytes;
+            if (kv > kv_peak)
+                kv_peak = kv;
+            o->mem_bytes = 0;
+        }
+    }
+    double pool = s->mem.gpu_memory_utilization * s->plat.hbm_bytes - weights -
+                  s->mem.reserved_bytes - s->mem.workspace_bytes - act_peak;
+    pg->kv_pool = pool;
+    pg->kv_need = kv_peak;
+    pg->ops[pool_op].mem_bytes = pool > 0 ? pool : 0;
+}
+
 /* A forward pass of one step; under the exchange scheme (x->P > 1 after
  * ex_init) the step is first declared split or copied. */
 static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefix)
@@ -132,7 +165,16 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
 
     /* the weights as the engine materialises them (quant.h): shards,
      * float exceptions, scales, derived and replicated tensors */
-    em_mem(b, MC_WEIGHTS, quant_resident_bytes(s), ST_COMPUTE);
+    double weights = quant_resident_bytes(s);
+    em_mem(b, MC_WEIGHTS, weights, ST_COMPUTE);
+    /* what the engine holds beyond tensors (engine.memory) */
+    em_mem(b, MC_RESERVED, s->mem.reserved_bytes, ST_COMPUTE);
+    em_mem(b, MC_WORKSPACE, s->mem.workspace_bytes, ST_COMPUTE);
+    uint32_t pool_op = EM_NONE;
+    if (s->mem.kv_pool == KVP_PREALLOCATE) {
+        em_mem(b, MC_KV_CACHE, 1.0, ST_COMPUTE); /* sized below */
+        pool_op = pg->nops - 1;
+    }
 
     int32_t step = 0;
     for (int q = 0; q < s->nreqs; q++) {
@@ -166,6 +208,8 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
                sp_index >= 0 ? -ex_kv_bytes(&x, positions) : -kv_per_token * (double)positions,
                ST_COMPUTE);
     }
+    if (pool_op != EM_NONE)
+        size_kv_pool(s, pg, pool_op, weights);
     return step;
 }
 

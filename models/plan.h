@@ -97,8 +97,11 @@ typedef enum {
     G_COUNT
 } plan_group;
 
+/* reserved: what the engine holds outside the tensors of the model (the
+ * CUDA/NPU context, communicator buffers); workspace: kernel workspaces and
+ * the captured graphs' pool. */
 typedef enum {
-    MC_WEIGHTS, MC_KV_CACHE, MC_ACTIVATIONS, MC_COMM_BUFFER, MC_WORKSPACE,
+    MC_WEIGHTS, MC_KV_CACHE, MC_ACTIVATIONS, MC_COMM_BUFFER, MC_WORKSPACE, MC_RESERVED,
     MC_COUNT
 } plan_memcat;
 
@@ -196,6 +199,10 @@ typedef struct plan_prog {
     uint32_t nops, cap;
     uint32_t *deps;          /* op indices */
     uint32_t ndeps, dcap;
+    /* the KV pool (engine.memory.kv_pool: preallocate): its bytes, allocated
+     * at set-up, and the most KV the program's requests hold at once; 0
+     * when the pool is on demand */
+    double kv_pool, kv_need;
     plan_region *regions;    /* sorted, disjoint; NULL when none */
     uint32_t nregions;
 } plan_prog;

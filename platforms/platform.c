@@ -32,7 +32,8 @@ static const char *const top_keys[] = {
     "collectives", NULL};
 static const char *const device_keys[] = {
     "model", "peak_flops", "vector_flops", "hbm_bytes", "hbm_bandwidth", "sm_count",
-    "launch", "collective_latency", "efficiency", "calibration", NULL};
+    "launch", "collective_latency", "efficiency", "calibration", "reserved_bytes",
+    "workspace_bytes", NULL};
 static const char *const mode_keys[] = {"eager", "graph", NULL};
 static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 static const char *const fabric_keys[] = {"kind", "bandwidth", "latency", "efficiency", NULL};
@@ -204,6 +205,10 @@ static int read_device(const ynode *root, platform *p, cp_err *err)
                 err) < 0 ||
         get_num(dev, "device", "hbm_bytes", 1, 0, 1, PLAT_HBM_MAX, &p->hbm_bytes, err) < 0 ||
         get_num(dev, "device", "hbm_bandwidth", 1, 0, 1, PLAT_BW_MAX, &p->hbm_bw, err) < 0 ||
+        get_num(dev, "device", "reserved_bytes", 0, 0, 0, PLAT_HBM_MAX, &p->reserved_bytes,
+                err) < 0 ||
+        get_num(dev, "device", "workspace_bytes", 0, 0, 0, PLAT_HBM_MAX, &p->workspace_bytes,
+                err) < 0 ||
         get_int(dev, "device", "sm_count", 0, 0, PLAT_SM_MAX, &p->sm_count, err) < 0 ||
         read_modes(dev, "launch", &p->launch_eager, &p->launch_graph, err) < 0 ||
         read_modes(dev, "collective_latency", &p->coll_latency_eager,
@@ -519,6 +524,8 @@ static void dump_device(const platform *p, FILE *out)
         put_num(out, "\n    ", dtype_names[t], p->peak_flops[t]);
     put_num(out, "\n  ", "vector_flops", p->vector_flops);
     put_num(out, "\n  ", "hbm_bytes", p->hbm_bytes);
+    put_num(out, "\n  ", "reserved_bytes", p->reserved_bytes);
+    put_num(out, "\n  ", "workspace_bytes", p->workspace_bytes);
     put_num(out, "\n  ", "hbm_bandwidth", p->hbm_bw);
     fprintf(out, "\n  sm_count: %d\n  launch: {", p->sm_count);
     put_num(out, "", "eager", p->launch_eager);

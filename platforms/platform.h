@@ -46,6 +46,9 @@ typedef struct platform {
     double peak_flops[DT_COUNT];   /* dense tensor-core flop/s per dtype, 0 = unsupported */
     double vector_flops;           /* non-matrix (vector unit) flop/s, for elementwise */
     double hbm_bytes;              /* capacity */
+    double reserved_bytes;         /* device memory an engine holds outside
+                                      tensors: context, communicator buffers */
+    double workspace_bytes;        /* kernel workspaces, captured-graph pool */
     double hbm_bw;                 /* bytes/s */
     double launch_eager;           /* host cost per kernel launch, eager (s) */
     double launch_graph;           /* per-kernel cost inside a captured graph (s) */

@@ -69,6 +69,14 @@ typedef struct rep_summary {
     int oom;
     int oom_rank;
     char oom_phase[128];       /* "layer 12 expert_gate_up" */
+    char oom_budget[32];       /* the budget exceeded: "capacity" (the device),
+                                  "gpu_memory_utilization" (a preallocated KV
+                                  pool left no room), "kv_pool" (the requests'
+                                  KV does not fit the pool) */
+    double oom_excess_bytes;   /* by how much */
+    double kv_pool_bytes;      /* preallocated KV pool (smallest over ranks), 0
+                                  on demand */
+    double kv_need_bytes;      /* the most KV the requests hold at once */
     rep_costsrc cost;          /* where the compute prices came from */
     long events, messages, execs;
     double wall_s;             /* simulator wall time (not written to files) */

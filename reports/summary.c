@@ -291,6 +291,44 @@ static void requests(const scenario *s, const plan *p, const eng_result *r, rep_
     sm->ttft_s = s->nreqs > 0 ? sm->reqs[0].ttft_s : 0.0;
 }
 
+/* The OOM verdict by budget: a preallocated KV pool must leave room for
+ * itself (gpu_memory_utilization) and hold the requests' KV (kv_pool); the
+ * timeline must stay within the device (capacity). */
+static void budgets(const scenario *s, const plan *p, rep_summary *sm)
+{
+    const char *budget = NULL;
+    double excess = 0;
+    if (s->mem.kv_pool == KVP_PREALLOCATE && p->nprogs > 0) {
+        double pool = p->progs[0].kv_pool, need = p->progs[0].kv_need;
+        for (int g = 1; g < p->nprogs; g++) {
+            pool = pool < p->progs[g].kv_pool ? pool : p->progs[g].kv_pool;
+            need = need > p->progs[g].kv_need ? need : p->progs[g].kv_need;
+        }
+        sm->kv_pool_bytes = pool > 0 ? pool : 0;
+        sm->kv_need_bytes = need;
+        if (pool < 0) {
+            budget = "gpu_memory_utilization";
+            excess = -pool;
+        } else if (need > pool) {
+            budget = "kv_pool";
+            excess = need - pool;
+        }
+    }
+    if (!budget && sm->peak_bytes_max > sm->capacity_bytes) {
+        budget = "capacity";
+        excess = sm->peak_bytes_max - sm->capacity_bytes;
+    }
+    sm->oom = budget != NULL;
+    if (budget) {
+        snprintf(sm->oom_budget, sizeof sm->oom_budget, "%s", budget);
+        sm->oom_excess_bytes = excess;
+        if (sm->oom_rank < 0) { /* a budget exceeded before any instant: set-up */
+            sm->oom_rank = 0;
+            snprintf(sm->oom_phase, sizeof sm->oom_phase, "set-up (KV pool)");
+        }
+    }
+}
+
 int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
                   rep_summary *out, cp_err *err)
 {
@@ -310,7 +348,7 @@ int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
     cost_sources(p, r, out);
     requests(s, p, r, out);
     out->makespan_s = r->end_s;
-    out->oom = out->peak_bytes_max > out->capacity_bytes;
+    budgets(s, p, out);
     out->events = (long)r->nev;
     out->messages = r->messages;
     out->execs = r->execs;
@@ -431,7 +469,21 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
     if (sm->oom) {
         json_object_set_new(j, "oom_rank", json_integer(sm->oom_rank));
         json_object_set_new(j, "oom_phase", json_string(sm->oom_phase));
+        json_object_set_new(j, "oom_budget", json_string(sm->oom_budget));
+        json_object_set_new(j, "oom_excess_bytes", json_real(sm->oom_excess_bytes));
     }
+    json_t *em = json_object();
+    json_object_set_new(em, "reserved_bytes", json_real(s->mem.reserved_bytes));
+    json_object_set_new(em, "workspace_bytes", json_real(s->mem.workspace_bytes));
+    json_object_set_new(em, "kv_pool", json_string(s->mem.kv_pool == KVP_PREALLOCATE
+                                                       ? "preallocate" : "on_demand"));
+    if (s->mem.kv_pool == KVP_PREALLOCATE) {
+        json_object_set_new(em, "gpu_memory_utilization",
+                            json_real(s->mem.gpu_memory_utilization));
+        json_object_set_new(em, "kv_pool_bytes", json_real(sm->kv_pool_bytes));
+        json_object_set_new(em, "kv_need_bytes", json_real(sm->kv_need_bytes));
+    }
+    json_object_set_new(j, "engine_memory", em);
     json_object_set_new(j, "cost_sources", cost_sources_json(&sm->cost));
     json_t *warn = json_array();
     for (int i = 0; i < s->nwarn; i++)

@@ -1,4 +1,6 @@
 /* table: the short console report of a run. */
+#include <string.h>
+
 #include "reports/report.h"
 
 static const char *parallel_label(const scenario *s, char *buf, size_t len)
@@ -40,9 +42,15 @@ void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out)
     }
     fprintf(out, "\noverlap: %.1f %% of communication time ran under compute\n",
             100.0 * sm->overlap_fraction);
-    if (sm->oom)
-        fprintf(out, "memory: OUT OF MEMORY on rank %d at %s (peak %.2f GB of %.2f GB)\n",
-                sm->oom_rank, sm->oom_phase, sm->peak_bytes_max / 1e9, sm->capacity_bytes / 1e9);
+    if (sm->oom && strcmp(sm->oom_budget, "capacity") != 0)
+        fprintf(out, "memory: OUT OF MEMORY: budget %s exceeded by %.2f GB (KV pool %.2f GB, "
+                "the requests' KV %.2f GB; peak %.2f GB of %.2f GB)\n", sm->oom_budget,
+                sm->oom_excess_bytes / 1e9, sm->kv_pool_bytes / 1e9, sm->kv_need_bytes / 1e9,
+                sm->peak_bytes_max / 1e9, sm->capacity_bytes / 1e9);
+    else if (sm->oom)
+        fprintf(out, "memory: OUT OF MEMORY on rank %d at %s (peak %.2f GB of %.2f GB, "
+                "capacity exceeded by %.2f GB)\n", sm->oom_rank, sm->oom_phase,
+                sm->peak_bytes_max / 1e9, sm->capacity_bytes / 1e9, sm->oom_excess_bytes / 1e9);
     else
         fprintf(out, "memory: peak %.2f GB of %.2f GB on rank %d (fits)\n",
                 sm->peak_bytes_max / 1e9, sm->capacity_bytes / 1e9, sm->peak_rank);

@@ -744,6 +744,8 @@ int sweep_sim_key(const scenario *s, const plan *p, uint64_t *out, cp_err *err)
     for (int g = 0; g < p->nprogs; g++) {
         const plan_prog *pg = &p->progs[g];
         uint32_t sizes[4] = {pg->nops, pg->ndeps, pg->nregions, 0};
+        double pool[2] = {pg->kv_pool, pg->kv_need};
+        h = hash_words(h, pool, sizeof pool);
         h = hash_words(h, sizes, sizeof sizes);
         for (uint32_t i = 0; i < pg->nops; i++)
             h = op_key(h, &pg->ops[i]);

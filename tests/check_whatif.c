@@ -316,6 +316,73 @@ START_TEST(chunked_prefill_runs)
 }
 END_TEST
 
+static json_t *rank0(json_t *sm)
+{
+    return json_array_get(json_object_get(sm, "ranks"), 0);
+}
+
+static double cat_at_peak(json_t *sm, const char *cat)
+{
+    return json_number_value(json_object_get(json_object_get(rank0(sm), "peak_by_category"), cat));
+}
+
+/* The engine's memory (engine.memory): reserved and workspace bytes are
+ * their own categories, from the platform unless the workload says; a
+ * preallocated KV pool takes what gpu_memory_utilization leaves after the
+ * weights, the reserved memory, the workspace and the activation peak, and
+ * the verdict names the budget a scenario exceeds and by how much. */
+START_TEST(engine_memory_budgets)
+{
+    run r[4];
+    for (int i = 0; i < 4; i++) {
+        r[i].n = 0;
+        add(&r[i], "requests.0.prompt_tokens=32768");
+    }
+    add(&r[1], "engine.memory.reserved_bytes=3e9");
+    add(&r[2], "engine.memory.kv_pool=preallocate");
+    add(&r[3], "engine.memory.kv_pool=preallocate");
+    add(&r[3], "engine.memory.gpu_memory_utilization=0.147");
+    json_t *sm[4];
+    simulate_all(r, 4, sm);
+    /* h100-sxm-8 preset: 1e9 reserved, 0.25e9 workspace */
+    ck_assert_double_eq(cat_at_peak(sm[0], "reserved"), 1e9);
+    ck_assert_double_eq(cat_at_peak(sm[0], "workspace"), 0.25e9);
+    ck_assert_double_eq(cat_at_peak(sm[1], "reserved"), 3e9);
+    ck_assert_double_eq_tol(num(sm[1], "peak_bytes_max") - num(sm[0], "peak_bytes_max"), 2e9, 1);
+    ck_assert(!json_is_true(json_object_get(sm[0], "oom")));
+    /* preallocate: weights + reserved + workspace + activations + pool =
+     * 0.9 of 80 GB at the peak */
+    json_t *em = json_object_get(sm[2], "engine_memory");
+    double pool = json_number_value(json_object_get(em, "kv_pool_bytes"));
+    double need = json_number_value(json_object_get(em, "kv_need_bytes"));
+    ck_assert_double_gt(pool, need);
+    ck_assert_double_eq(cat_at_peak(sm[2], "kv_cache"), pool);
+    ck_assert_double_le(num(sm[2], "peak_bytes_max"), 0.9 * 80e9 * (1 + 1e-12));
+    ck_assert(!json_is_true(json_object_get(sm[2], "oom")));
+    /* at 14.7 % the pool is smaller than the request's KV */
+    ck_assert(json_is_true(json_object_get(sm[3], "oom")));
+    ck_assert_str_eq(json_string_value(json_object_get(sm[3], "oom_budget")), "kv_pool");
+    em = json_object_get(sm[3], "engine_memory");
+    ck_assert_double_eq_tol(num(sm[3], "oom_excess_bytes"),
+                            json_number_value(json_object_get(em, "kv_need_bytes")) -
+                                json_number_value(json_object_get(em, "kv_pool_bytes")),
+                            1);
+    for (int i = 0; i < 4; i++)
+        json_decref(sm[i]);
+    /* a share so small that the pool has no room: the start-up budget */
+    run u;
+    u.n = 0;
+    add(&u, "engine.memory.kv_pool=preallocate");
+    add(&u, "engine.memory.gpu_memory_utilization=0.1");
+    json_t *su;
+    simulate_all(&u, 1, &su);
+    ck_assert_str_eq(json_string_value(json_object_get(su, "oom_budget")),
+                     "gpu_memory_utilization");
+    ck_assert_double_gt(num(su, "oom_excess_bytes"), 0);
+    json_decref(su);
+}
+END_TEST
+
 static Suite *whatif_suite(void)
 {
     Suite *s = suite_create("whatif");
@@ -326,6 +393,7 @@ static Suite *whatif_suite(void)
     tcase_add_test(tc, bound_parts_scale);
     tcase_add_test(tc, mesh_and_hierarchy);
     tcase_add_test(tc, chunked_prefill_runs);
+    tcase_add_test(tc, engine_memory_budgets);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -114,6 +114,7 @@ static const wl_field simulation_fields[] = {
 };
 
 static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err);
+static int read_engine_memory(const ynode *eng, scenario *s, cp_err *err);
 
 /* A section of scalar keys; `extra` is a key read by its own function. */
 typedef struct wl_section {
@@ -128,7 +129,7 @@ typedef struct wl_section {
 
 static const wl_section sections[] = {
     { "parallel", parallel_fields, COUNT(parallel_fields), "layer_sharding", read_layer_sharding },
-    { "engine", engine_fields, COUNT(engine_fields), NULL, NULL },
+    { "engine", engine_fields, COUNT(engine_fields), "memory", read_engine_memory },
     { "simulation", simulation_fields, COUNT(simulation_fields), NULL, NULL },
 };
 
@@ -220,6 +221,57 @@ static void set_defaults(scenario *s)
         for (size_t k = 0; k < sections[i].n; k++)
             field_set(s, &sections[i].fields[k], sections[i].fields[k].def);
     s->w_dtype = s->a_dtype = s->kv_dtype = DT_BF16;
+    /* vLLM EngineArgs gpu_memory_utilization default */
+    s->mem.gpu_memory_utilization = 0.9;
+}
+
+static const char *const engine_memory_keys[] = { "reserved_bytes", "workspace_bytes",
+                                                  "kv_pool", "gpu_memory_utilization", NULL };
+static const char *const kv_pool_names[] = { "on_demand", "preallocate", NULL };
+
+/* Largest byte figure of engine.memory: 1 PB, far above any device. */
+#define WL_MEM_MAX 1e15
+
+/* engine.memory; the byte figures the workload leaves out come from the
+ * platform (resolve_engine_memory). */
+static int read_engine_memory(const ynode *eng, scenario *s, cp_err *err)
+{
+    const ynode *n = yio_key(eng, "memory");
+    if (!n)
+        return 0;
+    if (yio_want_map(n, "engine.memory", err) < 0)
+        return -1;
+    wl_engine_memory *m = &s->mem;
+    int pool = m->kv_pool;
+    if (yio_opt_double(n, "engine.memory", "reserved_bytes", 0, WL_MEM_MAX, &m->reserved_bytes,
+                       err) < 0 ||
+        yio_opt_double(n, "engine.memory", "workspace_bytes", 0, WL_MEM_MAX,
+                       &m->workspace_bytes, err) < 0 ||
+        yio_opt_enum(n, "engine.memory", "kv_pool", kv_pool_names, &pool, err) < 0 ||
+        yio_opt_double(n, "engine.memory", "gpu_memory_utilization", 0, 1,
+                       &m->gpu_memory_utilization, err) < 0 ||
+        yio_no_unknown(n, "engine.memory", engine_memory_keys, err) < 0)
+        return -1;
+    m->kv_pool = (wl_kv_pool)pool;
+    const ynode *u = yio_key(n, "gpu_memory_utilization");
+    if (u && m->kv_pool != KVP_PREALLOCATE)
+        return cp_fail_at(err, u->loc, "engine.memory.gpu_memory_utilization: sizes the KV "
+                          "pool of kv_pool: preallocate; with kv_pool: on_demand it changes "
+                          "nothing");
+    if (u && !(m->gpu_memory_utilization > 0))
+        return cp_fail_at(err, u->loc, "engine.memory.gpu_memory_utilization: expected a "
+                          "share in (0, 1]");
+    return 0;
+}
+
+/* The platform's engine memory for the figures the workload left out. */
+static void resolve_engine_memory(scenario *s)
+{
+    const ynode *m = yio_key(yio_key(yio_root(s->doc), "engine"), "memory");
+    if (!yio_key(m, "reserved_bytes"))
+        s->mem.reserved_bytes = s->plat.reserved_bytes;
+    if (!yio_key(m, "workspace_bytes"))
+        s->mem.workspace_bytes = s->plat.workspace_bytes;
 }
 
 /* parallel.layer_sharding: distinct names of full-layout projections. */
@@ -737,8 +789,10 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
     }
     if (rc == 0)
         rc = resolve_platform(out, platform_override, err);
-    if (rc == 0)
+    if (rc == 0) {
+        resolve_engine_memory(out);
         unmodelled_warnings(out);
+    }
     if (rc == 0)
         rc = validate(out, err);
     if (rc < 0)
@@ -830,6 +884,13 @@ static void dump_section(const scenario *s, const wl_section *sec, FILE *out)
         for (int i = 0; i < s->par.n_layer_sharding; i++)
             fprintf(out, "%s%s", i ? ", " : "", s->par.layer_sharding[i]);
         fputs("]\n", out);
+    }
+    if (sec->read_extra == read_engine_memory) {
+        fprintf(out, "    memory:\n      reserved_bytes: %.6g\n      workspace_bytes: %.6g\n"
+                     "      kv_pool: %s\n", s->mem.reserved_bytes, s->mem.workspace_bytes,
+                kv_pool_names[s->mem.kv_pool]);
+        if (s->mem.kv_pool == KVP_PREALLOCATE)
+            fprintf(out, "      gpu_memory_utilization: %.6g\n", s->mem.gpu_memory_utilization);
     }
 }
 

@@ -39,6 +39,21 @@ typedef enum { DSA_LAYOUT_RFC, DSA_LAYOUT_VLLM_ASCEND } wl_dsa_layout;
  * PyTorch ops the profile measured (gemm_fp8.csv act_quant rows), or fused
  * into the producing kernel (no op). */
 typedef enum { AQ_KERNEL, AQ_UNFUSED, AQ_FUSED } wl_act_quant;
+/* The KV cache as the engine holds it: grown and shrunk with the requests
+ * (on_demand), or one pool sized at start-up from gpu_memory_utilization as
+ * vLLM does (preallocate). */
+typedef enum { KVP_ON_DEMAND, KVP_PREALLOCATE } wl_kv_pool;
+
+/* engine.memory: what the engine holds beyond the model's tensors; the
+ * byte figures default to the platform's (device.reserved_bytes,
+ * device.workspace_bytes). */
+typedef struct wl_engine_memory {
+    double reserved_bytes;         /* context + communicator buffers */
+    double workspace_bytes;        /* kernel workspaces */
+    wl_kv_pool kv_pool;            /* default on_demand */
+    double gpu_memory_utilization; /* preallocate: the share of the device the
+                                      engine may use, vLLM's default 0.9 */
+} wl_engine_memory;
 
 #define WL_MAX_SHARDED 8
 #define WL_MAX_WARN 24
@@ -87,6 +102,7 @@ typedef struct scenario {
     wl_graph graph;
     int chunked_prefill;
     int64_t max_num_batched_tokens; /* engine.max_num_batched_tokens: chunk size */
+    wl_engine_memory mem;           /* engine.memory */
     wl_netmodel net_model;
     int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
     int moe_routing;        /* simulation.moe_routing: plan_route, default random */
