@@ -221,11 +221,6 @@ int build_plan(const scenario *s, plan *out, cp_err *err)
     int nprogs = !sc && s->par.sp > 1 ? s->par.sp : 1;
     if (nprogs > 1 && ex_check(s, err) != 0)
         return -1;
-    if (nprogs == 1 && s->par.ep > 1 && s->par.tp % s->par.ep != 0)
-        return cp_fail(err, CP_EXIT_INPUT,
-                       "parallel.ep = %d must divide parallel.tp = %d (experts are "
-                       "spread over the ranks that share the tokens)",
-                       s->par.ep, s->par.tp);
     if (!sc)
         sc = nprogs > 1 ? ex_scheme() : &TP_SCHEME;
 

@@ -115,13 +115,6 @@ int ex_check(const scenario *s, cp_err *err)
                        "parallel.sp = %d: the sequence-parallel exchange strategies "
                        "(cp-exchange.md) split GQA attention; %s uses MLA (use sp: 1)",
                        p->sp, s->model.name);
-    int inside_tp = p->tp % p->ep == 0;
-    int whole_tp = p->ep % p->tp == 0 && (p->tp * p->sp) % p->ep == 0;
-    if (p->ep > 1 && !inside_tp && !whole_tp)
-        return cp_fail(err, CP_EXIT_INPUT,
-                       "parallel.ep = %d: an expert-parallel group must lie inside a TP group "
-                       "(ep divides tp = %d) or span whole TP groups of one SP group (tp "
-                       "divides ep, ep divides tp*sp = %d)", p->ep, p->tp, p->tp * p->sp);
     /* plan_op.send_off / recv_off are int8: ring peers up to 127 places away */
     if (p->exchange == EX_RING && p->sp > 128)
         return cp_fail(err, CP_EXIT_INPUT,

@@ -843,6 +843,30 @@ START_TEST(overlap_in_the_timeline)
 }
 END_TEST
 
+/* Expert parallelism wider than TP (the RFC's DP2 TP16 EP32 on two A3
+ * nodes): run and memory accept the same layouts (one validation), the
+ * dispatch is an all-to-all over the 32 ranks of both replicas, each rank
+ * holds 256 / 32 experts. */
+START_TEST(ep_across_replicas)
+{
+    scenario s;
+    plan p;
+    const char *sets[] = {"platform.nodes=2", "parallel.dp=2", "parallel.ep=32"};
+    tu_plan(&s, &p, GLM, sets, 3);
+    ck_assert_int_eq(p.nranks, 32);
+    ck_assert_int_eq(plan_group_size(&p.lay, G_EP), 32);
+    int members[32], me;
+    ck_assert_int_eq(plan_group_members(&p.lay, 0, G_EP, members, 32, &me), 32);
+    ck_assert_int_eq(members[16], 16); /* the other replica's first rank */
+    const plan_op *d = tu_find(&p, 0, "moe_dispatch", 5);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(d->group, G_EP);
+    ck_assert_int_eq(tu_find(&p, 0, "expert_gate_up", 5)->g, 256 / 32);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("dsa");
@@ -850,6 +874,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, tu_setup, NULL);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, token_layout_contract);
+    tcase_add_test(tc, ep_across_replicas);
     tcase_add_test(tc, indexer_split_and_singleton_view);
     tcase_add_test(tc, sp_pass_plain_models);
     tcase_add_test(tc, dsa_cp_what_ifs);

@@ -553,6 +553,13 @@ static int check_experts(const scenario *s, cp_err *err)
     if (m->experts % p->ep)
         return cp_fail_at(err, ep_at, "parallel.ep: ep = %d does not divide the %lld experts "
                                       "of %s", p->ep, (long long)m->experts, m->name);
+    /* an EP group is ep consecutive ranks (TP fastest): inside a TP group,
+     * or whole TP groups (of SP ranks or DP replicas) */
+    if (p->ep > 1 && p->tp % p->ep != 0 && p->ep % p->tp != 0)
+        return cp_fail_at(err, ep_at,
+                          "parallel.ep: an expert-parallel group must lie inside a TP group "
+                          "(ep divides tp = %d) or span whole TP groups (tp divides ep); "
+                          "got ep = %d", p->tp, p->ep);
     return 0;
 }
 
