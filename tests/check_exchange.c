@@ -771,13 +771,20 @@ START_TEST(refusals)
     const char *ul[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
                         "parallel.exchange=ulysses"};
     refused(ul, 4, "with kv_storage by_position the accepted values are");
-    /* in the plan: MLA attention, EP groups across DP replicas, rings too large */
+    /* in the plan: MLA attention, rings too large */
     const char *mla[] = {"model=deepseek-v3", "platform=h200-sxm-8", "parallel.tp=4",
                          "parallel.sp=2"};
     refused(mla, 4, "uses MLA");
+    /* an EP group of whole TP groups across SP ranks and DP replicas plans
+     * (its dispatch spans them); one that is neither is refused at load */
     const char *ep[] = {"parallel.tp=2", "parallel.sp=2", "parallel.dp=2", "parallel.ep=8",
                         "parallel.kv_storage=by_position", "parallel.exchange=ring"};
-    refused(ep, 6, "parallel.ep = 8: an expert-parallel group must lie inside a TP group");
+    scenario se;
+    plan pe;
+    tu_plan(&se, &pe, THINKER, ep, 6);
+    ck_assert_int_eq(plan_group_size(&pe.lay, G_EP), 8);
+    plan_free(&pe);
+    wl_free(&se);
     const char *big[] = {"platform.nodes=17", "parallel.tp=1", "parallel.sp=129",
                          "parallel.kv_storage=by_position", "parallel.exchange=ring"};
     refused(big, 5, "at most 128 SP ranks");
