@@ -11,7 +11,7 @@
  *
  * Program order is also host issue order: the host thread issues ops one
  * after the other, each costing its launch time, and a stream cannot start an
- * op before it was issued (see sim/engine.h).
+ * op before it was issued (see sim/engine/engine.h).
  *
  * Ranks with identical programs share one program: plan->prog_of_rank[r].
  */

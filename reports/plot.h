@@ -8,7 +8,7 @@
  *                whole run or a window of layers
  *     memory     per rank (ranks with equal timelines share a panel), bytes
  *                held stacked by category over time, with the capacity line
- *   a sweep folder (the lines of results.jsonl, sim/sweep.h):
+ *   a sweep folder (the lines of results.jsonl, sim/sweep/sweep.h):
  *     ttft       TTFT against prompt length per strategy (log axes), OOM
  *                points marked
  *     overlap    overlap fraction against prompt length per strategy

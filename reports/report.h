@@ -15,7 +15,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include "models/plan.h"
-#include "sim/engine.h"
+#include "sim/engine/events.h"
 #include "workloads/diag.h"
 #include "workloads/workload.h"
 
@@ -97,6 +97,28 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
 int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path,
                          cp_err *err);
 void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out);
+
+struct quant_desc;
+struct quant_report;
+/* cpsim memory: the static weights of rank 0 (models/quant.h accounts
+ * them) as a table on out, or as JSON (schema cpsim.memory/1).
+ * reports/memory_report.c */
+void rep_memory_text(const scenario *s, const struct quant_desc *d,
+                     const struct quant_report *r, FILE *out);
+json_t *rep_memory_json(const scenario *s, const struct quant_desc *d,
+                        const struct quant_report *r);
+
+/* The plan as text: op counts by kind and class per program, and the first
+ * layer's ops (cpsim plan).  reports/plan_text.c */
+void rep_plan_text(const plan *p, FILE *out);
+
+/* A sweep folder's tables from its result lines (sorted by index;
+ * sim/sweep/sweep.h describes them): results.csv (a row per line), best.csv
+ * (the best configuration per prompt length that fits) and split.csv (split
+ * against copied steps per exchange and shape), written atomically into
+ * dir, and the same as text on out (NULL: none).  reports/sweep_tables.c */
+int rep_sweep_tables(json_t *const *lines, size_t nlines, const char *dir, FILE *out,
+                     cp_err *err);
 
 /* Walk every rank's memory timeline in time order: `fn` is called once per
  * rank and instant at which the allocation changed, with the bytes held per

@@ -15,8 +15,8 @@
 #include "models/build.h"
 #include "models/quant.h"
 #include "models/seqpar.h"
-#include "sim/child.h"
-#include "sim/commands.h"
+#include "sim/driver/driver.h"
+#include "sim/cli/cli_commands.h"
 #include "tests/testutil.h"
 
 /* GLM-5.1 W8A8 prefill of 4096 tokens with DSA CP over TP16 (EP16) on one
@@ -699,7 +699,7 @@ END_TEST
 
 /* ---- cpsim memory ----------------------------------------------------------------- */
 
-/* Run memory_main with stdout captured; returns the exit code. */
+/* Run cli_memory with stdout captured; returns the exit code. */
 static int run_memory(int argc, char **argv, char **out)
 {
     char path[] = "/tmp/cpsim-mem-XXXXXX";
@@ -708,7 +708,7 @@ static int run_memory(int argc, char **argv, char **out)
     fflush(stdout);
     int saved = dup(1);
     dup2(fd, 1);
-    int rc = memory_main(argc, argv);
+    int rc = cli_memory(argc, argv);
     fflush(stdout);
     dup2(saved, 1);
     close(saved);
@@ -783,10 +783,10 @@ END_TEST
 
 static json_t *simulate(const char *wl, const char *const *sets, int nsets, int fold)
 {
-    pipe_req rq = {.workload = wl, .sets = sets, .nsets = nsets, .fold_layers = fold};
+    drv_req rq = {.workload = wl, .sets = sets, .nsets = nsets, .fold_layers = fold};
     json_t *sm = NULL;
     cp_err err = {0};
-    ck_assert_msg(child_run(&rq, &sm, &err) == 0, "%s", err.msg);
+    ck_assert_msg(drv_child_run(&rq, &sm, &err) == 0, "%s", err.msg);
     return sm;
 }
 

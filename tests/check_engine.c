@@ -9,8 +9,8 @@
 #include "collectives/coll.h"
 #include "models/build.h"
 #include "models/cost.h"
-#include "sim/child.h"
-#include "sim/engine.h"
+#include "sim/driver/driver.h"
+#include "sim/engine/engine.h"
 #include "tests/testutil.h"
 
 static platform plat;
@@ -245,16 +245,16 @@ START_TEST(child_runs_and_reports)
     tu_setup();
     json_t *sm = NULL;
     cp_err err = {0};
-    pipe_req rq = {0};
-    ck_assert_msg(child_run(&rq, &sm, &err) == 0, "%s", err.msg);
+    drv_req rq = {0};
+    ck_assert_msg(drv_child_run(&rq, &sm, &err) == 0, "%s", err.msg);
     ck_assert_str_eq(json_string_value(json_object_get(sm, "schema")), "cpsim.summary/1");
     ck_assert_double_gt(json_real_value(json_object_get(sm, "ttft_s")), 0.05);
     json_decref(sm);
 
     const char *sets[] = {"parallel.tp=3"};
-    pipe_req bad = {.sets = sets, .nsets = 1};
+    drv_req bad = {.sets = sets, .nsets = 1};
     memset(&err, 0, sizeof err);
-    ck_assert_int_ne(child_run(&bad, &sm, &err), 0);
+    ck_assert_int_ne(drv_child_run(&bad, &sm, &err), 0);
     ck_assert_ptr_null(sm);
     ck_assert_int_eq(err.code, CP_EXIT_INPUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "parallel.tp"));

@@ -20,7 +20,7 @@
 
 #include "models/build.h"
 #include "models/exchange.h"
-#include "sim/child.h"
+#include "sim/driver/driver.h"
 #include "tests/testutil.h"
 
 static const char *THINKER =
@@ -811,10 +811,10 @@ static json_t *simulate(int tp, int sp, const char *exchange, long T,
     sets[n++] = "platform.device.calibration=\"\"";
     for (int i = 0; i < nextra && n < MAX_SETS; i++)
         sets[n++] = extra[i];
-    pipe_req rq = {.sets = sets, .nsets = n};
+    drv_req rq = {.sets = sets, .nsets = n};
     json_t *sm = NULL;
     cp_err err = {0};
-    ck_assert_msg(child_run(&rq, &sm, &err) == 0, "%s", err.msg);
+    ck_assert_msg(drv_child_run(&rq, &sm, &err) == 0, "%s", err.msg);
     return sm;
 }
 

@@ -12,7 +12,7 @@
 #include "collectives/coll.h"
 #include "models/calib.h"
 #include "models/interference.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "tests/testutil.h"
 #include "workloads/yamlio.h"
 

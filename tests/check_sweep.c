@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "reports/plot.h"
-#include "sim/sweep.h"
+#include "reports/report.h"
+#include "sim/sweep/sweep.h"
 #include "tests/testutil.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -109,12 +110,12 @@ typedef struct kv {
     const char *key, *val;
 } kv;
 
-static int table_lookup(void *ctx, const char *key, sx_val *out, cp_err *err)
+static int table_lookup(void *ctx, const char *key, sweep_val *out, cp_err *err)
 {
     (void)err;
     for (const kv *t = ctx; t->key; t++)
         if (strcmp(t->key, key) == 0) {
-            *out = sx_value_of(t->val);
+            *out = sweep_expr_value_of(t->val);
             return 1;
         }
     return 0;
@@ -128,12 +129,12 @@ static const kv params[] = {{"parallel.tp", "4"},          {"parallel.sp", "2"},
 static int holds(const char *text, cp_err *err)
 {
     memset(err, 0, sizeof *err);
-    sx_expr *e = sx_parse(text, (cp_loc){"f.yaml", 3, 7}, 1, err);
+    sweep_expr *e = sweep_expr_parse(text, (cp_loc){"f.yaml", 3, 7}, 1, err);
     if (!e)
         return -1;
     int h = 0;
-    int rc = sx_eval(e, table_lookup, (void *)params, &h, err);
-    sx_free(e);
+    int rc = sweep_expr_eval(e, table_lookup, (void *)params, &h, err);
+    sweep_expr_free(e);
     return rc < 0 ? -1 : h;
 }
 
@@ -596,7 +597,7 @@ START_TEST(tables_pick_the_best_fit_and_the_crossing)
     snprintf(dir, sizeof dir, "%s", tmpdir);
     cp_err err = {0};
     FILE *out = tmpfile();
-    ck_assert_msg(sweep_write_tables(&l, dir, out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(rep_sweep_tables(l.line, l.n, dir, out, &err) == 0, "%s", err.msg);
     fclose(out);
     const char *best = slurp("best.csv");
     /* TP8 wins where it fits; at 65536 the best fitting one is ring split
@@ -629,13 +630,13 @@ START_TEST(crossing_interpolates_between_lengths)
     sweep_lines_add(&l, result(2, 2, 4, "ring", 0, 4096, 1.0, 0));
     sweep_lines_add(&l, result(3, 2, 4, "ring", 1 << 20, 4096, 2.0, 0));
     cp_err err = {0};
-    ck_assert_int_eq(sweep_write_tables(&l, tmpdir, NULL, &err), 0);
+    ck_assert_int_eq(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(slurp("split.csv"), "\nring,tp=2 sp=4,4096,2048,2,"));
     sweep_lines_free(&l);
     /* split wins everywhere: the shortest length compared */
     sweep_lines_add(&l, result(0, 2, 4, "ring", 0, 1024, 0.5, 0));
     sweep_lines_add(&l, result(1, 2, 4, "none", 0, 1024, 1.0, 0));
-    ck_assert_int_eq(sweep_write_tables(&l, tmpdir, NULL, &err), 0);
+    ck_assert_int_eq(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(slurp("split.csv"),
                                  "\nring,tp=2 sp=4,1024,1024,1,split wins at every length"));
     sweep_lines_free(&l);

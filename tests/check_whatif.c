@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "platforms/platform.h"
-#include "sim/child.h"
+#include "sim/driver/driver.h"
 #include "tests/testutil.h"
 
 #ifndef CP_SRCDIR
@@ -82,16 +82,16 @@ static void add(run *r, const char *fmt, ...)
 static void simulate_all(run *runs, int n, json_t **out)
 {
     for (int i = 0; i < n; i += 2) {
-        child_proc cp[2];
+        drv_child cp[2];
         int k = i + 1 < n ? 2 : 1;
         for (int j = 0; j < k; j++) {
-            pipe_req rq = {.sets = runs[i + j].sets, .nsets = runs[i + j].n};
+            drv_req rq = {.sets = runs[i + j].sets, .nsets = runs[i + j].n};
             cp_err err = {0};
-            ck_assert_msg(child_spawn(&rq, &cp[j], &err) == 0, "%s", err.msg);
+            ck_assert_msg(drv_spawn(&rq, &cp[j], &err) == 0, "%s", err.msg);
         }
         for (int j = 0; j < k; j++) {
             cp_err err = {0};
-            ck_assert_msg(child_finish(&cp[j], &out[i + j], &err) == 0, "run %d (%s ...): %s",
+            ck_assert_msg(drv_finish(&cp[j], &out[i + j], &err) == 0, "run %d (%s ...): %s",
                           i + j, runs[i + j].sets[0], err.msg);
         }
     }

@@ -9,7 +9,7 @@
 
 #include "models/build.h"
 #include "models/cost.h"
-#include "sim/child.h"
+#include "sim/driver/driver.h"
 
 #ifndef CP_SRCDIR
 #define CP_SRCDIR "."
@@ -76,10 +76,10 @@ json_t *tu_fold_identical(const char *workload, const char *const *sets, int nse
 {
     json_t *a = NULL, *b = NULL;
     cp_err err = {0};
-    pipe_req rq = {.workload = workload, .sets = sets, .nsets = nsets};
-    ck_assert_msg(child_run(&rq, &a, &err) == 0, "%s", err.msg);
+    drv_req rq = {.workload = workload, .sets = sets, .nsets = nsets};
+    ck_assert_msg(drv_child_run(&rq, &a, &err) == 0, "%s", err.msg);
     rq.fold_layers = 1;
-    ck_assert_msg(child_run(&rq, &b, &err) == 0, "%s", err.msg);
+    ck_assert_msg(drv_child_run(&rq, &b, &err) == 0, "%s", err.msg);
     char *ta = json_dumps(a, JSON_SORT_KEYS), *tb = json_dumps(b, JSON_SORT_KEYS);
     ck_assert_msg(strcmp(ta, tb) == 0, "folded and expanded summaries differ");
     free(ta);

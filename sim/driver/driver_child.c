@@ -1,5 +1,5 @@
-/* child: one scenario per child process (see child.h). */
-#include "sim/child.h"
+/* driver_child: one scenario per child process (see driver.h). */
+#include "sim/driver/driver.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 /* Write all of buf to fd. */
 static int write_all(int fd, const char *buf, size_t n)
@@ -28,7 +28,7 @@ static int write_all(int fd, const char *buf, size_t n)
 
 /* The child: run (or, with s and p, simulate), report one line, exit
  * without returning to the caller. */
-static void child_main(const pipe_req *rq, const scenario *s, const plan *p, int fd)
+static void child_main(const drv_req *rq, const scenario *s, const plan *p, int fd)
 {
     static char arg0[] = "cpsim";
     char *argv[] = {arg0, NULL};
@@ -38,8 +38,8 @@ static void child_main(const pipe_req *rq, const scenario *s, const plan *p, int
     eng_init(&argc, argv);
     json_t *line;
     int code = 0;
-    int rc = s && p ? pipeline_simulate(rq, s, p, &summary, NULL, &err)
-                    : pipeline_run(rq, &summary, NULL, &err);
+    int rc = s && p ? drv_simulate(rq, s, p, &summary, NULL, &err)
+                    : drv_run(rq, &summary, NULL, &err);
     if (rc == 0) {
         line = summary;
     } else {
@@ -54,7 +54,7 @@ static void child_main(const pipe_req *rq, const scenario *s, const plan *p, int
     _exit(bad ? CP_EXIT_INTERNAL : code);
 }
 
-static int spawn(const pipe_req *rq, const scenario *s, const plan *p, child_proc *cp,
+static int spawn(const drv_req *rq, const scenario *s, const plan *p, drv_child *cp,
                  cp_err *err)
 {
     int fds[2];
@@ -78,12 +78,12 @@ static int spawn(const pipe_req *rq, const scenario *s, const plan *p, child_pro
     return 0;
 }
 
-int child_spawn(const pipe_req *rq, child_proc *cp, cp_err *err)
+int drv_spawn(const drv_req *rq, drv_child *cp, cp_err *err)
 {
     return spawn(rq, NULL, NULL, cp, err);
 }
 
-int child_spawn_prepared(const pipe_req *rq, const scenario *s, const plan *p, child_proc *cp,
+int drv_spawn_prepared(const drv_req *rq, const scenario *s, const plan *p, drv_child *cp,
                          cp_err *err)
 {
     return spawn(rq, s, p, cp, err);
@@ -114,7 +114,7 @@ static char *read_all(int fd)
     return buf;
 }
 
-int child_finish(child_proc *cp, json_t **summary, cp_err *err)
+int drv_finish(drv_child *cp, json_t **summary, cp_err *err)
 {
     *summary = NULL;
     char *text = read_all(cp->fd);
@@ -144,10 +144,10 @@ int child_finish(child_proc *cp, json_t **summary, cp_err *err)
     return -1;
 }
 
-int child_run(const pipe_req *rq, json_t **summary, cp_err *err)
+int drv_child_run(const drv_req *rq, json_t **summary, cp_err *err)
 {
-    child_proc cp;
-    if (child_spawn(rq, &cp, err) != 0)
+    drv_child cp;
+    if (drv_spawn(rq, &cp, err) != 0)
         return -1;
-    return child_finish(&cp, summary, err);
+    return drv_finish(&cp, summary, err);
 }

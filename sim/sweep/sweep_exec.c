@@ -16,8 +16,8 @@
 #include "models/build.h"
 #include "models/cost.h"
 #include "reports/report.h"
-#include "sim/child.h"
-#include "sim/sweep.h"
+#include "sim/driver/driver.h"
+#include "sim/sweep/sweep.h"
 
 /* Seconds between progress lines when stderr is not a terminal, and
  * between redraws of the bar when it is (our choices: a log line every 10 s
@@ -152,7 +152,7 @@ static void sim_table_free(sim_table *t)
 /* ---- the runner ------------------------------------------------------------------- */
 
 typedef struct slot {
-    child_proc cp;
+    drv_child cp;
     const sweep_point *pt;
     char hash[17];
     sim *sim;              /* NULL when not sharing */
@@ -260,7 +260,7 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
 {
     queued q = {.pt = pt};
     q.sets = sweep_point_sets(r->sp, pt, &q.nsets);
-    pipe_req rq = {.workload = r->sp->base, .sets = (const char *const *)q.sets,
+    drv_req rq = {.workload = r->sp->base, .sets = (const char *const *)q.sets,
                    .nsets = q.nsets};
     cp_err why = {0};
     if (wl_load(rq.workload, rq.sets, rq.nsets, NULL, &q.scen, &why) < 0) {
@@ -276,7 +276,7 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
                !fresh) {
         rc = join(r, q.sim, pt, q.hash, &q.scen, err);
     } else if (rc == 0) {
-        /* priced as the child's own pipeline would (pipeline_prepare) */
+        /* priced as the child's own pipeline would (drv_prepare) */
         cost_model *cm = cost_new(&q.scen.plat, &why);
         if (cm) {
             cost_price_plan(cm, &q.plan, q.scen.graph == GRAPH_CAPTURED);
@@ -302,9 +302,9 @@ static int spawn(runner *r, slot *s, cp_err *err)
 {
     queued q = r->queue[0];
     memmove(r->queue, r->queue + 1, (size_t)--r->nready * sizeof *r->queue);
-    pipe_req rq = {.workload = r->sp->base, .sets = (const char *const *)q.sets,
+    drv_req rq = {.workload = r->sp->base, .sets = (const char *const *)q.sets,
                    .nsets = q.nsets};
-    int rc = child_spawn_prepared(&rq, &q.scen, &q.plan, &s->cp, err);
+    int rc = drv_spawn_prepared(&rq, &q.scen, &q.plan, &s->cp, err);
     plan_free(&q.plan);
     wl_free(&q.scen);
     r->o->pg->children += rc == 0;
@@ -324,7 +324,7 @@ static int finish_slot(runner *r, slot *s, int timed_out, cp_err *err)
     json_t *summary = NULL;
     cp_err why = {0};
     s->busy = 0;
-    if (child_finish(&s->cp, &summary, &why) < 0 && timed_out) {
+    if (drv_finish(&s->cp, &summary, &why) < 0 && timed_out) {
         memset(&why, 0, sizeof why);
         cp_fail(&why, CP_EXIT_INTERNAL, "timed out after %g s (options.timeout_s)",
                 r->o->timeout_s);
@@ -356,7 +356,7 @@ static void kill_all(slot *slots, int jobs)
         kill(slots[k].cp.pid, SIGKILL);
         json_t *summary = NULL;
         cp_err why = {0};
-        child_finish(&slots[k].cp, &summary, &why);
+        drv_finish(&slots[k].cp, &summary, &why);
         json_decref(summary);
         slots[k].busy = 0;
     }

@@ -1,5 +1,5 @@
-/* pipeline: one scenario through every stage (see pipeline.h). */
-#include "sim/pipeline.h"
+/* driver_pipeline: one scenario through every stage (see driver.h). */
+#include "sim/driver/driver.h"
 
 #include <errno.h>
 #include <string.h>
@@ -10,9 +10,9 @@
 #include "models/cost.h"
 #include "models/interference.h"
 #include "reports/report.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
-int pipeline_prepare(const pipe_req *rq, scenario *s, plan *p, cp_err *err)
+int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
 {
     memset(p, 0, sizeof *p);
     if (wl_load(rq->workload, rq->sets, rq->nsets, rq->platform, s, err) != 0)
@@ -75,20 +75,20 @@ static int write_outputs(const char *dir, const scenario *s, const plan *p,
     return rep_write_json(summary, path, err);
 }
 
-int pipeline_run(const pipe_req *rq, json_t **summary, FILE *table, cp_err *err)
+int drv_run(const drv_req *rq, json_t **summary, FILE *table, cp_err *err)
 {
     scenario s;
     plan p;
     *summary = NULL;
-    if (pipeline_prepare(rq, &s, &p, err) != 0)
+    if (drv_prepare(rq, &s, &p, err) != 0)
         return -1;
-    int rc = pipeline_simulate(rq, &s, &p, summary, table, err);
+    int rc = drv_simulate(rq, &s, &p, summary, table, err);
     plan_free(&p);
     wl_free(&s);
     return rc;
 }
 
-int pipeline_simulate(const pipe_req *rq, const scenario *s, const plan *p, json_t **summary,
+int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **summary,
                       FILE *table, cp_err *err)
 {
     *summary = NULL;

@@ -19,7 +19,7 @@
  * parameters written "key=value\n" in axis order; a point's scenario hash is
  * FNV-1a 64 of its fully resolved scenario (sweep_scenario_hash).
  *
- * Every simulation runs in a child process (sim/child.h); points whose
+ * Every simulation runs in a child process (sim/driver/driver.h); points whose
  * simulations are the same (sweep_sim_key) share one.  A point's outcome is
  * one JSON line appended to DIR/results.jsonl with a single write():
  *
@@ -44,7 +44,7 @@
 #include <stdio.h>
 
 #include "models/plan.h"
-#include "sim/sweep_expr.h"
+#include "sim/sweep/sweep_expr.h"
 #include "workloads/diag.h"
 #include "workloads/workload.h"
 
@@ -64,7 +64,7 @@ typedef struct sweep_spec {
     int nsets;
     sweep_axis *axes;
     int naxes;
-    sx_expr **where;
+    sweep_expr **where;
     int nwhere;
     int jobs;               /* options.jobs; 0: not given */
     double timeout_s;       /* options.timeout_s per point; 0: none */
@@ -121,7 +121,7 @@ int sweep_scenario_hash(const scenario *s, uint64_t *out, cp_err *err);
  * every op, the dependencies and regions), and the resolved workload and
  * platform but the resolved `parallel:` section, whose effect is the plan.  Points with equal
  * keys run the same simulation: the runner simulates one and gives the
- * others its figures under their own scenario (sweep_run.c). */
+ * others its figures under their own scenario (sim/cli/cli_sweep.c). */
 int sweep_sim_key(const scenario *s, const plan *p, uint64_t *out, cp_err *err);
 
 /* --shard I/N: 0 <= I < N. */
@@ -205,11 +205,5 @@ int sweep_merge(char *const *dirs, int ndirs, const char *out_dir, FILE *log, cp
 
 /* The plots of a sweep folder (reports/plot.h) from its results.jsonl. */
 int sweep_plot_dir(const char *dir, cp_err *err);
-
-/* ---- tables (sweep_tables.c) ------------------------------------------------ */
-
-/* results.csv (one row per line, sorted lines), best.csv and split.csv in
- * dir, and the printed tables on out (NULL: none). */
-int sweep_write_tables(const sweep_lines *l, const char *dir, FILE *out, cp_err *err);
 
 #endif

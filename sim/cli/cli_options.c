@@ -1,5 +1,5 @@
 /* cli: argument parsing and usage text (see cli.h). */
-#include "sim/cli.h"
+#include "sim/cli/cli.h"
 
 #include <string.h>
 

@@ -3,17 +3,17 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sim/cli.h"
-#include "sim/commands.h"
+#include "sim/cli/cli.h"
+#include "sim/cli/cli_commands.h"
 
 /* Subcommands with options of their own, by name. */
 static const struct {
     const char *name;
     int (*main)(int argc, char **argv);
 } subcommands[] = {
-    {"sweep", sweep_main},
-    {"plot", plot_main},
-    {"memory", memory_main},
+    {"sweep", cli_sweep},
+    {"plot", cli_plot},
+    {"memory", cli_memory},
 };
 
 int main(int argc, char **argv)

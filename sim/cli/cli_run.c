@@ -1,5 +1,5 @@
-/* run: the commands run, validate and plan (see cli.h), each one pass
- * through the pipeline (pipeline.h). */
+/* cli_run: the commands run, validate and plan (see cli.h), each one pass
+ * through the pipeline (sim/driver/driver.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,9 +8,10 @@
 #include "models/memory.h"
 #include "models/quant.h"
 #include "reports/plot.h"
-#include "sim/cli.h"
-#include "sim/engine.h"
-#include "sim/pipeline.h"
+#include "reports/report.h"
+#include "sim/cli/cli.h"
+#include "sim/engine/engine.h"
+#include "sim/driver/driver.h"
 
 static int fail(const cp_err *err)
 {
@@ -18,9 +19,9 @@ static int fail(const cp_err *err)
     return err->code ? err->code : CP_EXIT_INTERNAL;
 }
 
-static pipe_req request_of(const cli_opts *o)
+static drv_req request_of(const cli_opts *o)
 {
-    pipe_req rq = {.workload = o->workload, .sets = o->sets, .nsets = o->nsets,
+    drv_req rq = {.workload = o->workload, .sets = o->sets, .nsets = o->nsets,
                    .platform = o->platform, .out_dir = o->out_dir, .warn = stderr};
     return rq;
 }
@@ -28,10 +29,10 @@ static pipe_req request_of(const cli_opts *o)
 int cli_run(const cli_opts *o, int *argc, char **argv)
 {
     cp_err err = {0};
-    pipe_req rq = request_of(o);
+    drv_req rq = request_of(o);
     json_t *summary = NULL;
     eng_init(argc, argv);
-    if (pipeline_run(&rq, &summary, o->quiet ? NULL : stdout, &err) != 0)
+    if (drv_run(&rq, &summary, o->quiet ? NULL : stdout, &err) != 0)
         return fail(&err);
     json_decref(summary);
     if (o->plots && plot_run_dir(o->out_dir, NULL, &err) != 0)
@@ -72,8 +73,8 @@ int cli_validate(const cli_opts *o)
     cp_err err = {0};
     scenario s;
     plan p;
-    pipe_req rq = request_of(o);
-    if (pipeline_prepare(&rq, &s, &p, &err) != 0)
+    drv_req rq = request_of(o);
+    if (drv_prepare(&rq, &s, &p, &err) != 0)
         return fail(&err);
     wl_dump(&s, stdout);
     mem_weights w;
@@ -90,49 +91,19 @@ int cli_validate(const cli_opts *o)
     return CP_EXIT_OK;
 }
 
-/* Human-readable plan: op counts by kind and class per program, and the
- * first layer's ops. */
-static void plan_text(const plan *p, FILE *out)
-{
-    for (int g = 0; g < p->nprogs; g++) {
-        const plan_prog *pg = &p->progs[g];
-        fprintf(out, "program %d (ranks", g);
-        for (int r = 0; r < p->nranks; r++)
-            if (p->prog_of_rank[r] == g)
-                fprintf(out, " %d", r);
-        fprintf(out, "): %u ops\n", pg->nops);
-        for (uint32_t i = 0; i < pg->nops; i++) {
-            const plan_op *op = &pg->ops[i];
-            if (op->kind == OPK_MEM || op->step > 0 || op->layer > 0)
-                continue;
-            fprintf(out, "  %5u L%-3d %-8s %-22s", i, op->layer, plan_stream_name(op->stream),
-                    op->name);
-            if (op->kind == OPK_COMPUTE)
-                fprintf(out, " %-16s %12.4g flop %12.4g B %9.2f us\n",
-                        plan_kclass_name(op->kclass), op->flops, op->bytes, op->cost_s * 1e6);
-            else if (op->kind == OPK_COLL)
-                fprintf(out, " %-16s %12.4g B over %s\n", plan_coll_name(op->coll),
-                        op->comm_bytes, plan_group_name(op->group));
-            else
-                fprintf(out, " %s\n", plan_kind_name(op->kind));
-        }
-        fprintf(out, "  (layer 0 shown; later layers repeat it)\n");
-    }
-}
-
 int cli_plan(const cli_opts *o)
 {
     cp_err err = {0};
     scenario s;
     plan p;
-    pipe_req rq = request_of(o);
-    if (pipeline_prepare(&rq, &s, &p, &err) != 0)
+    drv_req rq = request_of(o);
+    if (drv_prepare(&rq, &s, &p, &err) != 0)
         return fail(&err);
     int rc = 0;
     if (o->json)
         rc = plan_write_json(&p, stdout, &err);
     else
-        plan_text(&p, stdout);
+        rep_plan_text(&p, stdout);
     plan_free(&p);
     wl_free(&s);
     return rc == 0 ? CP_EXIT_OK : fail(&err);

@@ -27,36 +27,36 @@
 
 #include "workloads/diag.h"
 
-typedef struct sx_expr sx_expr;
+typedef struct sweep_expr sweep_expr;
 
-typedef struct sx_val {
+typedef struct sweep_val {
     int is_str;
     double num;          /* !is_str */
     const char *str;     /* is_str: owned by whoever produced it */
-} sx_val;
+} sweep_val;
 
 /* The value of a WORD: 1 and *out set when known (strings stay valid until
- * sx_eval returns), 0 when unknown, -1 with err on failure. */
-typedef int (*sx_lookup)(void *ctx, const char *key, sx_val *out, cp_err *err);
+ * sweep_expr_eval returns), 0 when unknown, -1 with err on failure. */
+typedef int (*sweep_expr_lookup)(void *ctx, const char *key, sweep_val *out, cp_err *err);
 
 /* Parse `text`, which starts at `at` in its file (at.col is the column of
  * text[0]; the origin is copied).  With one_line, messages point at the
  * offending token's column; else (a condition folded over several lines)
  * at the condition's start.  NULL with err (CP_EXIT_INPUT) on a syntax
  * error. */
-sx_expr *sx_parse(const char *text, cp_loc at, int one_line, cp_err *err);
+sweep_expr *sweep_expr_parse(const char *text, cp_loc at, int one_line, cp_err *err);
 
 /* Evaluate; *holds is 1 when the condition is true.  -1 with err on a type
  * error, a division by zero or an unknown dotted key. */
-int sx_eval(const sx_expr *e, sx_lookup fn, void *ctx, int *holds, cp_err *err);
+int sweep_expr_eval(const sweep_expr *e, sweep_expr_lookup fn, void *ctx, int *holds, cp_err *err);
 
 /* The expression as written. */
-const char *sx_text(const sx_expr *e);
+const char *sweep_expr_text(const sweep_expr *e);
 
-void sx_free(sx_expr *e);
+void sweep_expr_free(sweep_expr *e);
 
 /* The text of a scalar parameter as an expression value: a number when the
  * whole text is one (strtod), else the string itself. */
-sx_val sx_value_of(const char *text);
+sweep_val sweep_expr_value_of(const char *text);
 
 #endif

@@ -1,7 +1,7 @@
 /* sweep_expr: parser and evaluator of `where` conditions (sweep_expr.h).
  * The tree lives in one array of nodes owned by the expression; strings
  * point into a private copy of the text with terminators written in. */
-#include "sim/sweep_expr.h"
+#include "sim/sweep/sweep_expr.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -23,12 +23,12 @@ typedef struct node {
     node_kind kind;
     bin_op op;
     double num;
-    const char *str;   /* N_STR, N_WORD: into sx_expr.buf */
+    const char *str;   /* N_STR, N_WORD: into sweep_expr.buf */
     int a, b;          /* children (node indices), -1 when none */
     int col;           /* offset of the token in the text */
 } node;
 
-struct sx_expr {
+struct sweep_expr {
     char *text;        /* as written */
     char *buf;         /* copy holding the word and string tokens */
     cp_loc at;          /* origin owned */
@@ -39,13 +39,13 @@ struct sx_expr {
 };
 
 typedef struct parser {
-    sx_expr *e;
+    sweep_expr *e;
     const char *s;     /* text */
     int pos;
     cp_err *err;
 } parser;
 
-static cp_loc loc_at(const sx_expr *e, int col)
+static cp_loc loc_at(const sweep_expr *e, int col)
 {
     cp_loc l = e->at;
     if (l.line > 0 && e->one_line)
@@ -55,7 +55,7 @@ static cp_loc loc_at(const sx_expr *e, int col)
 
 static int add_node(parser *ps, node nd)
 {
-    sx_expr *e = ps->e;
+    sweep_expr *e = ps->e;
     if (e->n == e->cap) {
         e->cap = e->cap ? 2 * e->cap : 16;
         e->nodes = realloc(e->nodes, (size_t)e->cap * sizeof *e->nodes);
@@ -246,9 +246,9 @@ static int parse_or(parser *ps)
     return parse_level(ps, OP_OR, OP_OR, parse_and, 1);
 }
 
-sx_expr *sx_parse(const char *text, cp_loc at, int one_line, cp_err *err)
+sweep_expr *sweep_expr_parse(const char *text, cp_loc at, int one_line, cp_err *err)
 {
-    sx_expr *e = calloc(1, sizeof *e);
+    sweep_expr *e = calloc(1, sizeof *e);
     if (!e || !(e->text = strdup(text)) || !(e->buf = strdup(text)) ||
         !(e->at.origin = strdup(at.origin ? at.origin : "where")))
         abort();
@@ -263,13 +263,13 @@ sx_expr *sx_parse(const char *text, cp_loc at, int one_line, cp_err *err)
             e->root = syntax(&ps, "expected an operator or the end of the condition");
     }
     if (e->root < 0) {
-        sx_free(e);
+        sweep_expr_free(e);
         return NULL;
     }
     return e;
 }
 
-void sx_free(sx_expr *e)
+void sweep_expr_free(sweep_expr *e)
 {
     if (!e)
         return;
@@ -280,32 +280,32 @@ void sx_free(sx_expr *e)
     free(e);
 }
 
-const char *sx_text(const sx_expr *e)
+const char *sweep_expr_text(const sweep_expr *e)
 {
     return e->text;
 }
 
-sx_val sx_value_of(const char *text)
+sweep_val sweep_expr_value_of(const char *text)
 {
     char *end;
     double v = strtod(text, &end);
     if (end != text && *end == '\0' && !isspace((unsigned char)text[0]))
-        return (sx_val){.num = v};
-    return (sx_val){.is_str = 1, .str = text};
+        return (sweep_val){.num = v};
+    return (sweep_val){.is_str = 1, .str = text};
 }
 
 /* ---- evaluation ----------------------------------------------------------- */
 
 typedef struct evaluator {
-    const sx_expr *e;
-    sx_lookup fn;
+    const sweep_expr *e;
+    sweep_expr_lookup fn;
     void *ctx;
     cp_err *err;
 } evaluator;
 
-static int eval(const evaluator *ev, int i, sx_val *out);
+static int eval(const evaluator *ev, int i, sweep_val *out);
 
-static int want_num(const evaluator *ev, const node *nd, const sx_val *v, const char *what)
+static int want_num(const evaluator *ev, const node *nd, const sweep_val *v, const char *what)
 {
     if (!v->is_str)
         return 0;
@@ -313,7 +313,7 @@ static int want_num(const evaluator *ev, const node *nd, const sx_val *v, const 
                       "string \"%s\" in \"%s\"", what, v->str, ev->e->text);
 }
 
-static int eval_word(const evaluator *ev, const node *nd, sx_val *out)
+static int eval_word(const evaluator *ev, const node *nd, sweep_val *out)
 {
     int rc = ev->fn(ev->ctx, nd->str, out, ev->err);
     if (rc < 0)
@@ -321,14 +321,14 @@ static int eval_word(const evaluator *ev, const node *nd, sx_val *out)
     if (rc > 0)
         return 0;
     if (!strchr(nd->str, '.')) {
-        *out = (sx_val){.is_str = 1, .str = nd->str};
+        *out = (sweep_val){.is_str = 1, .str = nd->str};
         return 0;
     }
     return cp_fail_at(ev->err, loc_at(ev->e, nd->col), "where: unknown key %s (not a grid key "
                       "nor a key of the workload or of its resolved values)", nd->str);
 }
 
-static int compare(const evaluator *ev, const node *nd, const sx_val *x, const sx_val *y,
+static int compare(const evaluator *ev, const node *nd, const sweep_val *x, const sweep_val *y,
                    double *out)
 {
     if (x->is_str != y->is_str)
@@ -364,9 +364,9 @@ static int arith(const evaluator *ev, const node *nd, double x, double y, double
     return 0;
 }
 
-static int eval_bin(const evaluator *ev, const node *nd, sx_val *out)
+static int eval_bin(const evaluator *ev, const node *nd, sweep_val *out)
 {
-    sx_val x, y;
+    sweep_val x, y;
     if (eval(ev, nd->a, &x) < 0)
         return -1;
     if (nd->op == OP_AND || nd->op == OP_OR) {
@@ -374,17 +374,17 @@ static int eval_bin(const evaluator *ev, const node *nd, sx_val *out)
             return -1;
         /* short circuit: the right side is not looked at */
         if ((nd->op == OP_AND) == (x.num == 0)) {
-            *out = (sx_val){.num = x.num != 0};
+            *out = (sweep_val){.num = x.num != 0};
             return 0;
         }
         if (eval(ev, nd->b, &y) < 0 || want_num(ev, nd, &y, op_text[nd->op]) < 0)
             return -1;
-        *out = (sx_val){.num = y.num != 0};
+        *out = (sweep_val){.num = y.num != 0};
         return 0;
     }
     if (eval(ev, nd->b, &y) < 0)
         return -1;
-    *out = (sx_val){0};
+    *out = (sweep_val){0};
     if (nd->op >= OP_EQ && nd->op <= OP_GE)
         return compare(ev, nd, &x, &y, &out->num);
     if (want_num(ev, nd, &x, op_text[nd->op]) < 0 || want_num(ev, nd, &y, op_text[nd->op]) < 0)
@@ -392,15 +392,15 @@ static int eval_bin(const evaluator *ev, const node *nd, sx_val *out)
     return arith(ev, nd, x.num, y.num, &out->num);
 }
 
-static int eval(const evaluator *ev, int i, sx_val *out)
+static int eval(const evaluator *ev, int i, sweep_val *out)
 {
     const node *nd = &ev->e->nodes[i];
     switch (nd->kind) {
     case N_NUM:
-        *out = (sx_val){.num = nd->num};
+        *out = (sweep_val){.num = nd->num};
         return 0;
     case N_STR:
-        *out = (sx_val){.is_str = 1, .str = nd->str};
+        *out = (sweep_val){.is_str = 1, .str = nd->str};
         return 0;
     case N_WORD:
         return eval_word(ev, nd, out);
@@ -415,10 +415,10 @@ static int eval(const evaluator *ev, int i, sx_val *out)
     }
 }
 
-int sx_eval(const sx_expr *e, sx_lookup fn, void *ctx, int *holds, cp_err *err)
+int sweep_expr_eval(const sweep_expr *e, sweep_expr_lookup fn, void *ctx, int *holds, cp_err *err)
 {
     evaluator ev = {e, fn, ctx, err};
-    sx_val v;
+    sweep_val v;
     if (eval(&ev, e->root, &v) < 0)
         return -1;
     if (v.is_str)

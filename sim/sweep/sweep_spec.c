@@ -1,6 +1,6 @@
 /* sweep: the sweep file, its expansion into points, point identities and
  * scenario hashes, shards (see sweep.h). */
-#include "sim/sweep.h"
+#include "sim/sweep/sweep.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -223,7 +223,7 @@ static int add_where(sweep_spec *sp, const ynode *n, cp_err *err)
         return -1;
     cp_loc at = n->loc;
     at.col += n->quoted;     /* the text starts after the quote */
-    sx_expr *e = sx_parse(text, at, written_on_one_line(sp->path, at, text), err);
+    sweep_expr *e = sweep_expr_parse(text, at, written_on_one_line(sp->path, at, text), err);
     if (!e)
         return -1;
     sp->where[sp->nwhere++] = e;
@@ -331,7 +331,7 @@ void sweep_free(sweep_spec *sp)
     }
     free(sp->axes);
     for (int w = 0; w < sp->nwhere; w++)
-        sx_free(sp->where[w]);
+        sweep_expr_free(sp->where[w]);
     free(sp->where);
     memset(sp, 0, sizeof *sp);
 }
@@ -428,14 +428,14 @@ static const ynode *walk(const ynode *n, const char *path)
 
 /* A scalar as its text (a quoted one always a string); a list or a
  * mapping as its flow text, a string. */
-static int node_value(cand_ctx *c, const ynode *n, sx_val *out)
+static int node_value(cand_ctx *c, const ynode *n, sweep_val *out)
 {
     free(c->scratch);
     c->scratch = flow_text(n);
     if (n->kind == YN_SCALAR && !n->quoted)
-        *out = sx_value_of(n->str);
+        *out = sweep_expr_value_of(n->str);
     else
-        *out = (sx_val){.is_str = 1, .str = n->kind == YN_SCALAR ? n->str : c->scratch};
+        *out = (sweep_val){.is_str = 1, .str = n->kind == YN_SCALAR ? n->str : c->scratch};
     if (out->is_str && n->kind == YN_SCALAR) {
         free(c->scratch);
         c->scratch = xstrdup(n->str);   /* outlives the node's document */
@@ -474,7 +474,7 @@ static const ynode *walk_resolved(ydoc *d, const char *key)
 /* A key outside the grid: the candidate's workload as written, else its
  * resolved value, else (when the candidate does not load, e.g. a TP that
  * does not divide the heads) the base's resolved value. */
-static int workload_lookup(cand_ctx *c, const char *key, sx_val *out, cp_err *err)
+static int workload_lookup(cand_ctx *c, const char *key, sweep_val *out, cp_err *err)
 {
     sweep_point pt = {.val = (int *)c->val};
     int nsets;
@@ -513,7 +513,7 @@ static int workload_lookup(cand_ctx *c, const char *key, sx_val *out, cp_err *er
     return n ? node_value(c, n, out) : 0;
 }
 
-static int cand_lookup(void *vctx, const char *key, sx_val *out, cp_err *err)
+static int cand_lookup(void *vctx, const char *key, sweep_val *out, cp_err *err)
 {
     cand_ctx *c = vctx;
     const sweep_spec *sp = c->sp;
@@ -537,7 +537,7 @@ static int conditions_hold(const sweep_spec *sp, const int *val, base_view *base
     cand_ctx c = {.sp = sp, .val = val, .base = base};
     int holds = 1, rc = 0;
     for (int w = 0; w < sp->nwhere && holds && rc == 0; w++)
-        rc = sx_eval(sp->where[w], cand_lookup, &c, &holds, err);
+        rc = sweep_expr_eval(sp->where[w], cand_lookup, &c, &holds, err);
     yio_free(c.doc);
     yio_free(c.resolved);
     free(c.scratch);

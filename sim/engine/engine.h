@@ -30,27 +30,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "collectives/coll.h"
+#include "sim/engine/events.h"
 #include "models/interference.h"
 #include "models/plan.h"
 #include "platforms/platform.h"
 #include "workloads/diag.h"
-
-typedef struct eng_event {
-    int32_t rank;
-    uint8_t stream;
-    uint32_t op;       /* index in the rank's program */
-    int32_t layer;     /* effective layer (repeated regions unrolled) */
-    double t0, t1;     /* simulated start and end (s) */
-} eng_event;
-
-typedef struct eng_mem {
-    int32_t rank;
-    uint8_t cat;       /* plan_memcat */
-    uint32_t op;
-    int32_t layer;     /* effective layer of the memory op */
-    double t;          /* simulated time (s) */
-    double delta;      /* bytes, + allocated / - freed */
-} eng_mem;
 
 typedef struct eng_opts {
     const platform *plat;
@@ -62,20 +46,6 @@ typedef struct eng_opts {
                                (needs CM02: ignored under ptask_L07) */
 } eng_opts;
 
-typedef struct eng_result {
-    eng_event *ev;
-    size_t nev, cap;
-    eng_mem *mem;
-    size_t nmem, mcap;
-    int nranks;
-    double end_s;        /* last event end */
-    double *step_start;  /* [nranks * nsteps]: when each rank started each step */
-    double *step_end;    /* [nranks * nsteps]: when each rank finished each step */
-    int nsteps;
-    long messages;       /* simulated point-to-point messages */
-    long execs;          /* simulated compute activities */
-    double wall_s;       /* wall-clock seconds inside simgrid_run() */
-} eng_result;
 
 /* Initialise SimGrid once per process; consumes --cfg= and --log= options
  * from argv.  Quiet (warnings only) unless the user passed --log=. */
@@ -84,6 +54,5 @@ void eng_init(int *argc, char **argv);
 /* Run the plan.  The plan must be priced (cost_price_plan).  May be called
  * once per process (SimGrid allows one platform per process). */
 int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err);
-void eng_result_free(eng_result *res);
 
 #endif

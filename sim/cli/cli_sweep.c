@@ -1,4 +1,4 @@
-/* sweep_run: `cpsim sweep`, the command: its options, the output folder
+/* cli_sweep: `cpsim sweep`, the command: its options, the output folder
  * (checked, resumed), the run of the points that are still to do
  * (sweep_exec.c) and, at the end, the tables (and plots).  See sweep.h for
  * the files. */
@@ -12,8 +12,8 @@
 
 #include "reports/plot.h"
 #include "reports/report.h"
-#include "sim/commands.h"
-#include "sim/sweep.h"
+#include "sim/cli/cli_commands.h"
+#include "sim/sweep/sweep.h"
 
 typedef struct sweep_args {
     const char *file;
@@ -81,7 +81,7 @@ static int parse_jobs(const char *v, int *jobs, cp_err *err)
 {
     char *end;
     long j = strtol(v, &end, 10);
-    /* 4096: as options.jobs (sweep.c) */
+    /* 4096: as options.jobs (sweep_spec.c) */
     if (end == v || *end || j < 1 || j > 4096)
         return cp_fail(err, CP_EXIT_INPUT, "-j %s: expected a number of jobs in [1, 4096]", v);
     *jobs = (int)j;
@@ -272,7 +272,7 @@ static int conclude(const char *dir, const sweep_args *a, int plots, cp_err *err
     if (rc == 0)
         rc = sweep_write_lines(path, &l, err);
     if (rc == 0)
-        rc = sweep_write_tables(&l, dir, a->quiet ? NULL : stdout, err);
+        rc = rep_sweep_tables(l.line, l.n, dir, a->quiet ? NULL : stdout, err);
     if (rc == 0 && plots)
         rc = plot_sweep(dir, l.line, l.n, err);
     sweep_lines_free(&l);
@@ -373,7 +373,7 @@ static int run_sweep(const sweep_spec *sp, const sweep_args *a, const char *dir,
     return rc == 0 ? conclude(dir, a, a->plots || sp->plots, err) : -1;
 }
 
-int sweep_main(int argc, char **argv)
+int cli_sweep(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

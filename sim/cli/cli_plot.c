@@ -1,4 +1,4 @@
-/* plot_cmd: `cpsim plot DIR [--layers A-B]`: the plots of a run folder or
+/* cli_plot: `cpsim plot DIR [--layers A-B]`: the plots of a run folder or
  * of a sweep folder (reports/plot.h), whichever DIR holds. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 
 #include "reports/plot.h"
-#include "sim/commands.h"
-#include "sim/sweep.h"
+#include "sim/cli/cli_commands.h"
+#include "sim/sweep/sweep.h"
 
 static void usage(FILE *f)
 {
@@ -72,7 +72,7 @@ static int exists(const char *dir, const char *file)
     return stat(path, &st) == 0;
 }
 
-int plot_main(int argc, char **argv)
+int cli_plot(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

@@ -7,7 +7,12 @@
 
 #include "reports/plot.h"
 #include "reports/report.h"
-#include "sim/sweep.h"
+
+/* The lines of a sweep's results.jsonl, sorted by index. */
+typedef struct rep_lines {
+    json_t *const *line;
+    size_t n;
+} rep_lines;
 
 /* ---- CSV ------------------------------------------------------------------------- */
 
@@ -46,7 +51,7 @@ static const char *const summary_cols[] = {"ttft_s", "makespan_s", "compute_s_ma
                                            "comm_s_max", "overlap_fraction", "peak_bytes_max",
                                            "capacity_bytes", "oom", NULL};
 
-static int write_results_csv(const sweep_lines *l, const char *path, cp_err *err)
+static int write_results_csv(const rep_lines *l, const char *path, cp_err *err)
 {
     rep_file rf;
     if (rep_open(&rf, path, err) != 0)
@@ -317,7 +322,7 @@ static int write_split(const plot_point *pts, size_t n, const char *path, FILE *
 /* ---- failures ------------------------------------------------------------------------- */
 
 /* The most frequent failure reasons, most frequent first. */
-static void print_failures(const sweep_lines *l, FILE *out)
+static void print_failures(const rep_lines *l, FILE *out)
 {
     json_t *count = json_object();
     size_t failed = 0;
@@ -366,8 +371,11 @@ static void print_points(const plot_point *pts, size_t n, FILE *out)
     }
 }
 
-int sweep_write_tables(const sweep_lines *l, const char *dir, FILE *out, cp_err *err)
+int rep_sweep_tables(json_t *const *lines, size_t nlines, const char *dir, FILE *out,
+                     cp_err *err)
 {
+    rep_lines lines_ = {lines, nlines};
+    const rep_lines *l = &lines_;
     plot_point *pts = malloc((l->n + 1) * sizeof *pts);
     if (!pts)
         abort();

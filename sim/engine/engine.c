@@ -1,5 +1,5 @@
 /* engine: the plan on SimGrid (see engine.h). */
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 #include <simgrid/actor.h>
 #include <simgrid/cond.h>

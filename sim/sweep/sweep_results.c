@@ -9,7 +9,7 @@
 
 #include "reports/plot.h"
 #include "reports/report.h"
-#include "sim/sweep.h"
+#include "sim/sweep/sweep.h"
 
 void sweep_lines_add(sweep_lines *l, json_t *line)
 {
@@ -292,7 +292,7 @@ int sweep_merge(char *const *dirs, int ndirs, const char *out_dir, FILE *log, cp
         rc = sweep_write_lines(path, &all, err);
     }
     if (rc == 0)
-        rc = sweep_write_tables(&all, out_dir, log, err);
+        rc = rep_sweep_tables(all.line, all.n, out_dir, log, err);
     sweep_lines_free(&all);
     json_decref(first);
     return rc;

@@ -1,0 +1,48 @@
+/* events: what a simulation recorded, the seam between the engine (sim/)
+ * and the reports (reports/): every op a rank's stream ran with its
+ * simulated start and end, every memory event with its time, and the step
+ * boundaries.  Twin of models/plan.h, which is the seam on the other side
+ * of the engine: an event names its op by its index in the rank's program.
+ * Times are seconds of simulated time. */
+#ifndef CP_EVENTS_H
+#define CP_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct eng_event {
+    int32_t rank;
+    uint8_t stream;
+    uint32_t op;       /* index in the rank's program */
+    int32_t layer;     /* effective layer (repeated regions unrolled) */
+    double t0, t1;     /* simulated start and end (s) */
+} eng_event;
+
+typedef struct eng_mem {
+    int32_t rank;
+    uint8_t cat;       /* plan_memcat */
+    uint32_t op;
+    int32_t layer;     /* effective layer of the memory op */
+    double t;          /* simulated time (s) */
+    double delta;      /* bytes, + allocated / - freed */
+} eng_mem;
+
+typedef struct eng_result {
+    eng_event *ev;
+    size_t nev, cap;
+    eng_mem *mem;
+    size_t nmem, mcap;
+    int nranks;
+    double end_s;        /* last event end */
+    double *step_start;  /* [nranks * nsteps]: when each rank started each step */
+    double *step_end;    /* [nranks * nsteps]: when each rank finished each step */
+    int nsteps;
+    long messages;       /* simulated point-to-point messages */
+    long execs;          /* simulated compute activities */
+    double wall_s;       /* wall-clock seconds inside simgrid_run() */
+} eng_result;
+
+/* Free what a simulation recorded. */
+void eng_result_free(eng_result *res);
+
+#endif
