@@ -20,6 +20,8 @@
 #include <simgrid/engine.h>
 #include <simgrid/mailbox.h>
 
+#include "workloads/diag.h"
+
 typedef struct sgt_slot {
     uint64_t key;          /* triple id + 1; 0 = empty */
     sg_mailbox_t mb;
@@ -38,13 +40,6 @@ struct sgt_world {
  * receiver ignores it. */
 static char sgt_payload;
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n, size);
-    if (!p)
-        abort(); /* out of host memory: nothing sensible to report */
-    return p;
-}
 
 static size_t slot_of(uint64_t key, size_t cap)
 {
@@ -64,7 +59,7 @@ static void table_insert(sgt_slot *slots, size_t cap, uint64_t key, sg_mailbox_t
 static void table_grow(sgt_world *w)
 {
     size_t ncap = w->cap * 2;
-    sgt_slot *ns = xcalloc(ncap, sizeof *ns);
+    sgt_slot *ns = cp_xcalloc(ncap, sizeof *ns);
     for (size_t i = 0; i < w->cap; i++)
         if (w->slots[i].key)
             table_insert(ns, ncap, w->slots[i].key, w->slots[i].mb);
@@ -100,11 +95,11 @@ sgt_world *sgt_new(int nranks, int nstreams)
 {
     if (nranks < 1 || nstreams < 1)
         return NULL;
-    sgt_world *w = xcalloc(1, sizeof *w);
+    sgt_world *w = cp_xcalloc(1, sizeof *w);
     w->nranks = nranks;
     w->nstreams = nstreams;
     w->cap = 64; /* grows by doubling at half load */
-    w->slots = xcalloc(w->cap, sizeof *w->slots);
+    w->slots = cp_xcalloc(w->cap, sizeof *w->slots);
     return w;
 }
 
@@ -162,7 +157,7 @@ static void sgt_waitall(void *ctx, tr_req **reqs, int n)
 {
     (void)ctx;
     sg_comm_t local[64]; /* stack room for typical batches; larger allocate */
-    sg_comm_t *comms = n <= 64 ? local : xcalloc((size_t)n, sizeof *comms);
+    sg_comm_t *comms = n <= 64 ? local : cp_xcalloc((size_t)n, sizeof *comms);
     for (int i = 0; i < n; i++)
         comms[i] = (sg_comm_t)(void *)reqs[i];
     wait_all(comms, (size_t)n);

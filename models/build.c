@@ -46,7 +46,7 @@ static void tp_layer(bld *b, int64_t t, int64_t prefix)
     layer_decoder(b, t, t, prefix, tp_attention);
 }
 
-static const layer_scheme TP_SCHEME = {"tp", layer_embed, tp_layer, layer_final};
+static const layer_scheme TP_SCHEME = {"tp", layer_embed, tp_layer, layer_final, NULL};
 
 /* ---- the driver ------------------------------------------------------------ */
 
@@ -72,11 +72,6 @@ static void step_marker(bld *b, double arrival)
     o.arrival_s = arrival;
     b->layer = -1;
     em_emit(b, &o);
-}
-
-int build_ranks(const scenario *s)
-{
-    return s->par.tp * s->par.sp * s->par.dp;
 }
 
 /* The dtype linears compute in: 8-bit weights run 8-bit GEMMs (W8A8 int8
@@ -125,18 +120,23 @@ static void size_kv_pool(const scenario *s, plan_prog *pg, uint32_t pool_op, dou
 }
 
 /* A forward pass of one step; under the exchange scheme (x->P > 1 after
- * ex_init) the step is first declared split or copied. */
-static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefix)
+ * ex_init) the step is first declared split or copied.  Records into
+ * split[step] whether it ran split (split may be NULL). */
+static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefix,
+                     uint8_t *split)
 {
     if (x->P > 1)
         ex_begin_step(x, t, prefix, ex_step_splits(x->b.s, t));
+    if (split)
+        split[x->b.step] = sc->splits && sc->splits(&x->b);
     forward(&x->b, sc, t, prefix);
 }
 
-/* The program of SP index sp_index (-1: the one program of every rank);
- * returns its step count. */
+/* The program of SP index sp_index (-1: the one program of every rank),
+ * each step's split into split[] (NULL: not recorded); returns its step
+ * count. */
 static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan_prog *pg,
-                             const layer_scheme *sc, int sp_index)
+                             const layer_scheme *sc, int sp_index, uint8_t *split)
 {
     const arch *a = &s->model;
     ex_ctx x;
@@ -192,14 +192,14 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
             b->prefill = 1;
             b->sample = done + n == rq->prompt_tokens;
             step_marker(b, rq->arrival_s);
-            run_step(&x, sc, n, done);
+            run_step(&x, sc, n, done, split);
         }
         b->prefill = 0;
         b->sample = 1;
         for (int64_t i = 0; i < rq->decode_tokens; i++) {
             b->step = step++;
             step_marker(b, rq->arrival_s);
-            run_step(&x, sc, 1, rq->prompt_tokens + i);
+            run_step(&x, sc, 1, rq->prompt_tokens + i, split);
         }
         /* the request leaves: its KV cache is released */
         int64_t positions = rq->prompt_tokens + rq->decode_tokens;
@@ -213,14 +213,10 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
     return step;
 }
 
-int build_plan(const scenario *s, plan *out, cp_err *err)
+void build_plan(const scenario *s, plan *out)
 {
-    if (seqpar_check(s, err) != 0)
-        return -1;
     const layer_scheme *sc = seqpar_scheme(s);
     int nprogs = !sc && s->par.sp > 1 ? s->par.sp : 1;
-    if (nprogs > 1 && ex_check(s, err) != 0)
-        return -1;
     if (!sc)
         sc = nprogs > 1 ? ex_scheme() : &TP_SCHEME;
 
@@ -234,15 +230,18 @@ int build_plan(const scenario *s, plan *out, cp_err *err)
         plan_rank_coords(&lay, r, &tp_i, &sp_i, &dp_i);
         out->prog_of_rank[r] = nprogs > 1 ? sp_i : 0;
     }
-    for (int g = 0; g < nprogs; g++)
-        out->nsteps = build_program(s, &lay, &out->progs[g], sc, nprogs > 1 ? g : -1);
     out->nrequests = s->nreqs;
-    out->prefill_steps = calloc((size_t)s->nreqs + 1, sizeof *out->prefill_steps);
-    if (!out->prefill_steps)
-        return cp_fail(err, CP_EXIT_INTERNAL, "out of memory");
+    out->prefill_steps = cp_xcalloc((size_t)s->nreqs + 1, sizeof *out->prefill_steps);
+    int64_t steps = 0;
     for (int q = 0; q < s->nreqs; q++) {
         int64_t chunk = s->chunked_prefill ? s->max_num_batched_tokens : s->reqs[q].prompt_tokens;
         out->prefill_steps[q] = (int)((s->reqs[q].prompt_tokens + chunk - 1) / chunk);
+        steps += out->prefill_steps[q] + s->reqs[q].decode_tokens;
     }
-    return 0;
+    /* every program takes the same split decisions (ex_step_splits depends
+     * on the step's tokens only): program 0 records them */
+    out->step_split = cp_xcalloc((size_t)steps + 1, sizeof *out->step_split);
+    for (int g = 0; g < nprogs; g++)
+        out->nsteps = build_program(s, &lay, &out->progs[g], sc, nprogs > 1 ? g : -1,
+                                    g == 0 ? out->step_split : NULL);
 }

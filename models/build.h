@@ -9,12 +9,11 @@
 #define CP_BUILD_H
 
 #include "models/plan.h"
-#include "workloads/diag.h"
 #include "workloads/workload.h"
 
-int build_plan(const scenario *s, plan *out, cp_err *err);
-
-/* Number of ranks the scenario uses (tp * sp * dp). */
-int build_ranks(const scenario *s);
+/* The plan of s into *out (plan_free it).  s must come from wl_load, whose
+ * validation refuses every layout the schemes cannot build, so building
+ * cannot fail (out of host memory aborts). */
+void build_plan(const scenario *s, plan *out);
 
 #endif

@@ -107,22 +107,6 @@ static double share_pairs(const ex_share *s, int stripe, int P)
 
 /* ---- set-up ------------------------------------------------------------------ */
 
-int ex_check(const scenario *s, cp_err *err)
-{
-    const wl_parallel *p = &s->par;
-    if (s->model.attn == ATTN_MLA)
-        return cp_fail(err, CP_EXIT_INPUT,
-                       "parallel.sp = %d: the sequence-parallel exchange strategies "
-                       "(cp-exchange.md) split GQA attention; %s uses MLA (use sp: 1)",
-                       p->sp, s->model.name);
-    /* plan_op.send_off / recv_off are int8: ring peers up to 127 places away */
-    if (p->exchange == EX_RING && p->sp > 128)
-        return cp_fail(err, CP_EXIT_INPUT,
-                       "parallel.sp = %d: the ring exchange addresses at most 128 SP ranks",
-                       p->sp);
-    return 0;
-}
-
 int ex_step_splits(const scenario *s, int64_t t)
 {
     const wl_parallel *p = &s->par;
@@ -724,7 +708,12 @@ static void sp_final(bld *b, int64_t t)
     em_act_free(b, gathered);
 }
 
-static const layer_scheme SP_SCHEME = {"sp_exchange", sp_embed, sp_layer, sp_final};
+static int sp_splits(const bld *b)
+{
+    return ((const ex_ctx *)b)->split;
+}
+
+static const layer_scheme SP_SCHEME = {"sp_exchange", sp_embed, sp_layer, sp_final, sp_splits};
 
 const layer_scheme *ex_scheme(void)
 {

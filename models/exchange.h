@@ -58,12 +58,6 @@ typedef struct ex_ctx {
     int64_t most;            /* largest share over the SP ranks (split steps) */
 } ex_ctx;
 
-/* Refusals of layouts the plan cannot describe (exit 2, message names the
- * key): sp > 1 with MLA attention (the exchanges are GQA's; MLA models use
- * the DSA CP scheme), an EP group that neither lies inside a TP group nor
- * spans whole TP groups of one SP group, a ring of more than 128 ranks. */
-int ex_check(const scenario *s, cp_err *err);
-
 /* Whether a step of t new tokens runs split (cp-exchange.md "min_tokens"):
  * the node's exchange splits at all (Ulysses on head storage; all_gather
  * and ring on position storage; auto and none on position storage never

@@ -100,6 +100,10 @@ typedef struct layer_scheme {
     void (*embed)(bld *b, int64_t t);
     void (*layer)(bld *b, int64_t t, int64_t prefix);
     void (*final)(bld *b, int64_t t);
+    /* whether the current step's tokens are split over ranks (the SP group
+     * of an exchange, the TP group under sequence parallelism / DSA CP);
+     * NULL: never */
+    int (*splits)(const bld *b);
 } layer_scheme;
 
 #endif

@@ -39,6 +39,7 @@ void plan_free(plan *p)
     free(p->progs);
     free(p->prog_of_rank);
     free(p->prefill_steps);
+    free(p->step_split);
     memset(p, 0, sizeof *p);
 }
 
@@ -408,18 +409,11 @@ int plan_write_json(const plan *p, FILE *out, cp_err *err)
 
 /* ---- repeated regions ----------------------------------------------------- */
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p)
-        abort(); /* out of host memory: nothing sensible to report */
-    return p;
-}
 
 /* Region of each op (-1 outside) and the sequence index of its first copy. */
 static int32_t *region_map(const plan_prog *pg)
 {
-    int32_t *rg = xcalloc(pg->nops, sizeof *rg);
+    int32_t *rg = cp_xcalloc(pg->nops, sizeof *rg);
     for (uint32_t i = 0; i < pg->nops; i++)
         rg[i] = -1;
     for (uint32_t r = 0; r < pg->nregions; r++)
@@ -431,7 +425,7 @@ static int32_t *region_map(const plan_prog *pg)
 void plan_vseq_build(const plan_prog *pg, plan_vseq *v)
 {
     int32_t *rg = region_map(pg);
-    uint32_t *base = xcalloc(pg->nops, sizeof *base);
+    uint32_t *base = cp_xcalloc(pg->nops, sizeof *base);
     uint64_t n = 0;
     for (uint32_t i = 0; i < pg->nops;) {
         if (rg[i] < 0) {
@@ -447,9 +441,9 @@ void plan_vseq_build(const plan_prog *pg, plan_vseq *v)
     if (n > UINT32_MAX)
         abort(); /* more ops than an index holds: the builder would not get here */
     v->n = (uint32_t)n;
-    v->real = xcalloc(n, sizeof *v->real);
-    v->iter = xcalloc(n, sizeof *v->iter);
-    v->dep_first = xcalloc(n + 1, sizeof *v->dep_first);
+    v->real = cp_xcalloc(n, sizeof *v->real);
+    v->iter = cp_xcalloc(n, sizeof *v->iter);
+    v->dep_first = cp_xcalloc(n + 1, sizeof *v->dep_first);
     /* copies of every op, in sequence order */
     uint64_t ndeps = 0;
     for (uint32_t i = 0; i < pg->nops; i++) {
@@ -461,7 +455,7 @@ void plan_vseq_build(const plan_prog *pg, plan_vseq *v)
         }
         ndeps += (uint64_t)pg->ops[i].ndeps * copies;
     }
-    v->deps = xcalloc(ndeps, sizeof *v->deps);
+    v->deps = cp_xcalloc(ndeps, sizeof *v->deps);
     /* the last copy of op t: what ops outside its region wait for */
 #define LAST(t) (rg[t] < 0 ? base[t] : base[t] + (pg->regions[rg[t]].repeat - 1) * pg->regions[rg[t]].nops)
     uint32_t nd = 0;
@@ -570,7 +564,7 @@ static int expands_to(const plan_prog *folded, const plan_prog *orig)
 /* Fold one expanded program into out (empty); returns ops removed. */
 static size_t fold_prog(const plan_prog *pg, plan_prog *out)
 {
-    uint32_t *map = xcalloc(pg->nops, sizeof *map); /* old index -> new index */
+    uint32_t *map = cp_xcalloc(pg->nops, sizeof *map); /* old index -> new index */
     uint32_t i = 0;
     size_t saved = 0;
     while (i < pg->nops) {
@@ -643,9 +637,13 @@ void plan_expand(const plan *p, plan *out)
     out->nsteps = p->nsteps;
     out->nrequests = p->nrequests;
     if (p->prefill_steps) {
-        out->prefill_steps = xcalloc((size_t)p->nrequests, sizeof *out->prefill_steps);
+        out->prefill_steps = cp_xcalloc((size_t)p->nrequests, sizeof *out->prefill_steps);
         memcpy(out->prefill_steps, p->prefill_steps,
                (size_t)p->nrequests * sizeof *out->prefill_steps);
+    }
+    if (p->step_split) {
+        out->step_split = cp_xcalloc((size_t)p->nsteps + 1, sizeof *out->step_split);
+        memcpy(out->step_split, p->step_split, (size_t)p->nsteps * sizeof *out->step_split);
     }
     for (int g = 0; g < p->nprogs; g++) {
         const plan_prog *pg = &p->progs[g];

@@ -233,6 +233,8 @@ typedef struct plan {
     int *prefill_steps;      /* [nrequests]: steps of each request's prefill (its
                                 chunks under chunked prefill; 1 otherwise), its
                                 decode steps after them, requests in order */
+    uint8_t *step_split;     /* [nsteps]: 1 when the step's tokens ran split
+                                over ranks (layer_scheme.splits), 0 copied */
 } plan;
 
 /* ---- building ---------------------------------------------------------- */

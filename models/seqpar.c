@@ -20,17 +20,10 @@ int64_t seqpar_local_tokens(int64_t t, int tp)
     return (t + tp - 1) / tp;
 }
 
-int seqpar_dsa_cp(const scenario *s)
-{
-    if (s->par.dsa_cp >= 0)
-        return s->par.dsa_cp == 1;
-    return s->par.sequence_parallel && s->model.has_dsa;
-}
-
 /* Either scheme of this module applies (parallel.sp aside). */
 static int seqpar_on(const scenario *s)
 {
-    return s->par.sequence_parallel || seqpar_dsa_cp(s);
+    return s->par.sequence_parallel || wl_dsa_cp(s);
 }
 
 mem_shard seqpar_mem_shard(const scenario *s)
@@ -38,14 +31,14 @@ mem_shard seqpar_mem_shard(const scenario *s)
     mem_shard sh = {.tp = s->par.tp, .ep = s->par.ep};
     if (s->par.sp > 1 || !seqpar_on(s))
         return sh;
-    sh.full_attn = seqpar_dsa_cp(s);
+    sh.full_attn = wl_dsa_cp(s);
     sh.shared_tp = 1;
     return sh;
 }
 
 uint32_t seqpar_sharded(const scenario *s)
 {
-    if (s->par.tp <= 1 || s->par.sp > 1 || !seqpar_dsa_cp(s))
+    if (s->par.tp <= 1 || s->par.sp > 1 || !wl_dsa_cp(s))
         return 0;
     uint32_t bits = 0;
     for (int i = 0; i < s->par.n_layer_sharding; i++)
@@ -53,23 +46,6 @@ uint32_t seqpar_sharded(const scenario *s)
             if (strcmp(s->par.layer_sharding[i], mem_proj_name((mem_proj)p)) == 0)
                 bits |= 1u << p;
     return bits;
-}
-
-int seqpar_check(const scenario *s, cp_err *err)
-{
-    const ynode *par = yio_key(yio_root(s->doc), "parallel");
-    if (seqpar_on(s) && s->par.sp > 1)
-        return cp_fail_at(err, yio_key(par, "sp")->loc,
-                          "parallel.sp: sequence parallelism over the TP group%s runs with "
-                          "sp = 1; with sp = %d the exchange strategies shard the tokens (set "
-                          "sequence_parallel: false and dsa_cp: off, or sp: 1)",
-                          seqpar_dsa_cp(s) ? " (DSA CP)" : "", s->par.sp);
-    if (s->par.n_layer_sharding > 0 && !seqpar_dsa_cp(s))
-        return cp_fail_at(err, yio_key(par, "layer_sharding")->loc,
-                          "parallel.layer_sharding: layer sharding distributes full-layout "
-                          "projections, which only DSA CP gives every rank (sequence_parallel: "
-                          "true on a model with a DSA indexer, dsa_cp not off)");
-    return 0;
 }
 
 /* ---- steps ------------------------------------------------------------------- */
@@ -367,7 +343,7 @@ static void ffn_decode(bld *b, int64_t t)
 static void sp_layer(bld *b, int64_t t, int64_t prefix)
 {
     const arch *a = b->a;
-    int split = split_step(b), cp = seqpar_dsa_cp(b->s);
+    int split = split_step(b), cp = wl_dsa_cp(b->s);
     int64_t n = rows_of(b, t), h = a->hidden;
     uint8_t local = split ? TL_LOCAL : TL_FULL;
     mla_cp c = {.t = t, .prefix = prefix, .tl = n, .split = split,
@@ -427,12 +403,13 @@ static void sp_final(bld *b, int64_t t)
     em_act_free(b, hid(b, n)); /* residual */
 }
 
-static const layer_scheme SP_SCHEME = {"sequence_parallel", sp_embed, sp_layer, sp_final};
-static const layer_scheme DSA_CP_SCHEME = {"dsa_cp", sp_embed, sp_layer, sp_final};
+static const layer_scheme SP_SCHEME = {"sequence_parallel", sp_embed, sp_layer, sp_final,
+                                       split_step};
+static const layer_scheme DSA_CP_SCHEME = {"dsa_cp", sp_embed, sp_layer, sp_final, split_step};
 
 const layer_scheme *seqpar_scheme(const scenario *s)
 {
     if (s->par.sp > 1 || !seqpar_on(s))
         return NULL;
-    return seqpar_dsa_cp(s) ? &DSA_CP_SCHEME : &SP_SCHEME;
+    return wl_dsa_cp(s) ? &DSA_CP_SCHEME : &SP_SCHEME;
 }

@@ -39,19 +39,10 @@
 #include "models/memory.h"
 
 /* The scheme to build s with, or NULL when neither sequence parallelism
- * nor DSA CP applies (the plain tensor-parallel scheme is used) or when
- * parallel.sp > 1 (the exchange strategies; seqpar_check refuses the
- * combination). */
+ * nor DSA CP (wl_dsa_cp) applies (the plain tensor-parallel scheme is used)
+ * or when parallel.sp > 1 (the exchange strategies; workload validation
+ * refuses the combination of the two). */
 const layer_scheme *seqpar_scheme(const scenario *s);
-
-/* Refuse what the schemes cannot build: sequence parallelism or DSA CP
- * with parallel.sp > 1, parallel.layer_sharding without DSA CP (only DSA
- * CP gives the listed projections a full layout on every rank). */
-int seqpar_check(const scenario *s, cp_err *err);
-
-/* DSA CP applies to s: dsa_cp on, or auto with sequence_parallel on a DSA
- * model. */
-int seqpar_dsa_cp(const scenario *s);
 
 /* The weight sharding of the scheme s runs (memory.h). */
 mem_shard seqpar_mem_shard(const scenario *s);

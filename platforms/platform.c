@@ -10,6 +10,8 @@
  */
 #include "platforms/platform.h"
 
+#include <jansson.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -565,6 +567,58 @@ static void dump_links(const platform *p, FILE *out)
     put_num(out, "\n  ", "spine_latency", p->spine.latency);
     put_num(out, "\n  ", "efficiency", p->nic.efficiency);
     fprintf(out, "\n");
+}
+
+static json_t *link_json(const plat_link *l)
+{
+    return json_pack("{s:f, s:f, s:f}", "bandwidth", l->bandwidth, "latency", l->latency,
+                     "efficiency", l->efficiency);
+}
+
+json_t *plat_json(const platform *p)
+{
+    json_t *j = json_object(), *dev = json_object(), *peaks = json_object();
+    json_object_set_new(j, "name", json_string(p->name));
+    json_object_set_new(j, "source", json_string(p->source));
+    json_object_set_new(j, "devices", json_integer(plat_devices(p)));
+    json_object_set_new(j, "nodes", json_integer(p->nodes));
+    json_object_set_new(j, "devices_per_node", json_integer(p->devices_per_node));
+    json_object_set_new(dev, "model", json_string(p->device));
+    for (int t = 0; t < DT_COUNT; t++)
+        json_object_set_new(peaks, dtype_names[t], json_real(p->peak_flops[t]));
+    json_object_set_new(dev, "peak_flops", peaks);
+    json_object_set_new(dev, "vector_flops", json_real(p->vector_flops));
+    json_object_set_new(dev, "hbm_bytes", json_real(p->hbm_bytes));
+    json_object_set_new(dev, "hbm_bandwidth", json_real(p->hbm_bw));
+    json_object_set_new(dev, "reserved_bytes", json_real(p->reserved_bytes));
+    json_object_set_new(dev, "workspace_bytes", json_real(p->workspace_bytes));
+    json_object_set_new(dev, "sm_count", json_integer(p->sm_count));
+    json_object_set_new(dev, "launch", json_pack("{s:f, s:f}", "eager", p->launch_eager,
+                                                 "graph", p->launch_graph));
+    json_object_set_new(dev, "collective_latency",
+                        json_pack("{s:f, s:f}", "eager", p->coll_latency_eager, "graph",
+                                  p->coll_latency_graph));
+    json_object_set_new(dev, "efficiency",
+                        json_pack("{s:f, s:f, s:f}", "gemm", p->eff_gemm, "attention",
+                                  p->eff_attention, "memory", p->eff_memory));
+    json_object_set_new(dev, "calibration", json_string(p->calibration));
+    json_object_set_new(j, "device", dev);
+    json_t *fab = link_json(&p->intra);
+    json_object_set_new(fab, "kind", json_string(p->raw_xml ? "raw_xml" : fabric_kinds[p->fabric]));
+    json_object_set_new(j, "fabric", fab);
+    if (p->package_devices > 0) {
+        json_t *pk = link_json(&p->package);
+        json_object_set_new(pk, "devices", json_integer(p->package_devices));
+        json_object_set_new(j, "package", pk);
+    }
+    json_object_set_new(j, "network",
+                        json_pack("{s:f, s:f, s:f, s:f, s:f}", "nic_bandwidth", p->nic.bandwidth,
+                                  "nic_latency", p->nic.latency, "spine_bandwidth",
+                                  p->spine.bandwidth, "spine_latency", p->spine.latency,
+                                  "efficiency", p->nic.efficiency));
+    json_object_set_new(j, "collectives", json_pack("{s:f}", "allreduce_oneshot_max",
+                                                    p->allreduce_oneshot_max));
+    return j;
 }
 
 void plat_dump(const platform *p, FILE *out)

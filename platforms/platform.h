@@ -114,7 +114,11 @@ int plat_write_xml(const platform *p, FILE *out, cp_err *err);
 /* Names of the bundled presets, NULL-terminated (for messages/tests). */
 extern const char *const plat_bundled[];
 
-/* Print the resolved platform as YAML (cpsim validate). */
+/* Print the resolved platform as YAML (a preset file's format). */
 void plat_dump(const platform *p, FILE *out);
+/* The resolved platform as JSON (the keys of a preset, plus source and
+ * devices); caller decrefs. */
+struct json_t;
+struct json_t *plat_json(const platform *p);
 
 #endif

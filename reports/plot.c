@@ -753,6 +753,7 @@ void plot_point_of(json_t *line, plot_point *pt)
     pt->ok = st && strcmp(st, "ok") == 0 && json_is_object(s);
     point_labels(params, pt);
     pt->prompt = -1;
+    pt->split = -1;
     const char *k;
     json_t *v;
     json_object_foreach(params, k, v)
@@ -779,16 +780,9 @@ void plot_point_of(json_t *line, plot_point *pt)
     pt->min_tokens = (long long)json_integer_value(json_object_get(par, "min_tokens"));
     param_str(par, "exchange", pt->exchange, sizeof pt->exchange);
     param_str(par, "kv_storage", pt->kv_storage, sizeof pt->kv_storage);
-}
-
-int plot_point_split(const plot_point *pt)
-{
-    if (pt->sp <= 1 || !pt->exchange[0] || pt->prompt < 0 || pt->min_tokens < 0)
-        return -1;
-    if (strcmp(pt->exchange, "none") == 0 ||
-        (strcmp(pt->exchange, "auto") == 0 && strcmp(pt->kv_storage, "by_position") == 0))
-        return 0;
-    return pt->prompt >= pt->min_tokens;
+    json_t *split = json_object_get(rq, "split");
+    if (pt->sp > 1 && json_is_boolean(split))
+        pt->split = json_is_true(split);
 }
 
 /* ---- sweep: strategies against prompt length ------------------------------------------------ */

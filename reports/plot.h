@@ -62,16 +62,13 @@ typedef struct plot_point {
     long long min_tokens;      /* -1 unknown */
     char exchange[32];
     char kv_storage[32];
+    int split;                 /* requests[0]'s prefill ran split over the SP
+                                  group (the summary's requests[0].split): 1,
+                                  copied: 0; -1 when sp <= 1 or not known */
     char label[256];           /* strategy: "tp=4 sp=2 exchange=ring" */
     char shape[256];           /* the label without exchange and kv_storage */
 } plot_point;
 
 void plot_point_of(json_t *line, plot_point *pt);
-
-/* Whether the point's prefill step runs split (1) or copied (0) over its
- * SP group (cp-exchange.md: fewer new tokens than min_tokens run copied;
- * exchange none, and auto over by_position storage, never split); -1 when
- * there is no SP group (sp <= 1) or it is not known. */
-int plot_point_split(const plot_point *pt);
 
 #endif

@@ -52,6 +52,9 @@ typedef struct rep_request {
     double ttft_s;         /* first_token_s - arrival_s */
     double end_s;          /* end of the last step of the request */
     double tpot_s;         /* mean time per decode token, 0 without decode */
+    int split;             /* every prefill step ran split over ranks
+                              (plan.step_split) */
+    int split_steps;       /* how many of its steps ran split */
 } rep_request;
 
 typedef struct rep_summary {

@@ -272,7 +272,12 @@ static void requests(const scenario *s, const plan *p, const eng_result *r, rep_
         rq->arrival_s = s->reqs[q].arrival_s;
         int prefill = p->prefill_steps ? p->prefill_steps[q] : 1;
         int nsteps = prefill + (int)s->reqs[q].decode_tokens;
+        rq->split = 1;
         for (int k = 0; k < nsteps; k++, step++) {
+            int split = p->step_split && p->step_split[step];
+            rq->split_steps += split;
+            if (k < prefill && !split)
+                rq->split = 0;
             double end = 0;
             for (int rk = 0; rk < p->nranks; rk++) {
                 double e = r->step_end[(size_t)rk * r->nsteps + step];
@@ -433,6 +438,8 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
         json_object_set_new(o, "decode_tokens", json_integer(rq->decode_tokens));
         json_object_set_new(o, "tpot_s", json_real(rq->tpot_s));
         json_object_set_new(o, "end_s", json_real(rq->end_s));
+        json_object_set_new(o, "split", json_boolean(rq->split));
+        json_object_set_new(o, "split_steps", json_integer(rq->split_steps));
         json_array_append_new(reqs, o);
     }
     json_object_set_new(j, "requests", reqs);

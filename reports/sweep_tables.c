@@ -191,7 +191,7 @@ static double best_ttft(const plot_point *pts, size_t n, const char *exchange, c
     for (size_t i = 0; i < n; i++) {
         const plot_point *p = &pts[i];
         if (!p->ok || p->prompt != prompt || strcmp(p->shape, shape) != 0 ||
-            strcmp(p->exchange, exchange) != 0 || plot_point_split(p) != split)
+            strcmp(p->exchange, exchange) != 0 || p->split != split)
             continue;
         double t = p->oom ? INFINITY : p->ttft_s;
         if (isnan(best) || t < best)
@@ -280,11 +280,11 @@ static int write_split(const plot_point *pts, size_t n, const char *path, FILE *
     int rows = 0;
     for (size_t i = 0; i < n; i++) {
         const plot_point *p = &pts[i];
-        if (plot_point_split(p) != 1)
+        if (p->split != 1)
             continue;
         int seen = 0;     /* first split point of its (exchange, shape) */
         for (size_t k = 0; k < i && !seen; k++)
-            seen = plot_point_split(&pts[k]) == 1 && strcmp(pts[k].exchange, p->exchange) == 0 &&
+            seen = pts[k].split == 1 && strcmp(pts[k].exchange, p->exchange) == 0 &&
                    strcmp(pts[k].shape, p->shape) == 0;
         if (seen)
             continue;

@@ -102,8 +102,9 @@ START_TEST(token_layout_contract)
     scenario s;
     plan p;
     tu_plan(&s, &p, GLM, NULL, 0);
-    ck_assert(seqpar_dsa_cp(&s));
+    ck_assert(wl_dsa_cp(&s));
     ck_assert_str_eq(seqpar_scheme(&s)->name, "dsa_cp");
+    ck_assert_int_eq(p.step_split[0], 1); /* the prefill's tokens split over TP16 */
     ck_assert_int_eq(tu_count(&p, 0, "mla_sparse_attention", -2), 78);
     ck_assert_int_eq(tu_count(&p, 0, "indexer_topk", -2), 78);
     ck_assert_int_eq(tu_count(&p, 0, "attn_token_slice", -2), 78);
@@ -272,7 +273,7 @@ START_TEST(dsa_cp_what_ifs)
     plan p;
     const char *off[] = {"parallel.dsa_cp=off"};
     tu_plan(&s, &p, GLM, off, 1);
-    ck_assert(!seqpar_dsa_cp(&s));
+    ck_assert(!wl_dsa_cp(&s));
     ck_assert_str_eq(seqpar_scheme(&s)->name, "sequence_parallel");
     ck_assert_int_eq(tu_find(&p, 0, "mla_sparse_attention", 5)->attn.heads, 4);
     ck_assert_ptr_nonnull(tu_find(&p, 0, "attn_reduce_scatter", 5));
@@ -673,26 +674,27 @@ START_TEST(description_refusals)
 }
 END_TEST
 
-/* What the schemes cannot build is refused. */
+/* What the schemes cannot build is refused when the workload loads, at the
+ * key's place in the file. */
 START_TEST(scheme_refusals)
 {
     scenario s;
     cp_err err = {0};
-    const char *sp2[] = {"parallel.sp=2", "parallel.tp=8", "parallel.ep=8"};
-    tu_load(&s, GLM, sp2, 3);
-    ck_assert_ptr_null(seqpar_scheme(&s));
-    ck_assert_int_eq(seqpar_check(&s, &err), -1);
-    ck_assert_ptr_nonnull(strstr(err.msg, "parallel.sp"));
-    wl_free(&s);
+    static const char sp2[] = "model: glm-5.1\n"
+                              "platform: ascend-a3-16\n"
+                              "parallel: {tp: 8, ep: 8,\n"
+                              "           sp: 2, sequence_parallel: true}\n"
+                              "requests: [{prompt_tokens: 4096}]\n";
+    ck_assert_int_eq(tu_try_load(&s, sp2, NULL, 0, &err), -1);
+    ck_assert_int_eq(err.code, CP_EXIT_INPUT);
+    ck_assert_msg(strstr(err.msg, ":4:16: parallel.sp: sequence parallelism over the TP group"),
+                  "%s", err.msg);
     memset(&err, 0, sizeof err);
     const char *ls[] = {"parallel.dsa_cp=off", "parallel.layer_sharding=[o_proj]"};
-    tu_load(&s, GLM, ls, 2);
-    ck_assert_int_eq(seqpar_check(&s, &err), -1);
-    ck_assert_ptr_nonnull(strstr(err.msg, "parallel.layer_sharding"));
-    ck_assert_uint_eq(seqpar_sharded(&s), 0);
-    wl_free(&s);
+    ck_assert_int_eq(tu_try_load(&s, GLM, ls, 2, &err), -1);
+    ck_assert_msg(strstr(err.msg, "parallel.layer_sharding: layer sharding"), "%s", err.msg);
     tu_load(&s, GLM, NULL, 0);
-    ck_assert_int_eq(seqpar_check(&s, &err), 0);
+    ck_assert_ptr_nonnull(seqpar_scheme(&s));
     wl_free(&s);
 }
 END_TEST

@@ -514,6 +514,8 @@ START_TEST(min_tokens_boundary)
         sp_plan(&s, &p, 4, 2, "by_position", "ring", T, extra, 1);
         int split = T >= 4096;
         ck_assert_int_eq(ex_step_splits(&s, T), split);
+        ck_assert_int_eq(p.nsteps, 1);
+        ck_assert_int_eq(p.step_split[0], split); /* what the summary reports */
         for (int g = 0; g < 2; g++) {
             ck_assert_int_eq(count_ops(&p, g, 0, 0, OPK_P2P, "ring_hop", NULL), split);
             ck_assert_int_eq(count_ops(&p, g, 0, 0, OPK_COMPUTE, "dcp_attention", NULL),
@@ -743,16 +745,12 @@ END_TEST
 
 /* ---- refusals ------------------------------------------------------------------------------ */
 
+/* Refused at load (every refusal lives in the workload's validation). */
 static void refused(const char *const *sets, int n, const char *want)
 {
     scenario s;
-    plan p;
     cp_err err = {0};
     int rc = tu_try_load(&s, THINKER, sets, n, &err);
-    if (rc == 0) {
-        rc = build_plan(&s, &p, &err);
-        wl_free(&s);
-    }
     ck_assert_int_ne(rc, 0);
     ck_assert_int_eq(err.code, CP_EXIT_INPUT);
     ck_assert_msg(strstr(err.msg, want) != NULL, "\"%s\" lacks \"%s\"", err.msg, want);
@@ -771,7 +769,7 @@ START_TEST(refusals)
     const char *ul[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
                         "parallel.exchange=ulysses"};
     refused(ul, 4, "with kv_storage by_position the accepted values are");
-    /* in the plan: MLA attention, rings too large */
+    /* what the plan cannot describe: MLA attention, rings too large */
     const char *mla[] = {"model=deepseek-v3", "platform=h200-sxm-8", "parallel.tp=4",
                          "parallel.sp=2"};
     refused(mla, 4, "uses MLA");
@@ -970,6 +968,24 @@ START_TEST(split_overtakes_copied)
 }
 END_TEST
 
+/* The summary says per request whether its prefill ran split: a ring step
+ * of 4096 tokens splits at min_tokens 4096, not at 4097; decode steps (one
+ * token on two SP ranks) never do. */
+START_TEST(summary_says_split)
+{
+    for (int k = 0; k < 2; k++) {
+        const char *extra[] = {k ? "parallel.min_tokens=4097" : "parallel.min_tokens=4096",
+                               "requests.0.decode_tokens=2"};
+        json_t *sm = simulate(4, 2, "ring", 4096, extra, 2);
+        json_t *rq = json_array_get(json_object_get(sm, "requests"), 0);
+        ck_assert(json_is_boolean(json_object_get(rq, "split")));
+        ck_assert_int_eq(json_is_true(json_object_get(rq, "split")), !k);
+        ck_assert_int_eq(json_integer_value(json_object_get(rq, "split_steps")), !k);
+        json_decref(sm);
+    }
+}
+END_TEST
+
 /* Memory capacity below the peak the timeline reaches sets the OOM verdict. */
 START_TEST(oom_verdict)
 {
@@ -1019,6 +1035,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ring_hops_closed_form);
     tcase_add_test(tc, dcp_copied_steps);
     tcase_add_test(tc, min_tokens_boundary);
+    tcase_add_test(tc, summary_says_split);
     tcase_add_test(tc, moe_under_sp);
     tcase_add_test(tc, memory_balance_all_strategies);
     tcase_add_test(tc, memory_by_phase);

@@ -365,6 +365,32 @@ START_TEST(scenario_hash_follows_content_not_place)
 }
 END_TEST
 
+/* The same workload with its quant description, copied into two folders,
+ * hashes alike; the description with its expert weights W8A8 instead of
+ * W8A8_DYNAMIC (58,368 entries; the workload's text unchanged) does not. */
+START_TEST(scenario_hash_reads_the_files_it_names)
+{
+    static const char yaml[] = "model: glm-5.1\nplatform: ascend-a3-16\n"
+                               "precision: {weights: int8, activations: bf16, kv_cache: bf16,\n"
+                               "            quant_description: d.json}\n"
+                               "parallel: {tp: 16, ep: 16}\nrequests: [{prompt_tokens: 4096}]\n";
+    write_file("q1/w.yaml", yaml);
+    write_file("q2/x/w.yaml", yaml);
+    write_file("q3/w.yaml", yaml);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "sh %s/tests/quant/dsa-w8a8-description.sh > %s/q1/d.json && "
+             "cp %s/q1/d.json %s/q2/x/d.json && "
+             "sed 's/\\(experts\\.[0-9]*\\.[a-z_]*\\.weight\\)\": \"W8A8_DYNAMIC\"/\\1\": \"W8A8\"/'"
+             " %s/q1/d.json > %s/q3/d.json",
+             CP_SRCDIR, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+    uint64_t a = hash_of("q1/w.yaml", NULL, 0);
+    ck_assert(hash_of("q2/x/w.yaml", NULL, 0) == a);
+    ck_assert(hash_of("q3/w.yaml", NULL, 0) != a);
+}
+END_TEST
+
 /* ---- results, resume, shards, merge ----------------------------------------------------- */
 
 static json_t *line(int index, const char *id, const char *status)
@@ -530,15 +556,18 @@ static json_t *result(int index, int tp, int sp, const char *exchange, long long
 {
     char id[17];
     snprintf(id, sizeof id, "%016x", index);
+    /* what the plan records for a prefill of `prompt` tokens (summary
+     * requests[].split): an SP exchange that splits, min_tokens reached */
+    int split = sp > 1 && strcmp(exchange, "none") != 0 && prompt >= min_tokens;
     return json_pack("{s:i, s:s, s:{s:i, s:i, s:s, s:I, s:I}, s:s, s:s, s:{s:{s:{s:i, s:i, s:s,"
-                     " s:s, s:I}}, s:f, s:[{s:I}], s:f, s:f, s:f, s:b}}",
+                     " s:s, s:I}}, s:f, s:[{s:I, s:b}], s:f, s:f, s:f, s:b}}",
                      "index", index, "id", id, "params", "parallel.tp", tp, "parallel.sp", sp,
                      "parallel.exchange", exchange, "parallel.min_tokens", (json_int_t)min_tokens,
                      "requests.0.prompt_tokens", (json_int_t)prompt, "scenario_hash", "h",
                      "status", "ok", "summary", "scenario", "parallel", "tp", tp, "sp", sp,
                      "exchange", exchange, "kv_storage", "by_position", "min_tokens",
                      (json_int_t)min_tokens, "ttft_s", ttft, "requests", "prompt_tokens",
-                     (json_int_t)prompt, "overlap_fraction", 0.25, "peak_bytes_max", 5e10,
+                     (json_int_t)prompt, "split", split, "overlap_fraction", 0.25, "peak_bytes_max", 5e10,
                      "capacity_bytes", 8e10, "oom", oom);
 }
 
@@ -573,13 +602,13 @@ START_TEST(points_classify_split_and_copied_steps)
     synthetic(&l);
     plot_point p;
     plot_point_of(l.line[0], &p);
-    ck_assert_int_eq(plot_point_split(&p), 1);
+    ck_assert_int_eq(p.split, 1);
     ck_assert_str_eq(p.label, "tp=4 sp=2 exchange=ring");
     ck_assert_str_eq(p.shape, "tp=4 sp=2");
     plot_point_of(l.line[1], &p);
-    ck_assert_int_eq(plot_point_split(&p), 0);
+    ck_assert_int_eq(p.split, 0);
     plot_point_of(l.line[4], &p);
-    ck_assert_int_eq(plot_point_split(&p), -1);
+    ck_assert_int_eq(p.split, -1);
     plot_point_of(l.line[l.n - 1], &p);
     ck_assert_int_eq(p.ok, 0);
     ck_assert_int_eq(p.tp, 2);
@@ -656,6 +685,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_sweep_files_are_refused_with_their_place);
     tcase_add_test(tc, fnv1a_matches_its_reference_values);
     tcase_add_test(tc, scenario_hash_follows_content_not_place);
+    tcase_add_test(tc, scenario_hash_reads_the_files_it_names);
     tcase_add_test(tc, a_torn_last_line_is_dropped_and_repaired);
     tcase_add_test(tc, append_writes_whole_lines_and_normalize_dedupes);
     tcase_add_test(tc, shards_partition_the_points);

@@ -165,7 +165,7 @@ START_TEST(test_workload_every_key)
         "  tp: 2\n  sp: 2\n  ep: 4\n  dp: 2\n"
         "  kv_storage: by_position\n  exchange: all_gather\n  min_tokens: 1_024\n"
         "  split: zigzag\n  all_gather_tensors: kv\n  ring_overlap: no\n"
-        "  sequence_parallel: yes\n  dsa_cp: off\n  layer_sharding: [o_proj]\n"
+        "  sequence_parallel: no\n  dsa_cp: off\n  layer_sharding: []\n"
         "engine: {graph: captured, chunked_prefill: false}\n"
         "simulation: {network_model: l07}\n"
         "requests:\n"
@@ -188,10 +188,9 @@ START_TEST(test_workload_every_key)
     ck_assert_int_eq(s.par.split, SPLIT_ZIGZAG);
     ck_assert_int_eq(s.par.all_gather_tensors, AGT_KV);
     ck_assert_int_eq(s.par.ring_overlap, 0);
-    ck_assert_int_eq(s.par.sequence_parallel, 1);
+    ck_assert_int_eq(s.par.sequence_parallel, 0);
     ck_assert_int_eq(s.par.dsa_cp, 0);
-    ck_assert_int_eq(s.par.n_layer_sharding, 1);
-    ck_assert_str_eq(s.par.layer_sharding[0], "o_proj");
+    ck_assert_int_eq(s.par.n_layer_sharding, 0); /* a list: tests/check_dsa.c */
     ck_assert_int_eq(s.graph, GRAPH_CAPTURED);
     ck_assert_int_eq(s.net_model, NET_L07);
     ck_assert_int_eq(s.nreqs, 3);
@@ -332,14 +331,17 @@ static const vcase vcases[] = {
     { { "parallel.tp=8", "parallel.dsa_cp=on" },
       "parallel.dsa_cp: on needs a model with a DSA indexer" },
     /* layer sharding */
-    { { "model=deepseek-v3", "parallel.tp=8",
+    { { "model=deepseek-v3.2-exp", "parallel.tp=8", "parallel.sequence_parallel=true",
         "parallel.layer_sharding=[q_b_proj, kv_b_proj, o_proj, q_a_proj, kv_a_proj]" }, NULL },
-    { { "parallel.layer_sharding=[o_proj]" }, NULL },
+    { { "model=deepseek-v3", "parallel.tp=8", "parallel.layer_sharding=[o_proj]" },
+      "parallel.layer_sharding: layer sharding distributes full-layout projections, which only "
+      "DSA CP gives every rank" },
+    { { "parallel.layer_sharding=[o_proj]" }, "which only DSA CP gives every rank" },
     { { "parallel.layer_sharding=[kv_a_proj]" },
       "parallel.layer_sharding.0: kv_a_proj needs an MLA model; qwen3-omni-30b-a3b-thinker uses "
       "GQA attention" },
     { { "model=" CONFIGS "mla-no-qlora.json", "parallel.layer_sharding=[kv_b_proj, kv_a_proj]" },
-      NULL },
+      "which only DSA CP gives every rank" },
     { { "model=" CONFIGS "mla-no-qlora.json", "parallel.layer_sharding=[o_proj, q_a_proj]" },
       "parallel.layer_sharding.1: q_a_proj needs q_lora_rank > 0" },
     { { "parallel.layer_sharding=[o_proj, o_proj]" }, "\"o_proj\" is listed twice" },
@@ -467,7 +469,7 @@ START_TEST(test_workload_dump)
     ck_assert_str_eq(yio_key(model, "dsa")->str, "false");
     const ynode *plat = yio_key(res, "platform");
     ck_assert_str_eq(yio_key(plat, "devices")->str, "8");
-    ck_assert_str_eq(yio_key(plat, "device")->str, "H100 SXM5");
+    ck_assert_str_eq(yio_key(yio_key(plat, "device"), "model")->str, "H100 SXM5");
     const ynode *par = yio_key(res, "parallel");
     ck_assert_str_eq(yio_key(par, "sp")->str, "2");
     ck_assert_str_eq(yio_key(par, "dp")->str, "1");
@@ -616,8 +618,12 @@ START_TEST(test_workload_dsa_keys)
     FILE *f = open_memstream(&text, &len);
     wl_dump(&s, f);
     fclose(f);
-    ck_assert_ptr_nonnull(strstr(text, "    quant_description: "));
-    ck_assert_ptr_nonnull(strstr(text, "    dsa_cp_layout: vllm_ascend\n"));
+    ydoc *doc = yio_parse_string(text, len, "dump", &err);
+    ck_assert_msg(doc != NULL, "%s\n%s", err.msg, text);
+    const ynode *res = yio_key(yio_root(doc), "resolved");
+    ck_assert_str_eq(yio_key(yio_key(res, "precision"), "quant_description")->str, desc);
+    ck_assert_str_eq(yio_key(yio_key(res, "parallel"), "dsa_cp_layout")->str, "vllm_ascend");
+    yio_free(doc);
     free(text);
     wl_free(&s);
     ck_assert_ptr_null(s.quant);

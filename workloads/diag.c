@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int vfail(cp_err *err, int code, const char *prefix, const char *fmt, va_list ap)
@@ -101,4 +102,12 @@ char *cp_suggest(char *buf, size_t len, const char *word, const char *const *can
     else if (len)
         buf[0] = '\0';
     return buf;
+}
+
+void *cp_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        abort();
+    return p;
 }

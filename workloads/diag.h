@@ -44,4 +44,8 @@ const char *cp_did_you_mean(const char *word, const char *const *cands);
  * else an empty string. Returns buf. */
 char *cp_suggest(char *buf, size_t len, const char *word, const char *const *cands);
 
+/* calloc of n (at least 1) elements of size bytes, zeroed; aborts when the
+ * host is out of memory (nothing sensible is left to report). */
+void *cp_xcalloc(size_t n, size_t size);
+
 #endif

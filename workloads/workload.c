@@ -6,6 +6,8 @@
  */
 #include "workloads/workload.h"
 
+#include <dirent.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 
 #include "models/plan.h"
 #include "models/quant.h"
+#include "platforms/platform_xml.h"
 #include "workloads/datadir.h"
 
 /* Bounds of the workload format (our own sanity limits, far beyond any
@@ -642,6 +645,53 @@ static int check_exchange_keys(const scenario *s, cp_err *err)
     return 0;
 }
 
+int wl_dsa_cp(const scenario *s)
+{
+    if (s->par.dsa_cp >= 0)
+        return s->par.dsa_cp == 1;
+    return s->par.sequence_parallel && s->model.has_dsa;
+}
+
+/* Sequence parallelism over the TP group (and DSA CP) runs with sp = 1;
+ * layer sharding needs DSA CP, which alone gives every rank the listed
+ * projections' full layout. */
+static int check_seqpar(const scenario *s, cp_err *err)
+{
+    int cp = wl_dsa_cp(s);
+    if ((s->par.sequence_parallel || cp) && s->par.sp > 1)
+        return cp_fail_at(err, loc_of(s, "parallel", "sp"),
+                          "parallel.sp: sequence parallelism over the TP group%s runs with "
+                          "sp = 1; with sp = %d the exchange strategies shard the tokens (set "
+                          "sequence_parallel: false and dsa_cp: off, or sp: 1)",
+                          cp ? " (DSA CP)" : "", s->par.sp);
+    if (s->par.n_layer_sharding > 0 && !cp)
+        return cp_fail_at(err, loc_of(s, "parallel", "layer_sharding"),
+                          "parallel.layer_sharding: layer sharding distributes full-layout "
+                          "projections, which only DSA CP gives every rank (sequence_parallel: "
+                          "true on a model with a DSA indexer, dsa_cp not off)");
+    return 0;
+}
+
+/* What the exchange strategies (sp > 1) can describe: GQA attention (MLA
+ * models take the DSA CP scheme), a ring of at most 128 ranks (plan_op's
+ * send_off / recv_off are int8: peers up to 127 places away). */
+static int check_sp_attention(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    if (p->sp <= 1 || s->par.sequence_parallel || wl_dsa_cp(s))
+        return 0;
+    if (s->model.attn == ATTN_MLA)
+        return cp_fail_at(err, loc_of(s, "parallel", "sp"),
+                          "parallel.sp = %d: the sequence-parallel exchange strategies "
+                          "(cp-exchange.md) split GQA attention; %s uses MLA (use sp: 1)",
+                          p->sp, s->model.name);
+    if (p->exchange == EX_RING && p->sp > 128)
+        return cp_fail_at(err, loc_of(s, "parallel", "sp"),
+                          "parallel.sp = %d: the ring exchange addresses at most 128 SP ranks",
+                          p->sp);
+    return 0;
+}
+
 static int check_dsa(const scenario *s, cp_err *err)
 {
     if (s->par.dsa_cp == 1 && !s->model.has_dsa)
@@ -681,7 +731,8 @@ static int validate(const scenario *s, cp_err *err)
     if (check_devices(s, err) < 0 || check_heads(s, err) < 0 || check_experts(s, err) < 0 ||
         check_exchange(s, err) < 0 || check_exchange_keys(s, err) < 0 ||
         check_ulysses(s, err) < 0 || check_engine(s, err) < 0 ||
-        check_dsa(s, err) < 0 || check_sharding(s, err) < 0)
+        check_dsa(s, err) < 0 || check_sharding(s, err) < 0 || check_seqpar(s, err) < 0 ||
+        check_sp_attention(s, err) < 0)
         return -1;
     return 0;
 }
@@ -846,85 +897,237 @@ const char *wl_dsa_layout_name(wl_dsa_layout l)
     return (unsigned)l < COUNT(dsa_layout_names) - 1 ? dsa_layout_names[l] : "?";
 }
 
-/* "<indent>key: "value"\n" with the value quoted as YAML needs. */
-static void put_str(FILE *out, int indent, const char *key, const char *value)
+static json_t *model_json(const arch *m)
 {
-    ynode n = { .kind = YN_SCALAR, .str = (char *)value, .quoted = 1 };
-    fprintf(out, "%*s%s: ", indent, "", key);
-    yio_dump(&n, out, 0);
+    json_t *j = json_object();
+    json_object_set_new(j, "name", json_string(m->name));
+    json_object_set_new(j, "config", json_string(m->path));
+    json_object_set_new(j, "hidden", json_integer(m->hidden));
+    json_object_set_new(j, "layers", json_integer(m->layers));
+    json_object_set_new(j, "attention", json_string(m->attn == ATTN_MLA ? "mla" : "gqa"));
+    json_object_set_new(j, "heads", json_integer(m->heads));
+    json_object_set_new(j, "kv_heads", json_integer(m->kv_heads));
+    json_object_set_new(j, "head_dim", json_integer(m->head_dim));
+    json_object_set_new(j, "qk_norm", json_boolean(m->qk_norm));
+    json_object_set_new(j, "moe", json_boolean(m->has_moe));
+    if (m->has_moe) {
+        json_object_set_new(j, "experts", json_integer(m->experts));
+        json_object_set_new(j, "top_k", json_integer(m->top_k));
+        json_object_set_new(j, "moe_intermediate", json_integer(m->moe_intermediate));
+        json_object_set_new(j, "router", json_string(m->router_sigmoid ? "sigmoid" : "softmax"));
+    }
+    json_object_set_new(j, "mla", json_boolean(m->attn == ATTN_MLA));
+    json_object_set_new(j, "dsa", json_boolean(m->has_dsa));
+    if (m->sliding_window > 0) {
+        json_object_set_new(j, "sliding_window", json_integer(m->sliding_window));
+        json_object_set_new(j, "window_layers", json_integer(m->window_layers));
+    }
+    json_object_set_new(j, "max_position", json_integer(m->max_position));
+    return j;
 }
 
-static void dump_model(const arch *m, FILE *out)
+static json_t *section_json(const scenario *s, const wl_section *sec)
 {
-    fputs("  model:\n", out);
-    put_str(out, 4, "name", m->name);
-    put_str(out, 4, "config", m->path);
-    fprintf(out, "    hidden: %lld\n    layers: %lld\n    attention: %s\n"
-                 "    heads: %lld\n    kv_heads: %lld\n    head_dim: %lld\n",
-            (long long)m->hidden, (long long)m->layers, m->attn == ATTN_MLA ? "mla" : "gqa",
-            (long long)m->heads, (long long)m->kv_heads, (long long)m->head_dim);
-    fprintf(out, "    moe: %s\n", m->has_moe ? "true" : "false");
-    if (m->has_moe)
-        fprintf(out, "    experts: %lld\n    top_k: %lld\n    moe_intermediate: %lld\n",
-                (long long)m->experts, (long long)m->top_k, (long long)m->moe_intermediate);
-    fprintf(out, "    mla: %s\n    dsa: %s\n    max_position: %lld\n",
-            m->attn == ATTN_MLA ? "true" : "false", m->has_dsa ? "true" : "false",
-            (long long)m->max_position);
-}
-
-static void dump_section(const scenario *s, const wl_section *sec, FILE *out)
-{
-    fprintf(out, "  %s:\n", sec->key);
+    json_t *j = json_object();
     for (size_t i = 0; i < sec->n; i++) {
         const wl_field *f = &sec->fields[i];
         long long v = field_get(s, f);
-        fprintf(out, "    %s: ", f->key);
         if (f->type == F_ENUM)
-            fprintf(out, "%s\n", field_name(f, v));
+            json_object_set_new(j, f->key, json_string(field_name(f, v)));
         else if (f->type == F_BOOL)
-            fprintf(out, "%s\n", v ? "true" : "false");
+            json_object_set_new(j, f->key, json_boolean(v));
         else
-            fprintf(out, "%lld\n", v);
+            json_object_set_new(j, f->key, json_integer(v));
     }
     if (sec->read_extra == read_layer_sharding) {
-        fputs("    layer_sharding: [", out);
+        json_t *a = json_array();
         for (int i = 0; i < s->par.n_layer_sharding; i++)
-            fprintf(out, "%s%s", i ? ", " : "", s->par.layer_sharding[i]);
-        fputs("]\n", out);
+            json_array_append_new(a, json_string(s->par.layer_sharding[i]));
+        json_object_set_new(j, "layer_sharding", a);
     }
     if (sec->read_extra == read_engine_memory) {
-        fprintf(out, "    memory:\n      reserved_bytes: %.6g\n      workspace_bytes: %.6g\n"
-                     "      kv_pool: %s\n", s->mem.reserved_bytes, s->mem.workspace_bytes,
-                kv_pool_names[s->mem.kv_pool]);
+        json_t *m = json_object();
+        json_object_set_new(m, "reserved_bytes", json_real(s->mem.reserved_bytes));
+        json_object_set_new(m, "workspace_bytes", json_real(s->mem.workspace_bytes));
+        json_object_set_new(m, "kv_pool", json_string(kv_pool_names[s->mem.kv_pool]));
         if (s->mem.kv_pool == KVP_PREALLOCATE)
-            fprintf(out, "      gpu_memory_utilization: %.6g\n", s->mem.gpu_memory_utilization);
+            json_object_set_new(m, "gpu_memory_utilization",
+                                json_real(s->mem.gpu_memory_utilization));
+        json_object_set_new(j, "memory", m);
+    }
+    return j;
+}
+
+json_t *wl_resolved(const scenario *s)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "workload", json_string(s->path));
+    json_object_set_new(j, "model", model_json(&s->model));
+    json_object_set_new(j, "platform", plat_json(&s->plat));
+    json_t *pr = json_object();
+    json_object_set_new(pr, "weights", json_string(wl_weights_name(s)));
+    json_object_set_new(pr, "activations", json_string(dtype_name(s->a_dtype)));
+    json_object_set_new(pr, "kv_cache", json_string(dtype_name(s->kv_dtype)));
+    if (s->w_dtype == DT_FP8 || s->w_dtype == DT_INT8)
+        json_object_set_new(pr, "activation_quant", json_string(act_quant_names[s->act_quant]));
+    if (s->quant)
+        json_object_set_new(pr, "quant_description", json_string(s->quant_path));
+    json_object_set_new(j, "precision", pr);
+    for (size_t i = 0; i < COUNT(sections); i++)
+        json_object_set_new(j, sections[i].key, section_json(s, &sections[i]));
+    json_t *rq = json_array();
+    for (int i = 0; i < s->nreqs; i++)
+        json_array_append_new(rq, json_pack("{s:I, s:f, s:I}", "prompt_tokens",
+                                            (json_int_t)s->reqs[i].prompt_tokens, "arrival_s",
+                                            s->reqs[i].arrival_s, "decode_tokens",
+                                            (json_int_t)s->reqs[i].decode_tokens));
+    json_object_set_new(j, "requests", rq);
+    return j;
+}
+
+int wl_files(const scenario *s, char (*paths)[1024], int cap)
+{
+    int n = 0;
+    if (n < cap)
+        snprintf(paths[n++], sizeof paths[0], "%s", s->model.path);
+    if (n < cap)
+        snprintf(paths[n++], sizeof paths[0], "%s", s->plat.source);
+    if (s->quant && n < cap)
+        snprintf(paths[n++], sizeof paths[0], "%s", s->quant_path);
+    if (!s->plat.calibration[0])
+        return n;
+    /* the profile's tables (its .csv and .json files, in name order) */
+    char rel[256], dir[1024];
+    snprintf(rel, sizeof rel, "platforms/calibration/%s", s->plat.calibration);
+    cp_data_path(dir, sizeof dir, rel);
+    struct dirent **names = NULL;
+    int k = scandir(dir, &names, NULL, alphasort);
+    for (int i = 0; i < k; i++) {
+        const char *dot = strrchr(names[i]->d_name, '.');
+        int table = dot && (strcmp(dot, ".csv") == 0 || strcmp(dot, ".json") == 0);
+        if (table && names[i]->d_name[0] != '.' && n < cap) {
+            int w = snprintf(paths[n], sizeof paths[0], "%s/%s", dir, names[i]->d_name);
+            if (w > 0 && (size_t)w < sizeof paths[0])
+                n++; /* a longer path than a buffer holds is not hashed */
+        }
+        free(names[i]);
+    }
+    free(names);
+    return n;
+}
+
+/* A scalar as YAML, no newline: strings double-quoted as JSON writes them
+ * (a JSON string is a YAML double-quoted scalar), numbers in their
+ * shortest exact text. */
+static void put_scalar(const json_t *v, FILE *out)
+{
+    char num[32];
+    if (json_is_string(v)) {
+        json_dumpf(v, out, JSON_ENCODE_ANY);
+    } else if (json_is_integer(v)) {
+        fprintf(out, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        fputs(plat_num(num, sizeof num, json_real_value(v)), out);
+    } else if (json_is_boolean(v)) {
+        fputs(json_is_true(v) ? "true" : "false", out);
+    } else {
+        fputs("null", out);
+    }
+}
+
+static int flat(const json_t *v)
+{
+    if (!json_is_object(v) && !json_is_array(v))
+        return 1;
+    const char *k;
+    const json_t *x;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x)
+            if (json_is_object(x) || json_is_array(x))
+                return 0;
+    } else {
+        json_array_foreach(v, i, x)
+            if (json_is_object(x) || json_is_array(x))
+                return 0;
+    }
+    return 1;
+}
+
+/* A flat mapping or sequence on one line: {a: 1, b: "x"} or ["x", "y"]. */
+static void put_flow(const json_t *v, FILE *out)
+{
+    const char *k;
+    json_t *x;
+    size_t i;
+    if (json_is_object(v)) {
+        const char *sep = "";
+        fputc('{', out);
+        json_object_foreach((json_t *)v, k, x) {
+            fprintf(out, "%s%s: ", sep, k);
+            put_scalar(x, out);
+            sep = ", ";
+        }
+        fputs("}\n", out);
+        return;
+    }
+    fputc('[', out);
+    json_array_foreach(v, i, x) {
+        fputs(i ? ", " : "", out);
+        put_scalar(x, out);
+    }
+    fputs("]\n", out);
+}
+
+static void put_yaml(const json_t *v, int indent, FILE *out);
+
+/* The value after "key:" or "-": a nested block on the lines below, a flat
+ * sequence (or, in a sequence, a flat mapping) in flow style, or a scalar. */
+static void put_value(const json_t *x, int in_seq, int indent, FILE *out)
+{
+    int nested = json_is_object(x) || json_is_array(x);
+    int block = nested && (!flat(x) || (!in_seq && json_is_object(x) && json_object_size(x) > 0));
+    if (block) {
+        fputc('\n', out);
+        put_yaml(x, indent + 2, out);
+        return;
+    }
+    fputc(' ', out);
+    if (nested) {
+        put_flow(x, out);
+    } else {
+        put_scalar(x, out);
+        fputc('\n', out);
+    }
+}
+
+/* v as YAML under `indent` spaces: block mappings and sequences; flow
+ * style for a sequence of scalars and for a flat mapping in a sequence. */
+static void put_yaml(const json_t *v, int indent, FILE *out)
+{
+    const char *k;
+    json_t *x;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x) {
+            fprintf(out, "%*s%s:", indent, "", k);
+            put_value(x, 0, indent, out);
+        }
+        return;
+    }
+    json_array_foreach(v, i, x) {
+        fprintf(out, "%*s-", indent, "");
+        put_value(x, 1, indent, out);
     }
 }
 
 /* The workload as written (after --set), then a `resolved:` section with
- * what the loaders made of it, every default filled in. */
+ * what the loaders made of it, every default filled in (wl_resolved). */
 void wl_dump(const scenario *s, FILE *out)
 {
     yio_dump(yio_root(s->doc), out, 0);
     fputs("resolved:\n", out);
-    put_str(out, 2, "workload", s->path);
-    dump_model(&s->model, out);
-    fputs("  platform:\n", out);
-    put_str(out, 4, "name", s->plat.name);
-    fprintf(out, "    devices: %d\n    nodes: %d\n    devices_per_node: %d\n",
-            plat_devices(&s->plat), s->plat.nodes, s->plat.devices_per_node);
-    put_str(out, 4, "device", s->plat.device);
-    fprintf(out, "  precision:\n    weights: %s\n    activations: %s\n    kv_cache: %s\n",
-            wl_weights_name(s), dtype_name(s->a_dtype), dtype_name(s->kv_dtype));
-    if (s->w_dtype == DT_FP8 || s->w_dtype == DT_INT8)
-        put_str(out, 4, "activation_quant", act_quant_names[s->act_quant]);
-    if (s->quant)
-        put_str(out, 4, "quant_description", s->quant_path);
-    for (size_t i = 0; i < COUNT(sections); i++)
-        dump_section(s, &sections[i], out);
-    fputs("  requests:\n", out);
-    for (int i = 0; i < s->nreqs; i++)
-        fprintf(out, "    - {prompt_tokens: %lld, arrival_s: %.17g, decode_tokens: %lld}\n",
-                (long long)s->reqs[i].prompt_tokens, s->reqs[i].arrival_s,
-                (long long)s->reqs[i].decode_tokens);
+    json_t *r = wl_resolved(s);
+    put_yaml(r, 2, out);
+    json_decref(r);
 }

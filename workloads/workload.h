@@ -131,8 +131,24 @@ void wl_warn(scenario *s, const char *fmt, ...) __attribute__((format(printf, 2,
 /* Every warning of s on `out`, one "cpsim: warning: ..." line each. */
 void wl_print_warnings(const scenario *s, FILE *out);
 
-/* Print the resolved scenario as YAML (cpsim validate). */
+/* Print the workload as written and the resolved scenario as YAML
+ * (cpsim validate). */
 void wl_dump(const scenario *s, FILE *out);
+
+/* The resolved scenario as JSON (what cpsim validate prints under
+ * resolved:): model structure, platform, precision, every section with its
+ * defaults filled in, requests.  Caller decrefs. */
+struct json_t;
+struct json_t *wl_resolved(const scenario *s);
+
+/* The files the scenario read (model config, platform file, quant
+ * description, the calibration profile's files), at most cap of them into
+ * paths; returns how many. */
+int wl_files(const scenario *s, char (*paths)[1024], int cap);
+
+/* DSA CP applies to s: parallel.dsa_cp on, or auto with sequence_parallel
+ * on a model with a DSA indexer. */
+int wl_dsa_cp(const scenario *s);
 
 const char *wl_exchange_name(wl_exchange e);
 /* precision.weights as written: "bf16", "fp8" (per-tensor scales),

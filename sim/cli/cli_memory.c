@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "models/quant.h"
-#include "models/seqpar.h"
 #include "reports/report.h"
 #include "sim/cli/cli.h"
 #include "sim/cli/cli_commands.h"
@@ -105,8 +104,6 @@ static int prepare(const mem_opts *o, scenario *s, quant_desc **d, int *own, cp_
     *d = NULL;
     *own = 0;
     if (wl_load(o->workload, o->sets, o->nsets, o->platform, s, err) != 0)
-        return -1;
-    if (seqpar_check(s, err) != 0)
         return -1;
     if (!o->quant) {
         *d = s->quant;

@@ -19,10 +19,7 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
         return -1;
     if (rq->warn)
         wl_print_warnings(s, rq->warn);
-    if (build_plan(s, p, err) != 0) {
-        wl_free(s);
-        return -1;
-    }
+    build_plan(s, p);
     cost_model *cm = cost_new(&s->plat, err);
     if (!cm) {
         plan_free(p);

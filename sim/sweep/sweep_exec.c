@@ -270,10 +270,9 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
     uint64_t h = 0;
     int rc = sweep_scenario_hash(&q.scen, &h, err), fresh = 1, queue = 0;
     sweep_hex(h, q.hash);
-    if (rc == 0 && build_plan(&q.scen, &q.plan, &why) < 0) {
-        rc = record(r, pt, q.hash, NULL, &why, err);
-    } else if (rc == 0 && (rc = share_of(r, &q.scen, &q.plan, &q.sim, &fresh, err)) == 0 &&
-               !fresh) {
+    if (rc == 0)
+        build_plan(&q.scen, &q.plan);
+    if (rc == 0 && (rc = share_of(r, &q.scen, &q.plan, &q.sim, &fresh, err)) == 0 && !fresh) {
         rc = join(r, q.sim, pt, q.hash, &q.scen, err);
     } else if (rc == 0) {
         /* priced as the child's own pipeline would (drv_prepare) */

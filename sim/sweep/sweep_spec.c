@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "workloads/datadir.h"
 #include "workloads/yamlio.h"
 
@@ -17,13 +19,6 @@
  * rather than expanded. */
 #define SWEEP_MAX_CANDIDATES 10000000LL
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p)
-        abort();
-    return p;
-}
 
 static char *xstrdup(const char *s)
 {
@@ -153,7 +148,7 @@ static int read_sets(const ynode *map, sweep_spec *sp, cp_err *err)
         return 0;
     if (yio_want_map(map, "set", err) < 0)
         return -1;
-    sp->sets = xcalloc(map->n, sizeof *sp->sets);
+    sp->sets = cp_xcalloc(map->n, sizeof *sp->sets);
     for (size_t i = 0; i < map->n; i++) {
         char *v = flow_text(map->kids[i]);
         size_t len = strlen(map->keys[i]) + strlen(v) + 2;
@@ -176,7 +171,7 @@ static int read_grid(const ynode *map, sweep_spec *sp, cp_err *err)
         return -1;
     if (map->n == 0)
         return cp_fail_at(err, map->loc, "grid: no keys to vary");
-    sp->axes = xcalloc(map->n, sizeof *sp->axes);
+    sp->axes = cp_xcalloc(map->n, sizeof *sp->axes);
     long long size = 1;
     for (size_t i = 0; i < map->n; i++) {
         const ynode *vals = map->kids[i];
@@ -188,7 +183,7 @@ static int read_grid(const ynode *map, sweep_spec *sp, cp_err *err)
             return cp_fail_at(err, vals->loc, "%s: no values", what);
         sweep_axis *ax = &sp->axes[sp->naxes++];
         ax->key = xstrdup(map->keys[i]);
-        ax->vals = xcalloc(vals->n, sizeof *ax->vals);
+        ax->vals = cp_xcalloc(vals->n, sizeof *ax->vals);
         for (size_t k = 0; k < vals->n; k++)
             ax->vals[ax->nvals++] = flow_text(vals->kids[k]);
         size *= (long long)vals->n;
@@ -235,12 +230,12 @@ static int read_where(const ynode *n, sweep_spec *sp, cp_err *err)
     if (!n)
         return 0;
     if (n->kind == YN_SCALAR) {
-        sp->where = xcalloc(1, sizeof *sp->where);
+        sp->where = cp_xcalloc(1, sizeof *sp->where);
         return add_where(sp, n, err);
     }
     if (yio_want_seq(n, "where", err) < 0)
         return -1;
-    sp->where = xcalloc(n->n, sizeof *sp->where);
+    sp->where = cp_xcalloc(n->n, sizeof *sp->where);
     for (size_t i = 0; i < n->n; i++)
         if (add_where(sp, n->kids[i], err) < 0)
             return -1;
@@ -340,7 +335,7 @@ void sweep_free(sweep_spec *sp)
 
 char **sweep_point_sets(const sweep_spec *sp, const sweep_point *pt, int *n)
 {
-    char **sets = xcalloc((size_t)(sp->nsets + sp->naxes), sizeof *sets);
+    char **sets = cp_xcalloc((size_t)(sp->nsets + sp->naxes), sizeof *sets);
     for (int i = 0; i < sp->nsets; i++)
         sets[i] = xstrdup(sp->sets[i]);
     for (int a = 0; a < sp->naxes; a++) {
@@ -565,10 +560,10 @@ int sweep_expand(const sweep_spec *sp, sweep_points *out, cp_err *err)
     for (int a = 0; a < sp->naxes; a++)
         total *= sp->axes[a].nvals;
     out->candidates = (int)total;
-    int *val = xcalloc((size_t)sp->naxes, sizeof *val);
+    int *val = cp_xcalloc((size_t)sp->naxes, sizeof *val);
     int cap = 64;
-    out->pt = xcalloc((size_t)cap, sizeof *out->pt);
-    out->vals = xcalloc((size_t)cap * (size_t)sp->naxes, sizeof *out->vals);
+    out->pt = cp_xcalloc((size_t)cap, sizeof *out->pt);
+    out->vals = cp_xcalloc((size_t)cap * (size_t)sp->naxes, sizeof *out->vals);
     uint64_t h = file_hash(SWEEP_FNV_INIT, sp->base);
     for (int i = 0; i < sp->nsets; i++)
         h = sweep_fnv1a64(h, sp->sets[i], strlen(sp->sets[i]) + 1);
@@ -619,52 +614,36 @@ void sweep_points_free(sweep_points *p)
 
 /* ---- scenario hash ----------------------------------------------------------------- */
 
-static int starts_with(const char *s, const char *prefix)
-{
-    return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-/* Hash the lines of the resolved dump (from the line "resolved:" on),
- * skipping comments, the file-path entries and, with skip_parallel, the
- * resolved `parallel:` section. */
-static uint64_t hash_lines(uint64_t h, char *text, int skip_parallel)
-{
-    int on = 0, in_parallel = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        if (!on) {
-            on = strcmp(line, "resolved:") == 0;
-            continue;
-        }
-        const char *t = line;
-        while (*t == ' ')
-            t++;
-        if (t - line <= 2)     /* a section of resolved: (two spaces in), or past it */
-            in_parallel = strcmp(t, "parallel:") == 0;
-        if (*t == '#' || starts_with(t, "workload: ") || starts_with(t, "config: ") ||
-            (skip_parallel && in_parallel))
-            continue;
-        h = sweep_fnv1a64(h, line, strlen(line) + 1);
-    }
-    return h;
-}
-
-/* The resolved workload and platform, the model config's bytes. */
+/* The scenario's identity: the resolved scenario as canonical JSON (keys
+ * sorted, numbers at 17 digits, the file-path entries left out, so the same
+ * workload in two folders hashes alike; with skip_parallel the `parallel`
+ * section left out too), then the bytes of every file it read (model config,
+ * platform file, quant description, calibration tables), each followed by
+ * the hash before it, so the boundary between two files counts. */
 static int dump_hash(const scenario *s, int skip_parallel, uint64_t *out, cp_err *err)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m)
+    json_t *j = wl_resolved(s);
+    json_object_del(j, "workload");
+    json_object_del(json_object_get(j, "model"), "config");
+    json_object_del(json_object_get(j, "platform"), "source");
+    json_object_del(json_object_get(j, "precision"), "quant_description");
+    if (skip_parallel)
+        json_object_del(j, "parallel");
+    char *text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(j);
+    if (!text)
         return cp_fail(err, CP_EXIT_INTERNAL, "scenario hash: out of memory");
-    wl_dump(s, m);
-    fputs("platform-dump:\n", m);
-    plat_dump(&s->plat, m);
-    fclose(m);
-    uint64_t h = hash_lines(SWEEP_FNV_INIT, buf, skip_parallel);
-    free(buf);
-    h = file_hash(h, s->model.path);
-    if (s->plat.raw_xml)
-        h = file_hash(h, s->plat.source);
+    uint64_t h = sweep_fnv1a64(SWEEP_FNV_INIT, text, strlen(text) + 1);
+    free(text);
+    enum { MAX_FILES = 64 }; /* config, platform, quant, ~15 calibration tables */
+    char (*paths)[1024] = cp_xcalloc(MAX_FILES, sizeof *paths);
+    int n = wl_files(s, paths, MAX_FILES);
+    for (int i = 0; i < n; i++) {
+        uint64_t before = h;
+        h = file_hash(h, paths[i]);
+        h = sweep_fnv1a64(h, &before, sizeof before);
+    }
+    free(paths);
     *out = h;
     return 0;
 }
