@@ -418,6 +418,11 @@ static void calibrated_fabric(platform *p, const platform *base)
     p->cal_coll_latency_graph = base->coll_latency_graph;
 }
 
+static int load_preset(const char *path, const ynode *overrides, platform *out, cp_err *err);
+
+/* The preset a raw platform's missing device props come from. */
+#define RAW_DEFAULTS_PRESET "h200-sxm-8"
+
 static int load_raw(const char *path, const ynode *overrides, platform *out, cp_err *err)
 {
     for (size_t i = 0; overrides && overrides->kind == YN_MAP && i < overrides->n; i++)
@@ -426,7 +431,10 @@ static int load_raw(const char *path, const ynode *overrides, platform *out, cp_
                               "platform (%s) cannot be overridden; edit the XML file",
                               overrides->keys[i], path);
     char **names, dir[1024];
-    if (plat_xml_read(path, out, &names, err) < 0)
+    platform dflt;
+    memset(&dflt, 0, sizeof dflt);
+    if (preset_path(RAW_DEFAULTS_PRESET, NULL, NULL, dir, sizeof dir, err) < 0 ||
+        load_preset(dir, NULL, &dflt, err) < 0 || plat_xml_read(path, &dflt, out, &names, err) < 0)
         return -1;
     raw_register(out, names);
     calibrated_fabric(out, out);

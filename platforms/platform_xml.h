@@ -1,7 +1,7 @@
 /* platform_xml: the SimGrid side of platforms (internal to platforms/).
  *
- * plat_write_xml (declared in platform.h) lives in platform_xml.c together
- * with the reader of raw SimGrid XML platforms declared here.
+ * plat_write_xml (declared in platform.h) lives in platform_xml.c; the
+ * reader of raw SimGrid XML platforms declared here in platform_raw.c.
  */
 #ifndef CP_PLATFORM_XML_H
 #define CP_PLATFORM_XML_H
@@ -23,8 +23,15 @@
  * peak_bf16_flops, ordered by their integer prop `rank` when every device has
  * one, else by (node, name in natural order).  On success fills *out (raw_xml
  * = 1, source = path) and *names with plat_devices(out) malloc'ed host names
- * in device order (free each and the array). */
-int plat_xml_read(const char *path, platform *out, char ***names, cp_err *err);
+ * in device order (free each and the array).  A device prop the file does
+ * not give takes its value from dflt (the h200-sxm-8 preset, read by
+ * plat_load), see read_device in platform_xml.c. */
+int plat_xml_read(const char *path, const platform *dflt, platform *out, char ***names,
+                  cp_err *err);
+
+/* The host prop of the peak rate of each dtype, in cp_dtype order (the
+ * raw format both files speak). */
+extern const char *const plat_peak_prop[DT_COUNT];
 
 /* Shortest "%.<N>g" text of v that reads back as exactly v, into buf
  * (at least 32 bytes); returns buf. */

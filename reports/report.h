@@ -95,6 +95,11 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s);
 int rep_write_json(json_t *j, const char *path, cp_err *err);
 int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path,
                       cp_err *err);
+/* The first process and thread id of trace.json (nodes and rank streams
+ * are numbered from it: rank r's stream st is thread
+ * REP_TRACE_ID_BASE + r * ST_COUNT + st). */
+#define REP_TRACE_ID_BASE 1
+
 int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
                     const char *path, cp_err *err);
 int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path,

@@ -2,12 +2,59 @@
  * chrome://tracing.  A process per node, two threads per rank (compute and
  * comm; comm2 when used), one complete ("X") event per op with its class,
  * layer, step and sizes in args, and per-rank memory counters ("C") in GB.
- * Times are microseconds of simulated time. */
+ *
+ * Times are microseconds of simulated time written as whole nanoseconds
+ * (three decimals): an event's start and end are each rounded to the
+ * nanosecond and its duration is their difference, so an op that starts
+ * when the one before it on its track ends never starts before it in the
+ * trace (Perfetto keeps integer nanoseconds and drops overlapping slices).
+ * Process and thread ids start at REP_TRACE_ID_BASE (readers take id 0 for
+ * "no process").  Every string is JSON-escaped. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reports/report.h"
+
+/* s as a JSON string literal: quotes, backslashes and control characters
+ * escaped, bytes that are not UTF-8 replaced by U+FFFD. */
+static void put_str(FILE *f, const char *s)
+{
+    const unsigned char *c = (const unsigned char *)s;
+    fputc('"', f);
+    while (*c) {
+        int len = *c < 0x80 ? 1 : (*c & 0xe0) == 0xc0 ? 2 : (*c & 0xf0) == 0xe0 ? 3
+                : (*c & 0xf8) == 0xf0 ? 4 : 0;
+        int ok = len > 0;
+        for (int k = 1; k < len && ok; k++)
+            ok = (c[k] & 0xc0) == 0x80;
+        if (!ok) {
+            fputs("\ufffd", f);
+            c++;
+        } else if (*c == '"' || *c == '\\') {
+            fprintf(f, "\\%c", *c++);
+        } else if (*c < 0x20) {
+            fprintf(f, "\\u%04x", *c++);
+        } else {
+            fwrite(c, 1, (size_t)len, f);
+            c += len;
+        }
+    }
+    fputc('"', f);
+}
+
+/* Simulated seconds to whole nanoseconds. */
+static long long ns_of(double t_s)
+{
+    return llround(t_s * 1e9);
+}
+
+/* Nanoseconds as microseconds with three decimals, exactly. */
+static void put_us(FILE *f, long long ns)
+{
+    fprintf(f, "%s%lld.%03lld", ns < 0 ? "-" : "", llabs(ns) / 1000, llabs(ns) % 1000);
+}
 
 static const char *op_category(const plan_op *o)
 {
@@ -27,7 +74,12 @@ static const char *op_category(const plan_op *o)
 
 static int tid_of(int rank, int stream)
 {
-    return rank * ST_COUNT + stream;
+    return REP_TRACE_ID_BASE + rank * ST_COUNT + stream;
+}
+
+static int pid_of(int rank, int dpn)
+{
+    return REP_TRACE_ID_BASE + rank / dpn;
 }
 
 static void write_metadata(FILE *f, const scenario *s, const plan *p, int *first)
@@ -35,17 +87,18 @@ static void write_metadata(FILE *f, const scenario *s, const plan *p, int *first
     int dpn = s->plat.devices_per_node > 0 ? s->plat.devices_per_node : 1;
     int nodes = (p->nranks + dpn - 1) / dpn;
     for (int n = 0; n < nodes; n++) {
+        int pid = pid_of(n * dpn, dpn);
         fprintf(f, "%s{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"node %d\"}}",
-                *first ? "" : ",\n", n, n);
+                *first ? "" : ",\n", pid, n);
         *first = 0;
-        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}", n, n);
+        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}", pid, n);
     }
     for (int r = 0; r < p->nranks; r++) {
         for (int st = 0; st < ST_COUNT; st++) {
             fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"rank %d %s\"}}",
-                    r / dpn, tid_of(r, st), r, plan_stream_name(st));
+                    pid_of(r, dpn), tid_of(r, st), r, plan_stream_name(st));
             fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
-                    r / dpn, tid_of(r, st), tid_of(r, st));
+                    pid_of(r, dpn), tid_of(r, st), tid_of(r, st));
         }
     }
 }
@@ -85,8 +138,10 @@ static void counter_fn(void *vctx, int rank, double t, const double cur[MC_COUNT
 {
     counter_ctx *cc = vctx;
     (void)last;
-    fprintf(cc->f, ",\n{\"ph\":\"C\",\"pid\":%d,\"name\":\"memory rank %d (GB)\",\"ts\":%.4f,\"args\":{",
-            rank / cc->dpn, rank, t * 1e6);
+    fprintf(cc->f, ",\n{\"ph\":\"C\",\"pid\":%d,\"name\":\"memory rank %d (GB)\",\"ts\":",
+            pid_of(rank, cc->dpn), rank);
+    put_us(cc->f, ns_of(t));
+    fputs(",\"args\":{", cc->f);
     for (int c = 0; c < MC_COUNT; c++)
         fprintf(cc->f, "%s\"%s\":%.6f", c ? "," : "", plan_memcat_name(c), cur[c] / 1e9);
     fputs("}}", cc->f);
@@ -101,15 +156,24 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r, const
     FILE *f = rf.f;
     int dpn = s->plat.devices_per_node > 0 ? s->plat.devices_per_node : 1;
     int first = 1;
-    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"cpsim\",\"model\":\"%s\",\"platform\":\"%s\"},\n\"traceEvents\":[\n",
-            s->model.name, s->plat.name);
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"cpsim\",\"model\":", f);
+    put_str(f, s->model.name);
+    fputs(",\"platform\":", f);
+    put_str(f, s->plat.name);
+    fputs("},\n\"traceEvents\":[\n", f);
     write_metadata(f, s, p, &first);
     for (size_t i = 0; i < r->nev; i++) {
         const eng_event *e = &r->ev[i];
         const plan_op *o = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
-        fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f,\"name\":\"%s\",\"cat\":\"%s\",\"args\":{",
-                e->rank / dpn, tid_of(e->rank, e->stream), e->t0 * 1e6, (e->t1 - e->t0) * 1e6,
-                o->name, op_category(o));
+        long long t0 = ns_of(e->t0), t1 = ns_of(e->t1);
+        fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid_of(e->rank, dpn),
+                tid_of(e->rank, e->stream));
+        put_us(f, t0);
+        fputs(",\"dur\":", f);
+        put_us(f, t1 - t0);
+        fputs(",\"name\":", f);
+        put_str(f, o->name);
+        fprintf(f, ",\"cat\":\"%s\",\"args\":{", op_category(o));
         write_op_args(f, o, e->layer);
         fputs("}}", f);
     }

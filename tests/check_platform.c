@@ -642,12 +642,23 @@ START_TEST(test_platform_raw_ok)
     ck_assert_double_eq(p.hbm_bytes, 16e9);
     ck_assert_double_eq(p.hbm_bw, 1e12);
     ck_assert_str_eq(p.calibration, "h200");
-    /* defaults of platform_xml.c */
-    ck_assert_double_eq(p.launch_eager, 13e-6);
-    ck_assert_double_eq(p.coll_latency_graph, 9.55e-6);
-    ck_assert_double_eq(p.eff_gemm, 0.80);
-    ck_assert_double_eq(p.intra.efficiency, 0.8);
-    ck_assert_double_eq(p.allreduce_oneshot_max, 262144);
+    /* what the file does not say is the h200-sxm-8 preset's, field by
+     * field (platform_xml.c read_device) */
+    platform h200;
+    load_ok("h200-sxm-8", NULL, &h200);
+    ck_assert_double_eq(p.launch_eager, h200.launch_eager);
+    ck_assert_double_eq(p.launch_graph, h200.launch_graph);
+    ck_assert_double_eq(p.coll_latency_eager, h200.coll_latency_eager);
+    ck_assert_double_eq(p.coll_latency_graph, h200.coll_latency_graph);
+    ck_assert_double_eq(p.eff_gemm, h200.eff_gemm);
+    ck_assert_double_eq(p.eff_attention, h200.eff_attention);
+    ck_assert_double_eq(p.eff_memory, h200.eff_memory);
+    ck_assert_double_eq(p.intra.efficiency, h200.intra.efficiency);
+    ck_assert_double_eq(p.nic.efficiency, h200.nic.efficiency);
+    ck_assert_double_eq(p.allreduce_oneshot_max, h200.allreduce_oneshot_max);
+    ck_assert_double_eq(p.reserved_bytes, h200.reserved_bytes);
+    ck_assert_double_eq(p.workspace_bytes, h200.workspace_bytes);
+    ck_assert_double_eq(p.eff_gemm, 0.737); /* the preset's value today */
     ck_assert_double_eq(p.vector_flops, 100e12 / 14.8);
     /* links from the file's routes: every route is the 10 GB/s, 1 us bus */
     ck_assert_double_eq(p.intra.bandwidth, 10e9);
@@ -704,6 +715,9 @@ START_TEST(test_platform_raw_roundtrip)
      * links of that rate, which carry no further efficiency */
     ck_assert_double_eq(b.intra.efficiency, 1.0);
     ck_assert_double_eq(b.allreduce_oneshot_max, a.allreduce_oneshot_max);
+    /* the engine's memory of the preset (Ascend: 1.6e9), not the defaults */
+    ck_assert_double_eq(b.reserved_bytes, a.reserved_bytes);
+    ck_assert_double_eq(b.workspace_bytes, a.workspace_bytes);
     ck_assert_int_eq(b.sm_count, a.sm_count);
     ck_assert_str_eq(b.device, a.device);
     /* from the routes: the UB fabric (slower than SIO) and RoCE */

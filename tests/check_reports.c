@@ -2,6 +2,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +153,69 @@ static int count_tmp_files(const char *dir)
     return n;
 }
 
+/* trace.json for viewers: events of a track never overlap in whole
+ * nanoseconds (times that round apart: an op ending at 1.0000004 us and
+ * the next starting there, 10.0000006 us, ...), names are JSON-escaped,
+ * process and thread ids start at 1. */
+START_TEST(trace_reads_in_every_viewer)
+{
+    plan p;
+    scenario s;
+    eng_result r;
+    cp_err err = {0};
+    make_plan(&p);
+    make_scenario(&s, 100);
+    snprintf(s.model.name, sizeof s.model.name, "qw\"en\\x\n\x01");
+    memset(&r, 0, sizeof r);
+    r.nranks = 2;
+    double t = 0;
+    for (int k = 0; k < 200; k++) {
+        double next = t + 0.3e-9 + k * 1.7e-7 + (k % 3) * 4.4e-10;
+        add_ev(&r, 0, ST_COMPUTE, (uint32_t)(k % 2), t, next);
+        t = next;
+    }
+    add_ev(&r, 1, ST_COMM, 2, 1.0000004e-6, 10.0000006e-6);
+    char dir[] = "/tmp/cpsim-trace-XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    ck_assert_int_eq(rep_write_trace(&s, &p, &r, path, &err), 0);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    ck_assert_msg(j != NULL, "trace: %s at %d:%d", je.text, je.line, je.column);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "otherData"),
+                                                       "model")), s.model.name);
+    long long prev_end = -1;
+    size_t i;
+    json_t *e;
+    int nx = 0;
+    json_array_foreach(json_object_get(j, "traceEvents"), i, e) {
+        ck_assert_int_ge(json_integer_value(json_object_get(e, "pid")), 1);
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        if (strcmp(ph, "M") != 0 && strcmp(ph, "C") != 0)
+            ck_assert_int_ge(json_integer_value(json_object_get(e, "tid")), 1);
+        if (strcmp(ph, "X") != 0)
+            continue;
+        /* whole nanoseconds, as Perfetto reads them */
+        double ts = json_number_value(json_object_get(e, "ts")) * 1e3;
+        double dur = json_number_value(json_object_get(e, "dur")) * 1e3;
+        ck_assert_double_eq_tol(ts, round(ts), 1e-6);
+        ck_assert_double_eq_tol(dur, round(dur), 1e-6);
+        if (json_integer_value(json_object_get(e, "tid")) == 1 + ST_COMPUTE) {
+            ck_assert_int_ge(llround(ts), prev_end);
+            prev_end = llround(ts) + llround(dur);
+            nx++;
+        }
+    }
+    ck_assert_int_eq(nx, 200);
+    json_decref(j);
+    unlink(path);
+    rmdir(dir);
+    free(r.ev);
+    free(s.reqs);
+    plan_free(&p);
+}
+END_TEST
+
 START_TEST(files_parse_and_are_atomic)
 {
     plan p;
@@ -250,6 +314,7 @@ static Suite *suite(void)
     tcase_add_test(tc, overlap_and_busy_times);
     tcase_add_test(tc, oom_verdict_names_rank_and_phase);
     tcase_add_test(tc, files_parse_and_are_atomic);
+    tcase_add_test(tc, trace_reads_in_every_viewer);
     suite_add_tcase(s, tc);
     return s;
 }

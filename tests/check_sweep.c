@@ -188,6 +188,39 @@ START_TEST(expression_errors_name_the_place)
 }
 END_TEST
 
+/* Deep nesting is refused with a message, not a stack overflow; 1000
+ * levels are accepted. */
+START_TEST(expression_depth_is_bounded)
+{
+    cp_err err;
+    enum { DEEP = 100000 };
+    char *t = malloc(2 * DEEP + 8);
+    ck_assert_ptr_nonnull(t);
+    for (int depth = 0; depth < 2; depth++) {
+        int n = depth ? DEEP : 999;
+        memset(t, '(', (size_t)n);
+        t[n] = '1';
+        memset(t + n + 1, ')', (size_t)n);
+        t[2 * n + 1] = '\0';
+        ck_assert_int_eq(holds(t, &err), depth ? -1 : 1);
+        if (depth)
+            ck_assert_msg(strstr(err.msg, "nests more than 1000 levels deep"), "%s", err.msg);
+    }
+    memset(t, '!', DEEP);
+    snprintf(t + DEEP, 8, "1");
+    ck_assert_int_eq(holds(t, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "nests more than 1000 levels deep"));
+    /* a chain of one operator is a deep tree too */
+    char *c = t;
+    for (int i = 0; i < 2000; i++)
+        c += sprintf(c, "1+");
+    sprintf(c, "1 > 0");
+    ck_assert_int_eq(holds(t, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "nests more than 1000"));
+    free(t);
+}
+END_TEST
+
 /* ---- sweep files and expansion ------------------------------------------------------- */
 
 START_TEST(grid_expands_in_order_with_where)
@@ -287,6 +320,29 @@ START_TEST(where_reads_workload_and_resolved_keys)
     ck_assert_int_eq(pts.n, 4);
     ck_assert_int_eq(pts.pt[0].val[0], 0);
     ck_assert_int_eq(pts.pt[3].val[0], 2);
+    sweep_points_free(&pts);
+    sweep_free(&sp);
+}
+END_TEST
+
+/* Two keys of one comparison each keep their value (the first used to be
+ * overwritten by the second's, so "!=" of two different strings failed). */
+START_TEST(where_compares_two_keys)
+{
+    sweep_spec sp;
+    sweep_points pts;
+    expand("base: base.yaml\n"
+           "grid:\n"
+           "  parallel.exchange: [ring, all_gather]\n"
+           "  parallel.kv_storage: [by_position]\n"
+           "  parallel.sp: [2]\n"
+           "  parallel.tp: [4]\n"
+           "where:\n"
+           "  - parallel.exchange != parallel.kv_storage\n"
+           "  - model.name != parallel.exchange && platform.name != model.name\n"
+           "  - parallel.exchange == parallel.exchange\n",
+           &sp, &pts);
+    ck_assert_int_eq(pts.n, 2);
     sweep_points_free(&pts);
     sweep_free(&sp);
 }
@@ -679,9 +735,11 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, expressions_evaluate);
     tcase_add_test(tc, expression_errors_name_the_place);
+    tcase_add_test(tc, expression_depth_is_bounded);
     tcase_add_test(tc, grid_expands_in_order_with_where);
     tcase_add_test(tc, values_keep_their_yaml_types);
     tcase_add_test(tc, where_reads_workload_and_resolved_keys);
+    tcase_add_test(tc, where_compares_two_keys);
     tcase_add_test(tc, bad_sweep_files_are_refused_with_their_place);
     tcase_add_test(tc, fnv1a_matches_its_reference_values);
     tcase_add_test(tc, scenario_hash_follows_content_not_place);

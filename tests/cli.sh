@@ -22,12 +22,53 @@ expect() {
 }
 
 expect 2 "missing command" -- "$CPSIM"
+# no arguments: every command listed (on stderr), exit 2
+for c in run validate plan memory sweep plot; do
+    grep -q "^  $c " "$tmp/stderr" || fail "cpsim without arguments does not list $c"
+done
+grep -qF "Try 'cpsim --help'." "$tmp/stderr" || fail "cpsim without arguments: no hint"
 expect 2 'did you mean "run"' -- "$CPSIM" rnu
 expect 2 "unknown option --plat" -- "$CPSIM" run --plat x
 expect 2 "needs a value" -- "$CPSIM" run --set
 expect 2 "expected KEY=VALUE" -- "$CPSIM" run --set parallel.tp
 expect 2 "validate needs a WORKLOAD.yaml" -- "$CPSIM" validate
 expect 0 "Usage: cpsim" -- "$CPSIM" --help
+for c in run validate plan memory sweep plot; do
+    expect 0 "Usage: cpsim $c" -- "$CPSIM" $c --help
+done
+expect 0 "--shard I/N" -- "$CPSIM" sweep --help
+expect 0 "--quant FILE" -- "$CPSIM" memory -h
+grep -q -- "--out" "$tmp/stdout" && fail "cpsim memory --help lists --out"
+expect 0 "Usage: cpsim sweep" -- "$CPSIM" sweep --bogus --help
+
+# an option's value is never the next option; joined with '=' it is taken as written
+expect 2 "option --out needs a value, got the option --quiet" -- "$CPSIM" run --out --quiet
+expect 2 "option -j needs a value, got the option --list" -- "$CPSIM" sweep x.yaml -j --list
+expect 2 "option --platform needs a value, got the option --set" -- \
+    "$CPSIM" validate "$top_srcdir/workloads/default.yaml" --platform --set parallel.tp=4
+expect 2 "option --out needs a value (DIR)" -- "$CPSIM" run --out
+expect 2 "option --quiet takes no value" -- "$CPSIM" run --quiet=yes
+# a command refuses another command's option and says which take it
+expect 2 "plan does not take --out; it is an option of run and sweep" -- \
+    "$CPSIM" plan "$top_srcdir/workloads/default.yaml" --out "$tmp/p"
+expect 2 "run does not take --quant; it is an option of memory" -- "$CPSIM" run --quant q.json
+expect 2 "memory does not take -j; it is an option of sweep" -- \
+    "$CPSIM" memory "$top_srcdir/workloads/default.yaml" -j 2
+expect 2 "sweep does not take --cfg; it is an option of run" -- \
+    "$CPSIM" sweep x.yaml --cfg=network/model:CM02
+expect 2 "plot does not take --set" -- "$CPSIM" plot "$tmp" --set parallel.tp=2
+grep -qF "Try 'cpsim plot --help'." "$tmp/stderr" || fail "a refusal lacks its hint"
+expect 2 'unknown option --jsno (did you mean "--json"?)' -- "$CPSIM" plan x.yaml --jsno
+expect 2 'did you mean "--quant", an option of memory?' -- "$CPSIM" run --qaunt q.json
+expect 2 "option --cfg takes its value as --cfg=KEY:VALUE" -- "$CPSIM" run --cfg network/model:CM02
+expect 2 "validate --json goes with --accuracy" -- \
+    "$CPSIM" validate "$top_srcdir/workloads/default.yaml" --json
+expect 2 "--resume does not apply" -- "$CPSIM" sweep --merge "$tmp" --out "$tmp/m" --resume
+# every command's options are accepted by that command (here: parsed, then refused for input)
+expect 2 "nope.yaml" -- "$CPSIM" memory "$tmp/nope.yaml" --platform h100-sxm-8 --set parallel.tp=2 \
+    --quant=q.json --json
+expect 2 "nope.yaml" -- "$CPSIM" plan --platform=h100-sxm-8 "$tmp/nope.yaml" --json
+expect 0 "cpsim 0" -- "$CPSIM" sweep --version
 expect 0 "cpsim" -- "$CPSIM" --version
 expect 2 "nope.yaml" -- "$CPSIM" validate "$tmp/nope.yaml"
 expect 2 "parallel.tp" -- "$CPSIM" run --set parallel.tp=3 --out "$tmp/x"

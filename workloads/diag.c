@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+__attribute__((format(printf, 4, 0)))
 static int vfail(cp_err *err, int code, const char *prefix, const char *fmt, va_list ap)
 {
     if (!err || err->code)

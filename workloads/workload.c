@@ -379,11 +379,14 @@ static int read_requests(const ynode *root, scenario *s, cp_err *err)
     for (size_t i = 0; i < n->n; i++) {
         if (read_request(n->kids[i], i, &s->reqs[i], err) < 0)
             return -1;
-        if (i > 0 && s->reqs[i].arrival_s < s->reqs[i - 1].arrival_s)
-            return cp_fail_at(err, yio_key(n->kids[i], "arrival_s")->loc,
+        if (i > 0 && s->reqs[i].arrival_s < s->reqs[i - 1].arrival_s) {
+            /* arrival_s may be absent (0): then the request itself is blamed */
+            const ynode *at = yio_key(n->kids[i], "arrival_s");
+            return cp_fail_at(err, at ? at->loc : n->kids[i]->loc,
                               "requests.%zu.arrival_s: requests must be sorted by arrival_s; "
-                              "%g comes after %g of requests.%zu",
-                              i, s->reqs[i].arrival_s, s->reqs[i - 1].arrival_s, i - 1);
+                              "%g%s comes after %g of requests.%zu", i, s->reqs[i].arrival_s,
+                              at ? "" : " (the default)", s->reqs[i - 1].arrival_s, i - 1);
+        }
     }
     return 0;
 }
@@ -724,6 +727,73 @@ static int check_sharding(const scenario *s, cp_err *err)
     return 0;
 }
 
+/* Ops one step puts in a program per decoder layer, at most: the bundled
+ * workloads' plans (cpsim validate: ops / steps / programs / layers) hold
+ * 42-45 on GQA models and 103-106 on MLA + DSA + MoE ones; 1.5x that. */
+#define PLAN_OPS_PER_LAYER_GQA 64
+#define PLAN_OPS_PER_LAYER_MLA 160
+#define PLAN_OPS_PER_STEP 64              /* embedding, LM head, markers */
+/* Host memory one op takes: its plan_op in each program (352 bytes,
+ * sweep_spec.c's static assert) and an event of up to 40 bytes per rank
+ * (sim/engine/events.h eng_event / eng_mem). */
+#define PLAN_OP_BYTES 352.0
+#define PLAN_EVENT_BYTES 40.0
+/* The most host memory a plan and its events may take: a third of the
+ * 24 GiB of the machines cpsim is developed on. */
+#define PLAN_BYTES_MAX (8.0 * 1024 * 1024 * 1024)
+
+/* Bound the plan before building it: a million decode tokens would need
+ * ~650 KB per step and abort in an allocation or meet the OOM killer.  The
+ * message names the key that adds the most steps. */
+static int check_plan_size(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    int nprogs = p->sp > 1 && !p->sequence_parallel && !wl_dsa_cp(s) ? p->sp : 1;
+    double ranks = (double)p->tp * p->sp * p->dp;
+    double per_layer = s->model.attn == ATTN_MLA ? PLAN_OPS_PER_LAYER_MLA : PLAN_OPS_PER_LAYER_GQA;
+    double step_ops = (double)s->model.layers * per_layer + PLAN_OPS_PER_STEP;
+    double steps = 0, most_decode = 0, most_chunks = 0;
+    int decode_req = 0, chunk_req = 0;
+    for (int q = 0; q < s->nreqs; q++) {
+        int64_t chunk = s->chunked_prefill ? s->max_num_batched_tokens : s->reqs[q].prompt_tokens;
+        double chunks = (double)((s->reqs[q].prompt_tokens + chunk - 1) / chunk);
+        double decode = (double)s->reqs[q].decode_tokens;
+        steps += chunks + decode;
+        if (decode > most_decode) {
+            most_decode = decode;
+            decode_req = q;
+        }
+        if (chunks > most_chunks) {
+            most_chunks = chunks;
+            chunk_req = q;
+        }
+    }
+    double bytes = steps * step_ops * (nprogs * PLAN_OP_BYTES + ranks * PLAN_EVENT_BYTES);
+    if (bytes <= PLAN_BYTES_MAX)
+        return 0;
+    char key[64];
+    cp_loc loc;
+    if (most_decode >= most_chunks && most_decode >= s->nreqs) {
+        snprintf(key, sizeof key, "requests.%d.decode_tokens", decode_req);
+        const ynode *rq = yio_key(yio_root(s->doc), "requests");
+        const ynode *at = rq && (size_t)decode_req < rq->n
+                              ? yio_key(rq->kids[decode_req], "decode_tokens") : NULL;
+        loc = at ? at->loc : (cp_loc){ s->path, 0, 0 };
+    } else if (most_chunks >= s->nreqs) {
+        snprintf(key, sizeof key, "engine.max_num_batched_tokens (requests.%d)", chunk_req);
+        loc = loc_of(s, "engine", "max_num_batched_tokens");
+    } else {
+        snprintf(key, sizeof key, "requests (%d of them)", s->nreqs);
+        const ynode *at = yio_key(yio_root(s->doc), "requests");
+        loc = at ? at->loc : (cp_loc){ s->path, 0, 0 };
+    }
+    return cp_fail_at(err, loc,
+                      "%s: the plan would hold %.0f steps of ~%.0f ops on %.0f ranks, about "
+                      "%.1f GB of host memory; cpsim builds plans of at most %.1f GB (fewer "
+                      "decode tokens, requests or prefill chunks)", key, steps, step_ops, ranks,
+                      bytes / 1e9, PLAN_BYTES_MAX / 1e9);
+}
+
 /* Checks that need the model and the platform.  A prompt longer than the
  * model's max_position is accepted on purpose (what-if studies). */
 static int validate(const scenario *s, cp_err *err)
@@ -732,7 +802,7 @@ static int validate(const scenario *s, cp_err *err)
         check_exchange(s, err) < 0 || check_exchange_keys(s, err) < 0 ||
         check_ulysses(s, err) < 0 || check_engine(s, err) < 0 ||
         check_dsa(s, err) < 0 || check_sharding(s, err) < 0 || check_seqpar(s, err) < 0 ||
-        check_sp_attention(s, err) < 0)
+        check_sp_attention(s, err) < 0 || check_plan_size(s, err) < 0)
         return -1;
     return 0;
 }

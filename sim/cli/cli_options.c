@@ -1,157 +1,528 @@
-/* cli: argument parsing and usage text (see cli.h). */
+/* cli: the option table, the commands, the one parser and the command line
+ * (see cli.h).  The help writer is cli_help.c. */
 #include "sim/cli/cli.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
-void cli_usage(FILE *out)
+#include <sys/stat.h>
+
+#include "sim/sweep/sweep.h"
+#include "workloads/datadir.h"
+
+/* ---- the setters of compound values ------------------------------------------------------ */
+
+static int set_override(cli_opts *o, const char *v, cp_err *err)
 {
-    fputs(
-        "Usage: cpsim COMMAND [WORKLOAD.yaml] [OPTIONS]\n"
-        "\n"
-        "Simulates LLM prefill (and decode) steps on a cluster of accelerators:\n"
-        "per-rank compute and communication streams on SimGrid, with TTFT, overlap\n"
-        "and per-rank memory timelines.\n"
-        "\n"
-        "Commands:\n"
-        "  run [WORKLOAD.yaml]       simulate (default workload: workloads/default.yaml)\n"
-        "                            and write summary.json, trace.json, memory.csv\n"
-        "  validate WORKLOAD.yaml    load and check everything, print the resolved\n"
-        "                            scenario, simulate nothing\n"
-        "  validate [WORKLOAD.yaml] --accuracy\n"
-        "                            every row of the platform's calibration profile,\n"
-        "                            predicted against measured, with the median and\n"
-        "                            worst error per kernel class (--json: as JSON)\n"
-        "  plan WORKLOAD.yaml        print the per-rank op programs (--json: as JSON)\n"
-        "  memory WORKLOAD.yaml      static weights of one rank by family and category,\n"
-        "                            plain estimate vs materialized (--quant, --json)\n"
-        "  sweep SWEEP.yaml          a grid of scenarios, one child process each\n"
-        "                            (cpsim sweep --help)\n"
-        "  plot DIR                  gnuplot pictures of a run or sweep folder\n"
-        "\n"
-        "Options:\n"
-        "  --platform NAME|FILE      use this platform preset or file instead of the\n"
-        "                            workload's (presets: h100-sxm-8, h200-sxm-8, b200-8,\n"
-        "                            ascend-910b-8, ascend-a3-16)\n"
-        "  --set KEY=VALUE           override a workload key by dotted path, e.g.\n"
-        "                            --set parallel.tp=4 --set requests.0.prompt_tokens=65536\n"
-        "                            --set platform.nodes=2 (repeatable, applied in order)\n"
-        "  --out DIR                 output directory for run (default: out)\n"
-        "  --quiet                   run: print nothing on success\n"
-        "  --plots                   run: also draw timeline and memory plots (gnuplot)\n"
-        "                            into DIR/plots with an index.html\n"
-        "  --json                    plan, validate --accuracy: JSON output\n"
-        "  --help, --version\n"
-        "  --cfg=KEY:VALUE, --log=...  passed to SimGrid\n"
-        "\n"
-        "Exit status: 0 the simulation ran (an out-of-memory verdict is a result, not\n"
-        "an error), 1 internal failure, 2 bad input or usage.\n",
-        out);
+    if (!strchr(v, '=') || v[0] == '=')
+        return cp_fail(err, CP_EXIT_INPUT, "--set %s: expected KEY=VALUE", v);
+    if (o->nsets == CLI_MAX_SETS)
+        return cp_fail(err, CP_EXIT_INPUT, "too many --set options (at most %d)", CLI_MAX_SETS);
+    o->sets[o->nsets++] = v;
+    return 0;
 }
 
-static int is_simgrid_opt(const char *a)
+static int set_shard(cli_opts *o, const char *v, cp_err *err)
 {
-    return strncmp(a, "--cfg=", 6) == 0 || strncmp(a, "--log=", 6) == 0;
+    return sweep_parse_shard(v, &o->shard_i, &o->shard_n, err);
 }
 
-/* Value of an option given as "--opt VALUE" or "--opt=VALUE". */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, cp_err *err)
+/* "A-B" or "A": a window of decoder layers. */
+static int set_layers(cli_opts *o, const char *v, cp_err *err)
 {
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (a[n] == '=')
-        return a + n + 1;
-    if (*i + 1 >= argc) {
-        cp_fail(err, CP_EXIT_INPUT, "option %s needs a value", name);
-        return NULL;
+    char *end;
+    errno = 0;
+    long a = strtol(v, &end, 10), b = a;
+    if (end != v && *end == '-')
+        b = strtol(end + 1, &end, 10);
+    /* 1e6: far beyond any model's layer count; bounds the int conversion */
+    if (end == v || *end || errno || a < 0 || b < a || b > 1000000)
+        return cp_fail(err, CP_EXIT_INPUT, "--layers %s: expected A-B with 0 <= A <= B", v);
+    o->layer_lo = (int)a;
+    o->layer_hi = (int)b;
+    return 0;
+}
+
+/* ---- the tables ------------------------------------------------------------------------ */
+
+#define RUN CLI_CMD(CMD_RUN)
+#define VALIDATE CLI_CMD(CMD_VALIDATE)
+#define PLAN CLI_CMD(CMD_PLAN)
+#define MEMORY CLI_CMD(CMD_MEMORY)
+#define SWEEP CLI_CMD(CMD_SWEEP)
+#define PLOT CLI_CMD(CMD_PLOT)
+#define OFF(field) offsetof(cli_opts, field)
+
+/* Every option of every command, in the order help lists them. */
+const cli_option cli_options[] = {
+    {.name = "--platform", .cmds = RUN | VALIDATE | PLAN | MEMORY, .type = CLI_STRING,
+     .off = OFF(platform), .value = "NAME|FILE",
+     .help = "use this platform instead of the workload's: a preset (h100-sxm-8, h200-sxm-8, "
+             "b200-8, ascend-910b-8, ascend-a3-16), a preset YAML file or a SimGrid XML "
+             "platform"},
+    {.name = "--set", .cmds = RUN | VALIDATE | PLAN | MEMORY, .type = CLI_CALL,
+     .set = set_override, .value = "KEY=VALUE",
+     .help = "override a workload key by dotted path, list items by index "
+             "(parallel.tp=4, requests.0.prompt_tokens=65536, platform.nodes=2); the value "
+             "is YAML; repeatable, applied in order"},
+    {.name = "--out", .cmds = RUN | SWEEP, .type = CLI_STRING, .off = OFF(out_dir),
+     .value = "DIR",
+     .help = "output folder, created if missing (run: default out; sweep: default "
+             "out/<sweep name>, or the folder that merged shards join into)"},
+    {.name = "--quiet", .short_name = 'q', .cmds = RUN | SWEEP, .type = CLI_FLAG,
+     .off = OFF(quiet), .help = "print nothing on success (sweep: no progress, no tables)"},
+    {.name = "--plots", .cmds = RUN | SWEEP, .type = CLI_FLAG, .off = OFF(plots),
+     .help = "also draw the plots (gnuplot) into DIR/plots, with an index.html"},
+    {.name = "--json", .cmds = VALIDATE | PLAN | MEMORY, .type = CLI_FLAG, .off = OFF(json),
+     .help = "print JSON: the plan (cpsim.plan/1), the calibration accuracy "
+             "(cpsim.accuracy/1), the memory report (cpsim.memory/1)"},
+    {.name = "--accuracy", .cmds = VALIDATE, .type = CLI_FLAG, .off = OFF(accuracy),
+     .help = "every row of the platform's calibration profile, predicted against measured, "
+             "with the median and worst error per kernel class (the workload is optional)"},
+    {.name = "--quant", .cmds = MEMORY, .type = CLI_STRING, .off = OFF(quant), .value = "FILE",
+     .help = "an msModelSlim quant_model_description.json (replaces "
+             "precision.quant_description)"},
+    /* 4096: as options.jobs (sweep_spec.c) */
+    {.name = "--jobs", .short_name = 'j', .cmds = SWEEP, .type = CLI_INT, .off = OFF(jobs),
+     .min = 1, .max = 4096, .value = "N",
+     .help = "run up to N simulations at a time (default: the sweep's options.jobs, else the "
+             "number of cores)"},
+    {.name = "--resume", .cmds = SWEEP, .type = CLI_FLAG, .off = OFF(resume),
+     .help = "run only the points that DIR/results.jsonl lacks (a killed sweep continues)"},
+    {.name = "--shard", .cmds = SWEEP, .type = CLI_CALL, .set = set_shard, .value = "I/N",
+     .help = "run the I-th of N disjoint slices (I from 0; point index % N), e.g. one per "
+             "Slurm array task; join their folders with --merge"},
+    {.name = "--list", .cmds = SWEEP, .type = CLI_FLAG, .off = OFF(list),
+     .help = "print the points (index, id, parameters) and run nothing"},
+    {.name = "--no-share", .cmds = SWEEP, .type = CLI_FLAG, .off = OFF(no_share),
+     .help = "simulate every point, even those whose plan, platform and settings equal "
+             "another's (shared by default)"},
+    {.name = "--merge", .cmds = SWEEP, .type = CLI_FLAG, .off = OFF(merge),
+     .help = "the arguments are shard folders of one sweep: join them into --out DIR"},
+    {.name = "--layers", .cmds = PLOT, .type = CLI_CALL, .set = set_layers, .value = "A-B",
+     .help = "the timeline shows layers A to B only (A or A-A: one layer)"},
+    {.name = "--cfg", .cmds = RUN, .type = CLI_SIMGRID, .value = "KEY:VALUE",
+     .help = "a SimGrid configuration item (--cfg=network/model:CM02), passed to SimGrid",
+     .elsewhere = "SimGrid options reach only the simulation of cpsim run (a sweep's points "
+                  "run with cpsim's settings)"},
+    {.name = "--log", .cmds = RUN, .type = CLI_SIMGRID, .value = "SETTING",
+     .help = "a SimGrid logging setting (--log=root.thres:critical), passed to SimGrid",
+     .elsewhere = "SimGrid options reach only the simulation of cpsim run (a sweep's points "
+                  "run with cpsim's settings)"},
+    {.name = "--help", .short_name = 'h', .cmds = CLI_ALL, .type = CLI_FLAG, .off = OFF(help),
+     .help = "print this help and exit (cpsim COMMAND --help: the options of one command)"},
+    {.name = "--version", .cmds = CLI_ALL, .type = CLI_FLAG, .off = OFF(version),
+     .help = "print the version and exit"},
+};
+const int cli_noptions = (int)(sizeof cli_options / sizeof cli_options[0]);
+/* cli_opts.given has a bit per row */
+_Static_assert(sizeof cli_options / sizeof cli_options[0] <= 64, "too many options for given");
+
+const cli_command cli_commands[CLI_NCMDS] = {
+    [CMD_RUN] = {
+        "run", "[WORKLOAD.yaml]", NULL,
+        "simulate (default workload: workloads/default.yaml) and write summary.json, "
+        "trace.json, memory.csv",
+        "Simulates the workload (default: the bundled workloads/default.yaml, the "
+        "Qwen3-Omni-30B-A3B thinker prefilling 32K tokens on one 8-GPU H100 SXM node at TP8), "
+        "prints a table and writes summary.json, trace.json (Chrome trace format; open it in "
+        "Perfetto) and memory.csv into the output folder, atomically."},
+    [CMD_VALIDATE] = {
+        "validate", "WORKLOAD.yaml", "validate [WORKLOAD.yaml] --accuracy [--json]",
+        "load and check everything, print the resolved scenario, simulate nothing",
+        "Loads and checks the workload, its model config and platform, and prints the "
+        "resolved scenario; nothing is simulated.  With --accuracy: every row of the "
+        "platform's calibration profile, predicted (the table model with the row's size "
+        "left out of its series, and the analytic model alone) against measured, and the "
+        "median and worst error per kernel class."},
+    [CMD_PLAN] = {
+        "plan", "WORKLOAD.yaml", NULL, "print the per-rank op programs (--json: as JSON)",
+        "Prints the per-rank op programs: name, layer, step, stream, kernel class, shapes, "
+        "dtype, FLOPs, bytes, token layout, layer phase, collectives and dependencies, and "
+        "for every kernel its price (cost_s) and where it came from (cost_src)."},
+    [CMD_MEMORY] = {
+        "memory", "WORKLOAD.yaml", NULL,
+        "static weights of one rank by family and category, plain estimate vs materialized",
+        "Static weights of rank 0: the plain TP-sharded estimate (every tensor at "
+        "precision.weights) and the weights the engine materializes (quantized and float "
+        "tensors, scales and offsets, fp32 scales, derived W_UK_T / W_UV, the full "
+        "projections of DSA CP, layer sharding), by tensor family and category, with the "
+        "steps that lead from one to the other."},
+    [CMD_SWEEP] = {
+        "sweep", "SWEEP.yaml", "sweep --merge DIR... --out DIR [--plots] [--quiet]",
+        "a grid of scenarios, one child process per simulation",
+        "Runs every point of the sweep's grid that passes its `where` conditions, each in a "
+        "child process, up to N at a time, and appends one JSON line per point to "
+        "DIR/results.jsonl; at the end writes results.csv, best.csv and split.csv and prints "
+        "the tables."},
+    [CMD_PLOT] = {
+        "plot", "DIR", NULL, "gnuplot pictures of a run or sweep folder",
+        "Draws the plots of a run folder (summary.json, trace.json, memory.csv: timeline and "
+        "memory) or of a sweep folder (results.jsonl: TTFT and overlap against prompt length "
+        "per strategy, TP x SP heat maps) with gnuplot, as PNG and SVG, into DIR/plots, with "
+        "an index.html that shows them all."},
+};
+
+/* ---- the parser ------------------------------------------------------------------------ */
+
+/* An argument that is an option: "-x...", "--x..."; "-" alone is a value. */
+static int is_option(const char *a)
+{
+    return a[0] == '-' && a[1] != '\0';
+}
+
+const cli_option *cli_find_option(const char *name)
+{
+    for (int i = 0; i < cli_noptions; i++) {
+        const cli_option *r = &cli_options[i];
+        if (strcmp(name, r->name) == 0 ||
+            (r->short_name && name[0] == '-' && name[1] == r->short_name && !name[2]))
+            return r;
     }
-    return argv[++*i];
+    return NULL;
 }
 
-static int opt_is(const char *a, const char *name)
+/* The row argument `a` names, with the option as spelled (into name) and
+ * the value joined to it (--opt=VALUE, -jVALUE; NULL: none).  NULL: no row
+ * (name then holds the unknown option). */
+static const cli_option *lookup(const char *a, char *name, size_t len, const char **joined)
 {
-    size_t n = strlen(name);
-    return strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=');
+    *joined = NULL;
+    if (a[1] == '-') {
+        const char *eq = strchr(a, '=');
+        size_t n = eq ? (size_t)(eq - a) : strlen(a);
+        snprintf(name, len, "%.*s", (int)n, a);
+        if (eq)
+            *joined = eq + 1;
+        return cli_find_option(name);
+    }
+    snprintf(name, len, "-%c", a[1]);
+    const cli_option *r = cli_find_option(name);
+    if (r && a[2]) {
+        if (r->type == CLI_FLAG || r->type == CLI_SIMGRID) {
+            snprintf(name, len, "%s", a);   /* -qx: not an option */
+            return NULL;
+        }
+        *joined = a + 2;
+    }
+    return r;
+}
+
+/* Whether row r takes its value from the next argument. */
+static int takes_next(const cli_option *r, const char *joined)
+{
+    return r && r->type != CLI_FLAG && r->type != CLI_SIMGRID && !joined;
+}
+
+/* The index in argv of the command (the first argument that is neither an
+ * option nor an option's value), 0 when there is none. */
+static int find_command(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!is_option(argv[i]))
+            return i;
+        char name[64];
+        const char *joined;
+        const cli_option *r = lookup(argv[i], name, sizeof name, &joined);
+        if (takes_next(r, joined) && i + 1 < argc && !is_option(argv[i + 1]))
+            i++;
+    }
+    return 0;
+}
+
+/* "run", "run and sweep", "run, validate and plan", "every command". */
+static char *takers(char *buf, size_t len, unsigned cmds)
+{
+    if (cmds == CLI_ALL) {
+        snprintf(buf, len, "every command");
+        return buf;
+    }
+    int n = 0, k = 0;
+    for (int c = 0; c < CLI_NCMDS; c++)
+        n += (cmds & CLI_CMD(c)) != 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CLI_NCMDS && used < len; c++) {
+        if (!(cmds & CLI_CMD(c)))
+            continue;
+        k++;
+        const char *sep = k == 1 ? "" : k == n ? " and " : ", ";
+        int w = snprintf(buf + used, len - used, "%s%s", sep, cli_commands[c].name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}
+
+static int unknown_option(const cli_opts *o, const char *name, cp_err *err)
+{
+    const char *mine[sizeof cli_options / sizeof cli_options[0] + 1];
+    const char *all[sizeof cli_options / sizeof cli_options[0] + 1];
+    int n = 0;
+    for (int i = 0; i < cli_noptions; i++) {
+        all[i] = cli_options[i].name;
+        if (o->cmd == CMD_NONE || (cli_options[i].cmds & CLI_CMD(o->cmd)))
+            mine[n++] = cli_options[i].name;
+    }
+    mine[n] = NULL;
+    all[cli_noptions] = NULL;
+    char hint[192];
+    cp_suggest(hint, sizeof hint, name, mine);
+    /* the start of exactly one of the command's options: that one */
+    const char *prefix_of = NULL;
+    for (int i = 0; i < n; i++)
+        if (strlen(name) > 2 && strncmp(mine[i], name, strlen(name)) == 0)
+            prefix_of = prefix_of ? "" : mine[i];
+    if (prefix_of && *prefix_of)
+        snprintf(hint, sizeof hint, " (did you mean \"%s\"?)", prefix_of);
+    const char *other = hint[0] ? NULL : cp_did_you_mean(name, all);
+    if (other) {
+        char who[96];
+        snprintf(hint, sizeof hint, " (did you mean \"%s\", an option of %s?)", other,
+                 takers(who, sizeof who, cli_find_option(other)->cmds));
+    }
+    return cp_fail(err, CP_EXIT_INPUT, "unknown option %s%s", name, hint);
+}
+
+/* One option at argv[*i] (its value may be argv[*i + 1]). */
+static int option(int argc, char **argv, int *i, cli_opts *o, cp_err *err)
+{
+    char name[64], who[96];
+    const char *v;
+    const cli_option *r = lookup(argv[*i], name, sizeof name, &v);
+    if (!r)
+        return unknown_option(o, name, err);
+    if (o->cmd != CMD_NONE && !(r->cmds & CLI_CMD(o->cmd)))
+        return cp_fail(err, CP_EXIT_INPUT, "%s does not take %s; it is an option of %s%s%s",
+                       cli_commands[o->cmd].name, name, takers(who, sizeof who, r->cmds),
+                       r->elsewhere ? ": " : "", r->elsewhere ? r->elsewhere : "");
+    o->given |= 1ull << (r - cli_options);
+    if (r->type == CLI_FLAG) {
+        if (v)
+            return cp_fail(err, CP_EXIT_INPUT, "option %s takes no value (got %s)", name,
+                           argv[*i]);
+        *(int *)((char *)o + r->off) = 1;
+        return 0;
+    }
+    if (r->type == CLI_SIMGRID)
+        return v && *v ? 0 : cp_fail(err, CP_EXIT_INPUT, "option %s takes its value as "
+                                     "%s=%s (SimGrid's form)", name, name, r->value);
+    if (!v) {
+        if (*i + 1 >= argc)
+            return cp_fail(err, CP_EXIT_INPUT, "option %s needs a value (%s)", name, r->value);
+        if (is_option(argv[*i + 1]))
+            return cp_fail(err, CP_EXIT_INPUT, "option %s needs a value, got the option %s "
+                           "(a value that begins with '-' is written %s=VALUE)", name,
+                           argv[*i + 1], r->name);
+        v = argv[++*i];
+    }
+    if (!*v)
+        return cp_fail(err, CP_EXIT_INPUT, "option %s needs a value (%s), got an empty one",
+                       name, r->value);
+    switch (r->type) {
+    case CLI_STRING:
+        *(const char **)((char *)o + r->off) = v;
+        return 0;
+    case CLI_INT: {
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || errno || n < r->min || n > r->max)
+            return cp_fail(err, CP_EXIT_INPUT, "%s %s: expected a whole number in [%ld, %ld]",
+                           name, v, r->min, r->max);
+        *(int *)((char *)o + r->off) = (int)n;
+        return 0;
+    }
+    case CLI_CALL:
+        return r->set(o, v, err);
+    case CLI_FLAG:
+    case CLI_SIMGRID:
+        break;
+    }
+    return 0;
+}
+
+static int given(const cli_opts *o, const char *name)
+{
+    const cli_option *r = cli_find_option(name);
+    return r && (o->given >> (r - cli_options) & 1);
+}
+
+/* The command's arguments and the options that go only together. */
+static int check_command(cli_opts *o, cp_err *err)
+{
+    const char *cmd = cli_commands[o->cmd].name;
+    const char *extra = o->nargs > 1 ? o->args[1] : NULL;
+    switch (o->cmd) {
+    case CMD_RUN:
+    case CMD_VALIDATE:
+    case CMD_PLAN:
+    case CMD_MEMORY:
+        if (extra)
+            return cp_fail(err, CP_EXIT_INPUT, "unexpected argument \"%s\" (one workload only)",
+                           extra);
+        o->workload = o->nargs ? o->args[0] : NULL;
+        if (!o->workload && o->cmd != CMD_RUN && !o->accuracy)
+            return cp_fail(err, CP_EXIT_INPUT, "%s needs a WORKLOAD.yaml", cmd);
+        if (o->cmd == CMD_VALIDATE && o->json && !o->accuracy)
+            return cp_fail(err, CP_EXIT_INPUT, "validate --json goes with --accuracy (the "
+                           "resolved scenario prints as YAML)");
+        if (o->cmd == CMD_RUN && !o->out_dir)
+            o->out_dir = "out";
+        return 0;
+    case CMD_SWEEP:
+        if (o->merge) {
+            if (o->nargs == 0 || !o->out_dir)
+                return cp_fail(err, CP_EXIT_INPUT, "sweep --merge needs the shard folders and "
+                               "--out DIR");
+            static const char *const no_merge[] = {"--resume", "--shard", "--jobs", "--list",
+                                                   "--no-share"};
+            for (size_t k = 0; k < sizeof no_merge / sizeof no_merge[0]; k++)
+                if (given(o, no_merge[k]))
+                    return cp_fail(err, CP_EXIT_INPUT, "sweep --merge joins finished shard "
+                                   "folders: %s does not apply", no_merge[k]);
+            return 0;
+        }
+        if (o->nargs == 0)
+            return cp_fail(err, CP_EXIT_INPUT, "sweep needs a SWEEP.yaml (or --merge DIR...)");
+        if (extra)
+            return cp_fail(err, CP_EXIT_INPUT, "unexpected argument \"%s\" (one sweep file; "
+                           "--merge takes folders)", extra);
+        return 0;
+    case CMD_PLOT:
+        if (o->nargs == 0)
+            return cp_fail(err, CP_EXIT_INPUT, "plot needs a run or sweep folder");
+        if (extra)
+            return cp_fail(err, CP_EXIT_INPUT, "unexpected argument \"%s\" (one folder)", extra);
+        return 0;
+    case CMD_NONE:
+    case CLI_NCMDS:
+        break;
+    }
+    return cp_fail(err, CP_EXIT_INPUT, "missing command");
 }
 
 int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
 {
-    static const char *const commands[] = {"run", "validate", "plan", "memory", "sweep",
-                                           "plot", NULL};
     memset(o, 0, sizeof *o);
-    o->cmd = CMD_RUN;
-    o->out_dir = "out";
-    int have_cmd = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (is_simgrid_opt(a))
-            continue;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            o->cmd = CMD_HELP;
-            return 0;
-        }
-        if (strcmp(a, "--version") == 0) {
-            o->cmd = CMD_VERSION;
-            return 0;
-        }
-        if (opt_is(a, "--platform")) {
-            if (!(o->platform = opt_value(argc, argv, &i, "--platform", err)))
-                return -1;
-        } else if (opt_is(a, "--set")) {
-            const char *v = opt_value(argc, argv, &i, "--set", err);
-            if (!v)
-                return -1;
-            if (!strchr(v, '='))
-                return cp_fail(err, CP_EXIT_INPUT, "--set %s: expected KEY=VALUE", v);
-            if (o->nsets == CLI_MAX_SETS)
-                return cp_fail(err, CP_EXIT_INPUT, "too many --set options (at most %d)",
-                               CLI_MAX_SETS);
-            o->sets[o->nsets++] = v;
-        } else if (opt_is(a, "--out")) {
-            if (!(o->out_dir = opt_value(argc, argv, &i, "--out", err)))
-                return -1;
-        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-            o->quiet = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--plots") == 0) {
-            o->plots = 1;
-        } else if (strcmp(a, "--accuracy") == 0) {
-            o->accuracy = 1;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            static const char *const opts[] = {"--platform", "--set", "--out", "--quiet",
-                                               "--json", "--plots", "--accuracy", "--help",
-                                               "--version", NULL};
+    o->cmd = CMD_NONE;
+    o->shard_n = 1;
+    o->layer_lo = o->layer_hi = -1;
+    o->args = calloc((size_t)argc + 1, sizeof *o->args);
+    if (!o->args)
+        abort();
+    /* --help wins over everything else on the line, even an error */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            o->help = 1;
+    int at = find_command(argc, argv);
+    if (at) {
+        for (int c = 0; c < CLI_NCMDS; c++)
+            if (strcmp(argv[at], cli_commands[c].name) == 0)
+                o->cmd = (cli_cmd)c;
+        if (o->cmd == CMD_NONE && !o->help) {
+            const char *names[CLI_NCMDS + 1];
+            for (int c = 0; c < CLI_NCMDS; c++)
+                names[c] = cli_commands[c].name;
+            names[CLI_NCMDS] = NULL;
             char hint[128];
-            return cp_fail(err, CP_EXIT_INPUT, "unknown option %s%s", a,
-                           cp_suggest(hint, sizeof hint, a, opts));
-        } else if (!have_cmd) {
-            have_cmd = 1;
-            if (strcmp(a, "run") == 0)
-                o->cmd = CMD_RUN;
-            else if (strcmp(a, "validate") == 0)
-                o->cmd = CMD_VALIDATE;
-            else if (strcmp(a, "plan") == 0)
-                o->cmd = CMD_PLAN;
-            else {
-                char hint[128];
-                return cp_fail(err, CP_EXIT_INPUT,
-                               "unknown command \"%s\"%s; commands: run, validate, plan, memory, "
-                               "sweep, plot", a,
-                               cp_suggest(hint, sizeof hint, a, commands));
-            }
-        } else if (!o->workload) {
-            o->workload = a;
-        } else {
-            return cp_fail(err, CP_EXIT_INPUT, "unexpected argument \"%s\" (one workload only)",
-                           a);
+            return cp_fail(err, CP_EXIT_INPUT, "unknown command \"%s\"%s", argv[at],
+                           cp_suggest(hint, sizeof hint, argv[at], names));
         }
     }
-    if (!have_cmd)
-        return cp_fail(err, CP_EXIT_INPUT, "missing command (run, validate or plan)");
-    if (o->accuracy && o->cmd != CMD_VALIDATE)
-        return cp_fail(err, CP_EXIT_INPUT, "--accuracy belongs to validate");
-    if ((o->cmd == CMD_VALIDATE || o->cmd == CMD_PLAN) && !o->workload && !o->accuracy)
-        return cp_fail(err, CP_EXIT_INPUT, "%s needs a WORKLOAD.yaml",
-                       o->cmd == CMD_VALIDATE ? "validate" : "plan");
-    return 0;
+    if (o->help)
+        return 0;
+    for (int i = 1; i < argc; i++) {
+        if (i == at)
+            continue;
+        if (!is_option(argv[i]))
+            o->args[o->nargs++] = argv[i];
+        else if (option(argc, argv, &i, o, err) != 0)
+            return -1;
+    }
+    if (o->version)
+        return 0;
+    return check_command(o, err);
+}
+
+void cli_opts_free(cli_opts *o)
+{
+    free(o->args);
+    o->args = NULL;
+    o->nargs = 0;
+}
+
+/* ---- the command line ------------------------------------------------------------------ */
+
+/* *path from the data directory when only there; buf holds the new path. */
+static void locate(const char **path, char *buf, size_t len)
+{
+    struct stat st;
+    if (!*path || (*path)[0] == '/' || stat(*path, &st) == 0)
+        return;
+    int n = snprintf(buf, len, "%s/%s", cp_datadir(), *path);
+    if (n > 0 && (size_t)n < len && stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+        *path = buf;
+}
+
+void cli_locate(cli_opts *o)
+{
+    if (o->cmd == CMD_SWEEP && !o->merge && o->nargs > 0)
+        locate(&o->args[0], o->located[0], sizeof o->located[0]);
+    locate(&o->workload, o->located[1], sizeof o->located[1]);
+    /* a path, not a preset name */
+    if (o->platform && strchr(o->platform, '/'))
+        locate(&o->platform, o->located[2], sizeof o->located[2]);
+}
+
+int cli_main(int argc, char **argv)
+{
+    cli_opts o;
+    cp_err err = {0};
+    int rc;
+    if (cli_parse(argc, argv, &o, &err) != 0) {
+        fprintf(stderr, "cpsim: %s\n", err.msg);
+        if (o.cmd == CMD_NONE) {
+            cli_list_commands(stderr);
+            fputs("Try 'cpsim --help'.\n", stderr);
+        } else {
+            fprintf(stderr, "Try 'cpsim %s --help'.\n", cli_commands[o.cmd].name);
+        }
+        rc = CP_EXIT_INPUT;
+    } else if (o.help) {
+        cli_help(stdout, o.cmd);
+        rc = CP_EXIT_OK;
+    } else if (o.version) {
+        printf("cpsim %s\n", PACKAGE_VERSION);
+        rc = CP_EXIT_OK;
+    } else {
+        cli_locate(&o);
+        switch (o.cmd) {
+        case CMD_VALIDATE:
+            rc = cli_validate(&o);
+            break;
+        case CMD_PLAN:
+            rc = cli_plan(&o);
+            break;
+        case CMD_MEMORY:
+            rc = cli_memory_cmd(&o);
+            break;
+        case CMD_SWEEP:
+            rc = cli_sweep(&o);
+            break;
+        case CMD_PLOT:
+            rc = cli_plot(&o);
+            break;
+        case CMD_RUN:
+            rc = cli_run(&o, &argc, argv);
+            break;
+        case CMD_NONE:
+        case CLI_NCMDS:
+        default:
+            rc = CP_EXIT_INTERNAL;
+            break;
+        }
+    }
+    cli_opts_free(&o);
+    return rc;
 }

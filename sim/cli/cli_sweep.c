@@ -12,141 +12,14 @@
 
 #include "reports/plot.h"
 #include "reports/report.h"
-#include "sim/cli/cli_commands.h"
+#include "sim/cli/cli.h"
 #include "sim/sweep/sweep.h"
-
-typedef struct sweep_args {
-    const char *file;
-    const char *out;
-    int jobs;
-    int resume;
-    int shard_i, shard_n;
-    int plots;
-    int quiet;
-    int list;
-    int no_share;
-    char **merge;
-    int nmerge;
-} sweep_args;
 
 static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig)
 {
     stop_signal = sig;
-}
-
-static void usage(FILE *f)
-{
-    fputs("Usage: cpsim sweep SWEEP.yaml [-j N] [--out DIR] [--resume] [--shard I/N]\n"
-          "                   [--plots] [--quiet] [--list] [--no-share]\n"
-          "       cpsim sweep --merge DIR... --out DIR [--plots]\n"
-          "\n"
-          "Runs every point of the sweep's grid that passes its `where` conditions, each in\n"
-          "a child process, up to N at a time (default: the number of cores), and appends\n"
-          "one JSON line per point to DIR/results.jsonl (default DIR: out/<sweep name>).\n"
-          "  --resume      run only the points that DIR/results.jsonl lacks\n"
-          "  --shard I/N   run the I-th of N disjoint slices (I from 0), e.g. one per\n"
-          "                Slurm array task; join the outputs with --merge\n"
-          "  --merge DIR.. join shard outputs into --out DIR\n"
-          "  --plots       draw the sweep's plots (gnuplot) into DIR/plots\n"
-          "  --list        print the points (index, id, parameters) and run nothing\n"
-          "  --no-share    simulate every point, even those whose plan, platform and\n"
-          "                settings equal another's (shared by default)\n"
-          "  --quiet       no progress and no tables on the terminal\n",
-          f);
-}
-
-static int arg_value(int argc, char **argv, int *i, const char **out, cp_err *err)
-{
-    const char *a = argv[*i];
-    const char *eq = strchr(a, '=');
-    if (a[1] == '-' && eq) {
-        *out = eq + 1;
-        return 0;
-    }
-    if (*i + 1 >= argc)
-        return cp_fail(err, CP_EXIT_INPUT, "option %s needs a value", a);
-    *out = argv[++*i];
-    return 0;
-}
-
-static int opt_is(const char *a, const char *name)
-{
-    size_t n = strlen(name);
-    return strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=');
-}
-
-static int parse_jobs(const char *v, int *jobs, cp_err *err)
-{
-    char *end;
-    long j = strtol(v, &end, 10);
-    /* 4096: as options.jobs (sweep_spec.c) */
-    if (end == v || *end || j < 1 || j > 4096)
-        return cp_fail(err, CP_EXIT_INPUT, "-j %s: expected a number of jobs in [1, 4096]", v);
-    *jobs = (int)j;
-    return 0;
-}
-
-static int parse_args(int argc, char **argv, sweep_args *a, cp_err *err)
-{
-    static const char *const opts[] = {"--jobs", "--out", "--resume", "--shard", "--merge",
-                                       "--plots", "--quiet", "--list", "--no-share", "--help",
-                                       NULL};
-    memset(a, 0, sizeof *a);
-    a->shard_n = 1;
-    a->merge = calloc((size_t)argc, sizeof *a->merge);
-    if (!a->merge)
-        abort();
-    int merging = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i], *v;
-        int rc = 0;
-        if (strncmp(s, "--cfg=", 6) == 0 || strncmp(s, "--log=", 6) == 0)
-            rc = cp_fail(err, CP_EXIT_INPUT, "sweep: %s: SimGrid options do not reach the "
-                         "points (each runs with cpsim's settings); try the point with "
-                         "cpsim run", s);
-        else if (strcmp(s, "-j") == 0 || opt_is(s, "--jobs"))
-            rc = arg_value(argc, argv, &i, &v, err) < 0 ? -1 : parse_jobs(v, &a->jobs, err);
-        else if (strncmp(s, "-j", 2) == 0 && s[2])
-            rc = parse_jobs(s + 2, &a->jobs, err);
-        else if (opt_is(s, "--out"))
-            rc = arg_value(argc, argv, &i, &a->out, err);
-        else if (opt_is(s, "--shard"))
-            rc = arg_value(argc, argv, &i, &v, err) < 0
-                     ? -1 : sweep_parse_shard(v, &a->shard_i, &a->shard_n, err);
-        else if (strcmp(s, "--resume") == 0)
-            a->resume = 1;
-        else if (strcmp(s, "--plots") == 0)
-            a->plots = 1;
-        else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0)
-            a->quiet = 1;
-        else if (strcmp(s, "--list") == 0)
-            a->list = 1;
-        else if (strcmp(s, "--no-share") == 0)
-            a->no_share = 1;
-        else if (strcmp(s, "--merge") == 0)
-            merging = 1;
-        else if (s[0] == '-' && s[1]) {
-            char hint[128];
-            rc = cp_fail(err, CP_EXIT_INPUT, "sweep: unknown option %s%s", s,
-                         cp_suggest(hint, sizeof hint, s, opts));
-        } else if (merging)
-            a->merge[a->nmerge++] = argv[i];
-        else if (!a->file)
-            a->file = s;
-        else
-            rc = cp_fail(err, CP_EXIT_INPUT, "sweep: unexpected argument \"%s\" (one sweep "
-                         "file; --merge takes folders)", s);
-        if (rc < 0)
-            return -1;
-    }
-    if (merging && (a->nmerge == 0 || !a->out || a->file))
-        return cp_fail(err, CP_EXIT_INPUT, "sweep --merge needs the shard folders and --out "
-                       "DIR, and no sweep file");
-    if (!merging && !a->file)
-        return cp_fail(err, CP_EXIT_INPUT, "sweep needs a SWEEP.yaml (or --merge DIR...)");
-    return 0;
 }
 
 static int mkdir_p(const char *dir, cp_err *err)
@@ -179,7 +52,7 @@ static int fail(const cp_err *err)
     return err->code ? err->code : CP_EXIT_INTERNAL;
 }
 
-static json_t *meta_json(const sweep_spec *sp, const sweep_points *pts, const sweep_args *a,
+static json_t *meta_json(const sweep_spec *sp, const sweep_points *pts, const cli_opts *a,
                          int shard_points)
 {
     char h[17], shard[32];
@@ -224,7 +97,7 @@ static int cmp_id(const void *a, const void *b)
 }
 
 /* The points of this shard that results.jsonl lacks. */
-static int pending(const sweep_points *pts, const sweep_lines *done, const sweep_args *a,
+static int pending(const sweep_points *pts, const sweep_lines *done, const cli_opts *a,
                    const sweep_point ***out, int *total)
 {
     const char **ids = malloc((done->n + 1) * sizeof *ids);
@@ -249,7 +122,7 @@ static int pending(const sweep_points *pts, const sweep_lines *done, const sweep
     return n;
 }
 
-static void list_points(const sweep_spec *sp, const sweep_points *pts, const sweep_args *a)
+static void list_points(const sweep_spec *sp, const sweep_points *pts, const cli_opts *a)
 {
     for (int i = 0; i < pts->n; i++) {
         if (!sweep_in_shard(pts->pt[i].index, a->shard_i, a->shard_n))
@@ -263,7 +136,7 @@ static void list_points(const sweep_spec *sp, const sweep_points *pts, const swe
 }
 
 /* The run's results sorted, the tables and the plots. */
-static int conclude(const char *dir, const sweep_args *a, int plots, cp_err *err)
+static int conclude(const char *dir, const cli_opts *a, int plots, cp_err *err)
 {
     char path[4200];
     sweep_lines l = {0};
@@ -293,7 +166,7 @@ typedef struct session {
     int failed;             /* failed points among those done before */
 } session;
 
-static int open_session(const sweep_spec *sp, const sweep_points *pts, const sweep_args *a,
+static int open_session(const sweep_spec *sp, const sweep_points *pts, const cli_opts *a,
                         const char *dir, session *ss, cp_err *err)
 {
     char h[17], path[4200];
@@ -333,7 +206,7 @@ static void close_session(session *ss)
     free(ss->pending_pts);
 }
 
-static int run_sweep(const sweep_spec *sp, const sweep_args *a, const char *dir, cp_err *err)
+static int run_sweep(const sweep_spec *sp, const cli_opts *a, const char *dir, cp_err *err)
 {
     sweep_points pts;
     if (sweep_expand(sp, &pts, err) < 0)
@@ -373,46 +246,32 @@ static int run_sweep(const sweep_spec *sp, const sweep_args *a, const char *dir,
     return rc == 0 ? conclude(dir, a, a->plots || sp->plots, err) : -1;
 }
 
-int cli_sweep(int argc, char **argv)
+int cli_sweep(const cli_opts *a)
 {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return CP_EXIT_OK;
-        }
-    sweep_args a;
     cp_err err = {0};
-    if (parse_args(argc, argv, &a, &err) < 0) {
-        free(a.merge);
-        fprintf(stderr, "cpsim: %s\nTry 'cpsim sweep --help'.\n", err.msg);
-        return CP_EXIT_INPUT;
-    }
     int rc;
-    if (a.nmerge > 0) {
-        rc = sweep_merge(a.merge, a.nmerge, a.out, a.quiet ? NULL : stdout, &err);
-        if (rc == 0 && a.plots)
-            rc = sweep_plot_dir(a.out, &err);
-        free(a.merge);
+    if (a->merge) {
+        rc = sweep_merge((char *const *)a->args, a->nargs, a->out_dir, a->quiet ? NULL : stdout, &err);
+        if (rc == 0 && a->plots)
+            rc = sweep_plot_dir(a->out_dir, &err);
         return rc < 0 ? fail(&err) : CP_EXIT_OK;
     }
     sweep_spec sp;
-    if (sweep_load(a.file, &sp, &err) < 0) {
-        free(a.merge);
+    if (sweep_load(a->args[0], &sp, &err) < 0)
         return fail(&err);
-    }
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", a.out ? a.out : "");
-    if (!a.out)
+    if (a->out_dir)
+        snprintf(dir, sizeof dir, "%s", a->out_dir);
+    else
         snprintf(dir, sizeof dir, "out/%s", sp.name);
     struct sigaction sa = {.sa_handler = on_signal}, old[3];
     sigemptyset(&sa.sa_mask);
     const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
     for (int k = 0; k < 3; k++)
         sigaction(sigs[k], &sa, &old[k]);
-    rc = run_sweep(&sp, &a, dir, &err);
+    rc = run_sweep(&sp, a, dir, &err);
     for (int k = 0; k < 3; k++)
         sigaction(sigs[k], &old[k], NULL);
     sweep_free(&sp);
-    free(a.merge);
     return rc < 0 ? fail(&err) : rc;
 }

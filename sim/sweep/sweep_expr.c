@@ -26,7 +26,15 @@ typedef struct node {
     const char *str;   /* N_STR, N_WORD: into sweep_expr.buf */
     int a, b;          /* children (node indices), -1 when none */
     int col;           /* offset of the token in the text */
+    int depth;         /* of the subtree: 1 for a leaf */
 } node;
+
+/* The deepest expression tree accepted (nested parentheses, operators,
+ * chains of one operator): parsing recurses through seven functions per
+ * parenthesis and evaluation once per level, so a bound keeps 100,000
+ * leading "!" or "(" from overflowing the stack (1000 levels: well under
+ * 1 MB of it).  Far above any condition a sweep needs. */
+#define EXPR_MAX_DEPTH 1000
 
 struct sweep_expr {
     char *text;        /* as written */
@@ -42,6 +50,7 @@ typedef struct parser {
     sweep_expr *e;
     const char *s;     /* text */
     int pos;
+    int nest;          /* open parentheses and unary operators */
     cp_err *err;
 } parser;
 
@@ -53,9 +62,23 @@ static cp_loc loc_at(const sweep_expr *e, int col)
     return l;
 }
 
+static int too_deep(parser *ps)
+{
+    return cp_fail_at(ps->err, loc_at(ps->e, ps->pos), "where: the condition nests more than "
+                      "%d levels deep (parentheses, operators) in \"%.40s%s\"", EXPR_MAX_DEPTH,
+                      ps->s, strlen(ps->s) > 40 ? "..." : "");
+}
+
 static int add_node(parser *ps, node nd)
 {
     sweep_expr *e = ps->e;
+    nd.depth = 1;
+    if (nd.a >= 0 && e->nodes[nd.a].depth + 1 > nd.depth)
+        nd.depth = e->nodes[nd.a].depth + 1;
+    if (nd.b >= 0 && e->nodes[nd.b].depth + 1 > nd.depth)
+        nd.depth = e->nodes[nd.b].depth + 1;
+    if (nd.depth > EXPR_MAX_DEPTH)
+        return too_deep(ps);
     if (e->n == e->cap) {
         e->cap = e->cap ? 2 * e->cap : 16;
         e->nodes = realloc(e->nodes, (size_t)e->cap * sizeof *e->nodes);
@@ -148,7 +171,10 @@ static int parse_atom(parser *ps)
     int col = ps->pos;
     if (c == '(') {
         ps->pos++;
+        if (++ps->nest > EXPR_MAX_DEPTH)
+            return too_deep(ps);
         int in = parse_or(ps);
+        ps->nest--;
         if (in < 0)
             return -1;
         if (!accept(ps, ")"))
@@ -184,7 +210,10 @@ static int parse_unary(parser *ps)
     else
         return parse_atom(ps);
     ps->pos++;
+    if (++ps->nest > EXPR_MAX_DEPTH)
+        return too_deep(ps);
     int in = parse_unary(ps);
+    ps->nest--;
     if (in < 0)
         return -1;
     return add_node(ps, (node){.kind = k, .a = in, .b = -1, .col = col});
@@ -211,6 +240,8 @@ static int parse_level(parser *ps, bin_op lo, bin_op hi, int (*next)(parser *), 
             return -1;
         left = add_node(ps, (node){.kind = N_BIN, .op = (bin_op)found, .a = left, .b = right,
                                    .col = col});
+        if (left < 0)
+            return -1;
         if (!chain) {
             skip_space(ps);
             for (int op = OP_EQ; op <= OP_GE; op++)
@@ -255,7 +286,7 @@ sweep_expr *sweep_expr_parse(const char *text, cp_loc at, int one_line, cp_err *
     e->at.line = at.line;
     e->at.col = at.col;
     e->one_line = one_line;
-    parser ps = {e, e->text, 0, err};
+    parser ps = {e, e->text, 0, 0, err};
     e->root = parse_or(&ps);
     if (e->root >= 0) {
         skip_space(&ps);
@@ -278,11 +309,6 @@ void sweep_expr_free(sweep_expr *e)
     free((char *)e->at.origin);
     free(e->nodes);
     free(e);
-}
-
-const char *sweep_expr_text(const sweep_expr *e)
-{
-    return e->text;
 }
 
 sweep_val sweep_expr_value_of(const char *text)

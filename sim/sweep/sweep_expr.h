@@ -50,9 +50,6 @@ sweep_expr *sweep_expr_parse(const char *text, cp_loc at, int one_line, cp_err *
  * error, a division by zero or an unknown dotted key. */
 int sweep_expr_eval(const sweep_expr *e, sweep_expr_lookup fn, void *ctx, int *holds, cp_err *err);
 
-/* The expression as written. */
-const char *sweep_expr_text(const sweep_expr *e);
-
 void sweep_expr_free(sweep_expr *e);
 
 /* The text of a scalar parameter as an expression value: a number when the

@@ -399,7 +399,10 @@ typedef struct cand_ctx {
     ydoc *doc;          /* base + assignments as written, on first need */
     ydoc *resolved;     /* the candidate resolved, on first need */
     int unloadable;     /* the candidate does not load */
-    char *scratch;      /* a value's text for the caller */
+    char **kept;        /* the text of every string value handed out, valid
+                           until the conditions are evaluated (two keys of
+                           one comparison each keep their own) */
+    int nkept, capkept;
 } cand_ctx;
 
 /* Walk a dotted path in a YAML tree (list items by index). */
@@ -422,20 +425,24 @@ static const ynode *walk(const ynode *n, const char *path)
 }
 
 /* A scalar as its text (a quoted one always a string); a list or a
- * mapping as its flow text, a string. */
+ * mapping as its flow text, a string.  A string's text is copied into
+ * c->kept: it outlives the node's document and the next lookup. */
 static int node_value(cand_ctx *c, const ynode *n, sweep_val *out)
 {
-    free(c->scratch);
-    c->scratch = flow_text(n);
-    if (n->kind == YN_SCALAR && !n->quoted)
+    if (n->kind == YN_SCALAR && !n->quoted) {
         *out = sweep_expr_value_of(n->str);
-    else
-        *out = (sweep_val){.is_str = 1, .str = n->kind == YN_SCALAR ? n->str : c->scratch};
-    if (out->is_str && n->kind == YN_SCALAR) {
-        free(c->scratch);
-        c->scratch = xstrdup(n->str);   /* outlives the node's document */
-        out->str = c->scratch;
+        if (!out->is_str)
+            return 1;
     }
+    if (c->nkept == c->capkept) {
+        c->capkept = c->capkept ? 2 * c->capkept : 8;
+        c->kept = realloc(c->kept, (size_t)c->capkept * sizeof *c->kept);
+        if (!c->kept)
+            abort();
+    }
+    char *text = n->kind == YN_SCALAR ? xstrdup(n->str) : flow_text(n);
+    c->kept[c->nkept++] = text;
+    *out = (sweep_val){.is_str = 1, .str = text};
     return 1;
 }
 
@@ -535,7 +542,9 @@ static int conditions_hold(const sweep_spec *sp, const int *val, base_view *base
         rc = sweep_expr_eval(sp->where[w], cand_lookup, &c, &holds, err);
     yio_free(c.doc);
     yio_free(c.resolved);
-    free(c.scratch);
+    for (int i = 0; i < c.nkept; i++)
+        free(c.kept[i]);
+    free(c.kept);
     return rc < 0 ? -1 : holds;
 }
 
