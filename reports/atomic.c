@@ -1,22 +1,106 @@
 /* atomic: outputs appear complete or not at all (see report.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <errno.h>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "reports/report.h"
+
+/* The temporary files open now, for rep_tmp_cleanup (a signal handler may
+ * read the table at any time: a slot is filled before it is counted and
+ * emptied after). */
+#define REP_MAX_OPEN 16
+static char open_tmp[REP_MAX_OPEN][4096];
+static volatile sig_atomic_t open_used[REP_MAX_OPEN];
+
+/* The group being written (rep_group_begin): finished files wait under
+ * their temporary names. */
+#define REP_MAX_GROUP 8
+static struct {
+    int on, n;
+    char tmp[REP_MAX_GROUP][4096], path[REP_MAX_GROUP][4096];
+} group;
+
+static void track(const char *tmp)
+{
+    for (int i = 0; i < REP_MAX_OPEN; i++)
+        if (!open_used[i]) {
+            snprintf(open_tmp[i], sizeof open_tmp[i], "%s", tmp);
+            open_used[i] = 1;
+            return;
+        }
+}
+
+static void untrack(const char *tmp)
+{
+    for (int i = 0; i < REP_MAX_OPEN; i++)
+        if (open_used[i] && strcmp(open_tmp[i], tmp) == 0)
+            open_used[i] = 0;
+}
+
+void rep_tmp_cleanup(void)
+{
+    for (int i = 0; i < REP_MAX_OPEN; i++)
+        if (open_used[i])
+            unlink(open_tmp[i]);
+}
+
+void rep_remove_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[8192];
+    while (d && (e = readdir(d))) {
+        const char *t = strstr(e->d_name, ".tmp-");
+        char *end;
+        long pid = t ? strtol(t + 5, &end, 10) : 0;
+        if (pid <= 0 || *end != '-' || pid == (long)getpid() ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+}
+
+int rep_mkdir_p(const char *dir, cp_err *err)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *c = buf + 1;; c++) {
+        if (*c != '/' && *c != '\0')
+            continue;
+        char keep = *c;
+        *c = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return cp_fail(err, CP_EXIT_INPUT, "--out %s: cannot create %s: %s", dir, buf,
+                           strerror(errno));
+        *c = keep;
+        if (!keep)
+            break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cp_fail(err, CP_EXIT_INPUT, "--out %s: not a directory", dir);
+    return 0;
+}
 
 int rep_open(rep_file *rf, const char *path, cp_err *err)
 {
     memset(rf, 0, sizeof *rf);
     snprintf(rf->path, sizeof rf->path, "%s", path);
-    snprintf(rf->tmp, sizeof rf->tmp, "%s.tmp-XXXXXX", path);
+    snprintf(rf->tmp, sizeof rf->tmp, "%s.tmp-%ld-XXXXXX", path, (long)getpid());
     int fd = mkstemp(rf->tmp);
     if (fd < 0)
         return cp_fail(err, CP_EXIT_INPUT, "%s: cannot create output file: %s", path,
                        strerror(errno));
+    track(rf->tmp);
     mode_t mask = umask(0);
     umask(mask);
     fchmod(fd, 0666 & ~mask); /* mkstemp makes 0600; outputs are ordinary files */
@@ -24,31 +108,76 @@ int rep_open(rep_file *rf, const char *path, cp_err *err)
     if (!rf->f) {
         close(fd);
         unlink(rf->tmp);
+        untrack(rf->tmp);
         return cp_fail(err, CP_EXIT_INTERNAL, "%s: cannot open output stream", path);
     }
     return 0;
+}
+
+static int put_in_place(const char *tmp, const char *path, cp_err *err)
+{
+    if (rename(tmp, path) == 0)
+        return 0;
+    int e = errno;
+    unlink(tmp);
+    return cp_fail(err, CP_EXIT_INPUT, "%s: cannot rename output into place: %s", path,
+                   strerror(e));
 }
 
 int rep_close(rep_file *rf, int ok, cp_err *err)
 {
     if (!rf->f)
         return -1;
-    int bad = ferror(rf->f) || fflush(rf->f) != 0;
-    if (!bad)
-        bad = fsync(fileno(rf->f)) != 0 && errno != EINVAL;
-    if (fclose(rf->f) != 0)
-        bad = 1;
+    int e = 0;
+    if (ferror(rf->f))
+        e = errno ? errno : EIO;
+    if (!e && fflush(rf->f) != 0)
+        e = errno;
+    if (!e && fsync(fileno(rf->f)) != 0 && errno != EINVAL)
+        e = errno;
+    if (fclose(rf->f) != 0 && !e)
+        e = errno ? errno : EIO;
     rf->f = NULL;
-    if (!ok || bad) {
+    if (!ok || e) {
         unlink(rf->tmp);
+        untrack(rf->tmp);
         if (ok)
-            return cp_fail(err, CP_EXIT_INPUT, "%s: write failed", rf->path);
+            return cp_fail(err, CP_EXIT_INPUT, "%s: write failed: %s", rf->path, strerror(e));
         return -1;
     }
-    if (rename(rf->tmp, rf->path) != 0) {
-        unlink(rf->tmp);
-        return cp_fail(err, CP_EXIT_INPUT, "%s: cannot rename output into place: %s",
-                       rf->path, strerror(errno));
+    if (group.on && group.n < REP_MAX_GROUP) {
+        snprintf(group.tmp[group.n], sizeof group.tmp[0], "%s", rf->tmp);
+        snprintf(group.path[group.n], sizeof group.path[0], "%s", rf->path);
+        group.n++;
+        return 0;
     }
-    return 0;
+    int rc = put_in_place(rf->tmp, rf->path, err);
+    untrack(rf->tmp);
+    return rc;
+}
+
+void rep_group_begin(void)
+{
+    group.on = 1;
+    group.n = 0;
+}
+
+int rep_group_end(int ok, cp_err *err)
+{
+    int rc = 0;
+    /* the last file of the group marks it complete: the one it replaces
+     * goes first, so an interruption between two renames leaves no marker
+     * beside a mix of old and new files */
+    if (ok && group.n > 0)
+        unlink(group.path[group.n - 1]);
+    for (int i = 0; i < group.n; i++) {
+        if (ok && rc == 0)
+            rc = put_in_place(group.tmp[i], group.path[i], err);
+        else
+            unlink(group.tmp[i]);
+        untrack(group.tmp[i]);
+    }
+    group.on = 0;
+    group.n = 0;
+    return ok ? rc : -1;
 }

@@ -136,8 +136,9 @@ typedef void (*rep_mem_fn)(void *ctx, int rank, double t, const double cur[MC_CO
                            const eng_mem *last);
 void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx);
 
-/* Atomic output: rep_open writes to a temporary sibling of path; rep_close
- * renames it over path (ok = 1) or removes it (ok = 0). */
+/* Atomic output: rep_open writes to a temporary sibling of path
+ * (PATH.tmp-<pid>-XXXXXX); rep_close renames it over path (ok = 1) or
+ * removes it (ok = 0).  A failed write names the file and errno. */
 typedef struct rep_file {
     FILE *f;
     char tmp[4096];
@@ -145,5 +146,26 @@ typedef struct rep_file {
 } rep_file;
 int rep_open(rep_file *rf, const char *path, cp_err *err);
 int rep_close(rep_file *rf, int ok, cp_err *err);
+
+/* A group of outputs that appear together (a run's trace, memory and
+ * summary): after rep_group_begin, rep_close keeps each finished file
+ * under its temporary name; rep_group_end(1) first removes the file the
+ * group's last one replaces (the marker that the group is complete), then
+ * renames them all into place in order; rep_group_end(0) removes them.
+ * Returns 0, or -1 with err (ok = 1) or always -1 (ok = 0). */
+void rep_group_begin(void);
+int rep_group_end(int ok, cp_err *err);
+
+/* Create the output folder dir and its parents ("--out DIR: ..." on
+ * failure, or when dir is not a directory). */
+int rep_mkdir_p(const char *dir, cp_err *err);
+
+/* Remove the temporary files open now; async-signal-safe (for a handler
+ * of SIGINT / SIGTERM / SIGHUP). */
+void rep_tmp_cleanup(void);
+
+/* Remove the temporary files in dir left by processes that no longer
+ * exist (killed runs and sweeps: PATH.tmp-<pid>-XXXXXX). */
+void rep_remove_stale(const char *dir);
 
 #endif

@@ -1,7 +1,9 @@
 /* cli_run: the commands run, validate and plan (see cli.h), each one pass
  * through the pipeline (sim/driver/driver.h). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "models/cost.h"
 
@@ -26,12 +28,29 @@ static drv_req request_of(const cli_opts *o)
     return rq;
 }
 
+/* An interrupt during a run: no half-written output stays behind, the
+ * exit status says which signal (128 + signal, as a shell reports it);
+ * replaces SimGrid's handler, which aborts with a backtrace. */
+static void on_stop(int sig)
+{
+    static const char msg[] = "cpsim: interrupted; no half-written output is left behind\n";
+    rep_tmp_cleanup();
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(128 + sig);
+}
+
 int cli_run(const cli_opts *o, int *argc, char **argv)
 {
     cp_err err = {0};
     drv_req rq = request_of(o);
     json_t *summary = NULL;
     eng_init(argc, argv);
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     if (drv_run(&rq, &summary, o->quiet ? NULL : stdout, &err) != 0)
         return fail(&err);
     json_decref(summary);

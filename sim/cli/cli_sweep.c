@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,28 +21,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
     stop_signal = sig;
-}
-
-static int mkdir_p(const char *dir, cp_err *err)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *c = buf + 1;; c++) {
-        if (*c != '/' && *c != '\0')
-            continue;
-        char keep = *c;
-        *c = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return cp_fail(err, CP_EXIT_INPUT, "--out %s: cannot create %s: %s", dir, buf,
-                           strerror(errno));
-        *c = keep;
-        if (!keep)
-            break;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return cp_fail(err, CP_EXIT_INPUT, "--out %s: not a directory", dir);
-    return 0;
 }
 
 /* ---- the command ------------------------------------------------------------------------ */
@@ -83,12 +62,14 @@ static int check_out_dir(const char *dir, const char *spec_hash, int resume, cp_
     if (!m)
         return have ? cp_fail(err, CP_EXIT_INPUT, "--resume: %s is missing or unreadable (%s)",
                               path, je.text) : 0;
-    const char *h = json_string_value(json_object_get(m, "spec_hash"));
-    int same = h && strcmp(h, spec_hash) == 0;
+    char h[64];
+    const char *mh = json_string_value(json_object_get(m, "spec_hash"));
+    snprintf(h, sizeof h, "%s", mh ? mh : "none");
+    int same = mh && strcmp(mh, spec_hash) == 0;
     json_decref(m);
     return same ? 0 : cp_fail(err, CP_EXIT_INPUT, "--resume: %s holds another sweep (its "
                               "spec_hash %s, this one %s): the sweep file or its base changed",
-                              dir, h ? h : "none", spec_hash);
+                              dir, h, spec_hash);
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -148,17 +129,64 @@ static int conclude(const char *dir, const cli_opts *a, int plots, cp_err *err)
         rc = rep_sweep_tables(l.line, l.n, dir, a->quiet ? NULL : stdout, err);
     if (rc == 0 && plots)
         rc = plot_sweep(dir, l.line, l.n, err);
-    sweep_lines_free(&l);
     if (rc == 0 && !a->quiet)
         printf("\nwrote %s/results.jsonl, results.csv, best.csv, split.csv%s\n", dir,
                plots ? ", plots/" : "");
+    /* a sweep none of whose points ran is an error (a grid key misspelt,
+     * a base that does not load), not an empty result */
+    const json_t *first_failed = NULL;
+    size_t ok = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const char *st = json_string_value(json_object_get(l.line[i], "status"));
+        if (st && strcmp(st, "ok") == 0)
+            ok++;
+        else if (!first_failed)
+            first_failed = l.line[i];
+    }
+    if (rc == 0 && l.n > 0 && ok == 0)
+        rc = cp_fail(err, CP_EXIT_INPUT, "every point of the sweep failed (%zu); point %lld: %s",
+                     l.n, (long long)json_integer_value(json_object_get(first_failed, "index")),
+                     json_string_value(json_object_get(first_failed, "error")));
+    sweep_lines_free(&l);
     return rc;
+}
+
+/* One sweep at a time writes a folder: DIR/sweep.lock, locked (flock,
+ * released when the process ends however it ends) and holding the pid of
+ * its holder for the message. */
+static int lock_dir(const char *dir, int *lock, cp_err *err)
+{
+    char path[4200], pid[32] = "";
+    snprintf(path, sizeof path, "%s/sweep.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    if (fd < 0)
+        return cp_fail(err, CP_EXIT_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        ssize_t n = read(fd, pid, sizeof pid - 1);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return cp_fail(err, CP_EXIT_INPUT, "--out %s: another cpsim sweep (pid %s) is "
+                           "writing this folder; wait for it or choose another --out", dir,
+                           pid[0] ? pid : "?");
+        return cp_fail(err, CP_EXIT_INPUT, "%s: cannot lock: %s", path, strerror(e));
+    }
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        close(fd);
+        return cp_fail(err, CP_EXIT_INPUT, "%s: cannot write: %s", path, strerror(errno));
+    }
+    *lock = fd;
+    return 0;
 }
 
 /* The output folder made ready for this run: checked against the sweep,
  * sweep.json written, results.jsonl repaired and open for appending, and
  * the points of this shard that it lacks. */
 typedef struct session {
+    int lock;               /* DIR/sweep.lock, held (flock) for the session */
     int fd;
     const sweep_point **pending_pts;
     int npending;
@@ -172,11 +200,15 @@ static int open_session(const sweep_spec *sp, const sweep_points *pts, const cli
     char h[17], path[4200];
     sweep_hex(pts->spec_hash, h);
     memset(ss, 0, sizeof *ss);
-    ss->fd = -1;
+    ss->fd = ss->lock = -1;
     sweep_lines done = {0};
-    int rc = mkdir_p(dir, err);
+    int rc = rep_mkdir_p(dir, err);
     if (rc == 0)
+        rc = lock_dir(dir, &ss->lock, err);
+    if (rc == 0) {
+        rep_remove_stale(dir);
         rc = check_out_dir(dir, h, a->resume, err);
+    }
     snprintf(path, sizeof path, "%s/results.jsonl", dir);
     if (rc == 0)
         rc = sweep_read_results(path, 1, &done, err);
@@ -203,6 +235,8 @@ static void close_session(session *ss)
         fdatasync(ss->fd);
         close(ss->fd);
     }
+    if (ss->lock >= 0)
+        close(ss->lock); /* releases the lock */
     free(ss->pending_pts);
 }
 

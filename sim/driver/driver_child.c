@@ -36,6 +36,11 @@ static void child_main(const drv_req *rq, const scenario *s, const plan *p, int 
     cp_err err = {0};
     json_t *summary = NULL;
     eng_init(&argc, argv);
+    /* the terminal's interrupt reaches the whole process group: the parent
+     * decides (it kills its children unrecorded, sweep_exec); SimGrid's own
+     * handler, installed by eng_init, would exit(1) and read as a failure */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     json_t *line;
     int code = 0;
     int rc = s && p ? drv_simulate(rq, s, p, &summary, NULL, &err)

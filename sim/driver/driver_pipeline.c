@@ -1,9 +1,7 @@
 /* driver_pipeline: one scenario through every stage (see driver.h). */
 #include "sim/driver/driver.h"
 
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "collectives/coll.h"
 #include "models/build.h"
@@ -33,43 +31,25 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
     return 0;
 }
 
-static int mkdir_p(const char *dir, cp_err *err)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *c = buf + 1; *c; c++) {
-        if (*c != '/')
-            continue;
-        *c = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return cp_fail(err, CP_EXIT_INPUT, "--out %s: cannot create %s: %s", dir, buf,
-                           strerror(errno));
-        *c = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return cp_fail(err, CP_EXIT_INPUT, "--out %s: cannot create it: %s", dir,
-                       strerror(errno));
-    struct stat st;
-    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-        return cp_fail(err, CP_EXIT_INPUT, "--out %s: not a directory", dir);
-    return 0;
-}
-
 static int write_outputs(const char *dir, const scenario *s, const plan *p,
                          const eng_result *r, json_t *summary, cp_err *err)
 {
     char path[4096];
-    if (mkdir_p(dir, err) != 0)
+    if (rep_mkdir_p(dir, err) != 0)
         return -1;
+    rep_remove_stale(dir);
+    /* one group: nothing is replaced unless all three were written, and
+     * the summary, last, says the outputs beside it are complete */
+    rep_group_begin();
     snprintf(path, sizeof path, "%s/trace.json", dir);
-    if (rep_write_trace(s, p, r, path, err) != 0)
-        return -1;
+    int rc = rep_write_trace(s, p, r, path, err);
     snprintf(path, sizeof path, "%s/memory.csv", dir);
-    if (rep_write_memory_csv(p, r, path, err) != 0)
-        return -1;
-    /* summary last: its presence means the run's outputs are complete */
+    if (rc == 0)
+        rc = rep_write_memory_csv(p, r, path, err);
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    return rep_write_json(summary, path, err);
+    if (rc == 0)
+        rc = rep_write_json(summary, path, err);
+    return rep_group_end(rc == 0, err);
 }
 
 int drv_run(const drv_req *rq, json_t **summary, FILE *table, cp_err *err)

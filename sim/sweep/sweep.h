@@ -200,7 +200,8 @@ int sweep_load_dir(const char *dir, sweep_lines *l, char *path, size_t len, cp_e
 /* cpsim sweep --merge: the results of several output folders (all of the
  * same sweep: equal spec_hash) into out_dir: sweep.json, results.jsonl
  * sorted by index, tables.  Prints how many points each folder gave and
- * which are missing. */
+ * which are missing; with points missing the folder is still written and
+ * -1 returned (exit 2), naming how many. */
 int sweep_merge(char *const *dirs, int ndirs, const char *out_dir, FILE *log, cp_err *err);
 
 /* The plots of a sweep folder (reports/plot.h) from its results.jsonl. */

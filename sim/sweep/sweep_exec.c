@@ -177,6 +177,7 @@ typedef struct runner {
     sim_table sims;
     queued *queue;         /* at most `jobs`, oldest first */
     int nready;
+    const volatile sig_atomic_t *stop; /* an interrupt arrived: record nothing more */
 } runner;
 
 static int record(runner *r, const sweep_point *pt, const char *hash, json_t *summary,
@@ -382,7 +383,9 @@ static int wait_some(runner *r, slot *slots, int jobs, int block, cp_err *err)
     }
     int nready = poll(pf, (nfds_t)n, block && wait > 0 ? (int)(wait * 1000) + 1 : 0);
     t = sweep_now();
-    for (int i = 0; nready >= 0 && i < n && rc == 0; i++) {
+    /* after an interrupt the children are killed unrecorded (kill_all): a
+     * child the signal reached too must not be recorded as failed */
+    for (int i = 0; nready >= 0 && i < n && rc == 0 && !*r->stop; i++) {
         slot *s = &slots[who[i]];
         if (pf[i].revents) {
             rc = finish_slot(r, s, 0, err);
@@ -402,7 +405,7 @@ int sweep_exec(const sweep_spec *sp, const sweep_point *const *pending_pts, int 
 {
     int jobs = o->jobs < 1 ? 1 : o->jobs;
     slot *slots = calloc((size_t)jobs, sizeof *slots);
-    runner r = {sp, o, {0}, calloc((size_t)jobs, sizeof *r.queue), 0};
+    runner r = {sp, o, {0}, calloc((size_t)jobs, sizeof *r.queue), 0, stop};
     if (!slots || !r.queue)
         abort();
     int next = 0, busy = 0, rc = 0;

@@ -248,8 +248,8 @@ static int merge_one(const char *dir, json_t *first, sweep_lines *all, FILE *log
     return 0;
 }
 
-/* Tell which points are missing, by index ranges. */
-static void report_missing(const sweep_lines *l, long long total, FILE *log)
+/* Tell which points are missing; returns how many. */
+static long long report_missing(const sweep_lines *l, long long total, FILE *log)
 {
     long long missing = 0;
     size_t k = 0;
@@ -264,6 +264,7 @@ static void report_missing(const sweep_lines *l, long long total, FILE *log)
     if (log && missing)
         fprintf(log, "merge: %lld of %lld points missing (run their shards, with --resume)\n",
                 missing, total);
+    return missing;
 }
 
 int sweep_merge(char *const *dirs, int ndirs, const char *out_dir, FILE *log, cp_err *err)
@@ -281,8 +282,9 @@ int sweep_merge(char *const *dirs, int ndirs, const char *out_dir, FILE *log, cp
         rc = cp_fail(err, CP_EXIT_INPUT, "--out %s: cannot create it: %s", out_dir,
                      strerror(errno));
     char path[4200];
+    long long missing = 0, total = json_integer_value(json_object_get(first, "points"));
     if (rc == 0) {
-        report_missing(&all, json_integer_value(json_object_get(first, "points")), log);
+        missing = report_missing(&all, total, log);
         json_object_set_new(first, "shard", json_string("merged"));
         snprintf(path, sizeof path, "%s/sweep.json", out_dir);
         rc = rep_write_json(first, path, err);
@@ -293,6 +295,12 @@ int sweep_merge(char *const *dirs, int ndirs, const char *out_dir, FILE *log, cp
     }
     if (rc == 0)
         rc = rep_sweep_tables(all.line, all.n, out_dir, log, err);
+    /* the merged folder is written (what the shards hold), but a merge
+     * that lacks points is not a finished sweep */
+    if (rc == 0 && missing > 0)
+        rc = cp_fail(err, CP_EXIT_INPUT, "--merge: %lld of %lld points are missing from the "
+                     "folders merged into %s (run their shards, with --resume, and merge again)",
+                     missing, total, out_dir);
     sweep_lines_free(&all);
     json_decref(first);
     return rc;
