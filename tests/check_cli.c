@@ -249,7 +249,8 @@ START_TEST(every_command_parses)
     /* the command after options, which may take the next argument */
     ck_assert_int_eq(parse(&o, &err, ARGS("--platform", "h200-sxm-8", "run", "-q",
                                           "--set=parallel.tp=4", "--set", "platform.nodes=2",
-                                          "--cfg=network/model:CM02", "--log=root.thres:critical",
+                                          "--cfg=maxmin/precision:1e-9",
+                                          "--log=root.thres:critical",
                                           "w.yaml")), 0);
     ck_assert_int_eq(o.cmd, CMD_RUN);
     ck_assert_str_eq(o.platform, "h200-sxm-8");

@@ -88,7 +88,17 @@ expect 0 "OUT OF MEMORY" -- "$CPSIM" run --set platform.device.hbm_bytes=4e9 --o
 grep -q '"oom": true' "$tmp/oom/summary.json" || fail "OOM verdict missing from summary"
 
 # SimGrid's options pass through
-expect 0 "" -- "$CPSIM" run --quiet --cfg=network/model:CM02 --log=root.thres:critical --out "$tmp/q"
+expect 0 "" -- "$CPSIM" run --quiet --cfg=maxmin/precision:1e-9 --log=root.thres:critical --out "$tmp/q"
+# a layout that leaves devices idle says so
+expect 0 "warning: parallel: tp*sp*dp = 4 uses 4 of the 8 devices of platform h100-sxm-8" -- \
+    "$CPSIM" validate "$top_srcdir/workloads/default.yaml" --set parallel.tp=4
+# SimGrid items are checked here: SimGrid itself aborts on a bad one
+expect 2 "cpsim sets network/model itself" -- "$CPSIM" run --cfg=network/model:LV08
+expect 2 "tracing is not among the SimGrid items cpsim passes on" -- "$CPSIM" run --cfg=tracing:yes
+expect 2 "network/optim takes Full|Lazy, got \"Fast\"" -- "$CPSIM" run --cfg=network/optim:Fast
+expect 2 "network/weight-S takes a number >= 0" -- "$CPSIM" run --cfg=network/weight-S:-1
+expect 2 "--log=root.thres:loud: cpsim passes on SimGrid thresholds" -- \
+    "$CPSIM" run --log=root.thres:loud
 [ -s "$tmp/q/summary.json" ] || fail "--quiet run wrote no summary"
 [ -s "$tmp/stdout" ] && fail "--quiet printed something"
 

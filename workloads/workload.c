@@ -923,6 +923,11 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
     }
     if (rc == 0)
         rc = validate(out, err);
+    long long used = (long long)out->par.tp * out->par.sp * out->par.dp;
+    if (rc == 0 && used < plat_devices(&out->plat))
+        wl_warn(out, "parallel: tp*sp*dp = %lld uses %lld of the %d devices of platform %s; "
+                "the others stay idle (their memory and links are not simulated)", used, used,
+                plat_devices(&out->plat), out->plat.name);
     if (rc < 0)
         wl_free(out);
     return rc;

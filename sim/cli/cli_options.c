@@ -2,7 +2,9 @@
  * (see cli.h).  The help writer is cli_help.c. */
 #include "sim/cli/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,11 +105,12 @@ const cli_option cli_options[] = {
     {.name = "--layers", .cmds = PLOT, .type = CLI_CALL, .set = set_layers, .value = "A-B",
      .help = "the timeline shows layers A to B only (A or A-A: one layer)"},
     {.name = "--cfg", .cmds = RUN, .type = CLI_SIMGRID, .value = "KEY:VALUE",
-     .help = "a SimGrid configuration item (--cfg=network/model:CM02), passed to SimGrid",
+     .help = "a SimGrid configuration item (--cfg=maxmin/precision:1e-9), checked and "
+             "passed to SimGrid; cpsim sets the network model itself",
      .elsewhere = "SimGrid options reach only the simulation of cpsim run (a sweep's points "
                   "run with cpsim's settings)"},
     {.name = "--log", .cmds = RUN, .type = CLI_SIMGRID, .value = "SETTING",
-     .help = "a SimGrid logging setting (--log=root.thres:critical), passed to SimGrid",
+     .help = "a SimGrid logging threshold (--log=root.thres:critical), passed to SimGrid",
      .elsewhere = "SimGrid options reach only the simulation of cpsim run (a sweep's points "
                   "run with cpsim's settings)"},
     {.name = "--help", .short_name = 'h', .cmds = CLI_ALL, .type = CLI_FLAG, .off = OFF(help),
@@ -209,6 +212,107 @@ static const cli_option *lookup(const char *a, char *name, size_t len, const cha
     return r;
 }
 
+/* ---- SimGrid items: checked here, since SimGrid aborts on a bad one ---------- */
+
+typedef enum { SG_ENUM, SG_BOOL, SG_POSITIVE, SG_NONNEG, SG_KIB } sg_kind;
+
+/* The --cfg items cpsim passes on (SimGrid 3.32's names).  Left out: the
+ * items eng_run sets itself so that collectives match their closed forms
+ * (network/model, network/crosstraffic, network/TCP-gamma, host/model:
+ * simgrid-notes.md section 0; the workload's simulation.network_model
+ * chooses), and tracing, SMPI, model checking, plugins and debugging,
+ * which do not apply to cpsim's simulation. */
+static const struct sg_item {
+    const char *key;
+    sg_kind kind;
+    const char *values; /* SG_ENUM: separated by '|' */
+} sg_items[] = {
+    {"network/weight-S", SG_NONNEG, NULL},
+    {"network/latency-factor", SG_POSITIVE, NULL},
+    {"network/bandwidth-factor", SG_POSITIVE, NULL},
+    {"network/maxmin-selective-update", SG_BOOL, NULL},
+    {"network/optim", SG_ENUM, "Full|Lazy"},
+    {"network/solver", SG_ENUM, "maxmin|bmf|fairbottleneck"},
+    {"cpu/optim", SG_ENUM, "Full|Lazy|TI"},
+    {"cpu/maxmin-selective-update", SG_BOOL, NULL},
+    {"maxmin/precision", SG_POSITIVE, NULL},
+    {"surf/precision", SG_POSITIVE, NULL},
+    {"bmf/precision", SG_POSITIVE, NULL},
+    {"contexts/factory", SG_ENUM, "thread|raw|ucontext|boost"},
+    {"contexts/stack-size", SG_KIB, NULL},
+    {"contexts/guard-size", SG_KIB, NULL},
+};
+
+static int in_list(const char *v, const char *list)
+{
+    size_t n = strlen(v);
+    for (const char *p = list; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL)
+        if (strncmp(p, v, n) == 0 && (p[n] == '|' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+static int check_cfg(const char *item, cp_err *err)
+{
+    const char *colon = strchr(item, ':');
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", colon ? (int)(colon - item) : (int)strlen(item), item);
+    const char *v = colon ? colon + 1 : "";
+    for (size_t i = 0; i < sizeof sg_items / sizeof *sg_items; i++) {
+        const struct sg_item *it = &sg_items[i];
+        if (strcmp(it->key, key) != 0)
+            continue;
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        int number = end != v && !*end && !errno && isfinite(x);
+        int ok = it->kind == SG_ENUM   ? in_list(v, it->values)
+               : it->kind == SG_BOOL   ? in_list(v, "yes|no|on|off|true|false|1|0")
+               : it->kind == SG_NONNEG ? number && x >= 0
+               : it->kind == SG_KIB    ? number && x >= 1 && x <= 1048576 && x == floor(x)
+                                       : number && x > 0;
+        if (ok)
+            return 0;
+        const char *want = it->kind == SG_ENUM   ? it->values
+                         : it->kind == SG_BOOL   ? "yes or no"
+                         : it->kind == SG_NONNEG ? "a number >= 0"
+                         : it->kind == SG_KIB    ? "a whole number of KiB in [1, 1048576]"
+                                                 : "a number > 0";
+        return cp_fail(err, CP_EXIT_INPUT, "--cfg=%s: %s takes %s, got \"%s\"", item, key, want,
+                       v);
+    }
+    static const char *const set_by_cpsim[] = {"network/model", "network/crosstraffic",
+                                               "network/TCP-gamma", "host/model", NULL};
+    for (const char *const *k = set_by_cpsim; *k; k++)
+        if (strcmp(*k, key) == 0)
+            return cp_fail(err, CP_EXIT_INPUT, "--cfg=%s: cpsim sets %s itself so that "
+                           "transfers match their closed forms (the workload's "
+                           "simulation.network_model chooses cm02 or l07)", item, key);
+    char known[1024] = "";
+    for (size_t i = 0; i < sizeof sg_items / sizeof *sg_items; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                 sg_items[i].key);
+    return cp_fail(err, CP_EXIT_INPUT, "--cfg=%s: %s is not among the SimGrid items cpsim "
+                   "passes on (%s)", item, colon ? key : item, known);
+}
+
+/* --log=CATEGORY.thres:LEVEL (SimGrid's threshold setting; the other forms
+ * of its log control are not passed on). */
+static int check_log(const char *v, cp_err *err)
+{
+    const char *dot = strstr(v, ".thres:"), *level = dot ? dot + 7 : NULL;
+    if (!dot && (dot = strstr(v, ".threshold:")))
+        level = dot + 11;
+    int cat_ok = dot && dot > v;
+    for (const char *c = v; cat_ok && c < dot; c++)
+        cat_ok = isalnum((unsigned char)*c) || *c == '_' || *c == '.';
+    if (cat_ok && in_list(level, "trace|debug|verbose|info|warning|error|critical"))
+        return 0;
+    return cp_fail(err, CP_EXIT_INPUT, "--log=%s: cpsim passes on SimGrid thresholds, "
+                   "CATEGORY.thres:LEVEL with LEVEL one of trace, debug, verbose, info, "
+                   "warning, error, critical (--log=root.thres:critical)", v);
+}
+
 /* Whether row r takes its value from the next argument. */
 static int takes_next(const cli_option *r, const char *joined)
 {
@@ -304,9 +408,11 @@ static int option(int argc, char **argv, int *i, cli_opts *o, cp_err *err)
         *(int *)((char *)o + r->off) = 1;
         return 0;
     }
+    if (r->type == CLI_SIMGRID && !(v && *v))
+        return cp_fail(err, CP_EXIT_INPUT, "option %s takes its value as %s=%s (SimGrid's "
+                       "form)", name, name, r->value);
     if (r->type == CLI_SIMGRID)
-        return v && *v ? 0 : cp_fail(err, CP_EXIT_INPUT, "option %s takes its value as "
-                                     "%s=%s (SimGrid's form)", name, name, r->value);
+        return strcmp(r->name, "--cfg") == 0 ? check_cfg(v, err) : check_log(v, err);
     if (!v) {
         if (*i + 1 >= argc)
             return cp_fail(err, CP_EXIT_INPUT, "option %s needs a value (%s)", name, r->value);
