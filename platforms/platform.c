@@ -170,9 +170,16 @@ static int read_peaks(const ynode *dev, platform *p, cp_err *err)
         only_known(m, "device.peak_flops", dtype_names, err) < 0)
         return -1;
     for (int t = 0; t < DT_COUNT; t++) {
-        if (get_num(m, "device.peak_flops", dtype_names[t], t == DT_BF16, 0, t == DT_BF16,
-                    PLAT_FLOPS_MAX, &p->peak_flops[t], err) < 0)
+        if (get_num(m, "device.peak_flops", dtype_names[t], t == DT_BF16,
+                    t == DT_BF16 ? PLAT_FLOPS_MIN : 0, 0, PLAT_FLOPS_MAX, &p->peak_flops[t],
+                    err) < 0)
             return -1;
+        /* 0: the dtype is not supported; else a real rate */
+        if (p->peak_flops[t] > 0 && p->peak_flops[t] < PLAT_FLOPS_MIN)
+            return cp_fail_at(err, yio_key(m, dtype_names[t])->loc,
+                              "device.peak_flops.%s: expected 0 (unsupported) or a number in "
+                              "[%g, %g], got %g", dtype_names[t], PLAT_FLOPS_MIN, PLAT_FLOPS_MAX,
+                              p->peak_flops[t]);
     }
     return 0;
 }
@@ -203,10 +210,10 @@ static int read_device(const ynode *root, platform *p, cp_err *err)
         only_known(dev, "device", device_keys, err) < 0 ||
         get_str(dev, "device", "model", 1, p->device, sizeof p->device, err) < 0 ||
         read_peaks(dev, p, err) < 0 ||
-        get_num(dev, "device", "vector_flops", 1, 0, 1, PLAT_FLOPS_MAX, &p->vector_flops,
+        get_num(dev, "device", "vector_flops", 1, PLAT_FLOPS_MIN, 0, PLAT_FLOPS_MAX, &p->vector_flops,
                 err) < 0 ||
         get_num(dev, "device", "hbm_bytes", 1, 0, 1, PLAT_HBM_MAX, &p->hbm_bytes, err) < 0 ||
-        get_num(dev, "device", "hbm_bandwidth", 1, 0, 1, PLAT_BW_MAX, &p->hbm_bw, err) < 0 ||
+        get_num(dev, "device", "hbm_bandwidth", 1, PLAT_BW_MIN, 0, PLAT_BW_MAX, &p->hbm_bw, err) < 0 ||
         get_num(dev, "device", "reserved_bytes", 0, 0, 0, PLAT_HBM_MAX, &p->reserved_bytes,
                 err) < 0 ||
         get_num(dev, "device", "workspace_bytes", 0, 0, 0, PLAT_HBM_MAX, &p->workspace_bytes,
@@ -217,9 +224,9 @@ static int read_device(const ynode *root, platform *p, cp_err *err)
                    &p->coll_latency_graph, err) < 0 ||
         get_map(dev, "device", "efficiency", 1, &eff, err) < 0 ||
         only_known(eff, "device.efficiency", eff_keys, err) < 0 ||
-        get_num(eff, "device.efficiency", "gemm", 1, 0, 1, 1, &p->eff_gemm, err) < 0 ||
-        get_num(eff, "device.efficiency", "attention", 1, 0, 1, 1, &p->eff_attention, err) < 0 ||
-        get_num(eff, "device.efficiency", "memory", 1, 0, 1, 1, &p->eff_memory, err) < 0 ||
+        get_num(eff, "device.efficiency", "gemm", 1, PLAT_EFF_MIN, 0, 1, &p->eff_gemm, err) < 0 ||
+        get_num(eff, "device.efficiency", "attention", 1, PLAT_EFF_MIN, 0, 1, &p->eff_attention, err) < 0 ||
+        get_num(eff, "device.efficiency", "memory", 1, PLAT_EFF_MIN, 0, 1, &p->eff_memory, err) < 0 ||
         get_str(dev, "device", "calibration", 0, p->calibration, sizeof p->calibration,
                 err) < 0)
         return -1;
@@ -232,7 +239,7 @@ static int read_device(const ynode *root, platform *p, cp_err *err)
 static int read_link(const ynode *m, const char *prefix, const char *bw_key,
                      const char *lat_key, plat_link *l, cp_err *err)
 {
-    if (get_num(m, prefix, bw_key, 1, 0, 1, PLAT_BW_MAX, &l->bandwidth, err) < 0 ||
+    if (get_num(m, prefix, bw_key, 1, PLAT_BW_MIN, 0, PLAT_BW_MAX, &l->bandwidth, err) < 0 ||
         get_num(m, prefix, lat_key, 1, 0, 1, 1, &l->latency, err) < 0)
         return -1;
     return 0;
@@ -249,7 +256,7 @@ static int read_fabric(const ynode *root, platform *p, cp_err *err)
         return missing(m, "fabric", "kind", err);
     if (yio_opt_enum(m, "fabric", "kind", fabric_kinds, &kind, err) < 0 ||
         read_link(m, "fabric", "bandwidth", "latency", &p->intra, err) < 0 ||
-        get_num(m, "fabric", "efficiency", 1, 0, 1, 1, &p->intra.efficiency, err) < 0)
+        get_num(m, "fabric", "efficiency", 1, PLAT_EFF_MIN, 0, 1, &p->intra.efficiency, err) < 0)
         return -1;
     p->fabric = (plat_fabric_kind)kind;
     if (p->fabric == FAB_MESH && p->devices_per_node < 2)
@@ -270,7 +277,7 @@ static int read_package(const ynode *root, platform *p, cp_err *err)
     if (only_known(m, "package", package_keys, err) < 0 ||
         get_int(m, "package", "devices", 1, 1, DPN_MAX, &p->package_devices, err) < 0 ||
         read_link(m, "package", "bandwidth", "latency", &p->package, err) < 0 ||
-        get_num(m, "package", "efficiency", 1, 0, 1, 1, &p->package.efficiency, err) < 0)
+        get_num(m, "package", "efficiency", 1, PLAT_EFF_MIN, 0, 1, &p->package.efficiency, err) < 0)
         return -1;
     if (p->devices_per_node % p->package_devices != 0)
         return cp_fail_at(err, conflict_loc(root, yio_key(m, "devices"),
@@ -287,13 +294,13 @@ static int read_network(const ynode *root, platform *p, cp_err *err)
         only_known(m, "network", network_keys, err) < 0 ||
         read_link(m, "network", "nic_bandwidth", "nic_latency", &p->nic, err) < 0 ||
         get_num(m, "network", "spine_latency", 1, 0, 1, 1, &p->spine.latency, err) < 0 ||
-        get_num(m, "network", "efficiency", 1, 0, 1, 1, &p->nic.efficiency, err) < 0)
+        get_num(m, "network", "efficiency", 1, PLAT_EFF_MIN, 0, 1, &p->nic.efficiency, err) < 0)
         return -1;
     /* Default: a non-blocking spine, never slower than a NIC for one flow. */
     p->spine.bandwidth = p->nic.bandwidth;
     p->spine.efficiency = p->nic.efficiency;
-    return get_num(m, "network", "spine_bandwidth", 0, 0, 1, PLAT_BW_MAX, &p->spine.bandwidth,
-                   err);
+    return get_num(m, "network", "spine_bandwidth", 0, PLAT_BW_MIN, 0, PLAT_BW_MAX,
+                   &p->spine.bandwidth, err);
 }
 
 static int read_collectives(const ynode *root, platform *p, cp_err *err)

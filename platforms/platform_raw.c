@@ -457,19 +457,25 @@ static int read_device(const char *path, const raw_host *h, const platform *dflt
 {
     const double fmax = PLAT_FLOPS_MAX;
     if (check_prop_names(path, h, err) < 0 ||
-        num_prop(path, h, "peak_bf16_flops", 1, 0, 0, fmax, 0, &p->peak_flops[DT_BF16], err) < 0 ||
+        num_prop(path, h, "peak_bf16_flops", 1, PLAT_FLOPS_MIN, 1, fmax, 0,
+                 &p->peak_flops[DT_BF16], err) < 0 ||
         num_prop(path, h, "hbm_bytes", 1, 0, 0, PLAT_HBM_MAX, 0, &p->hbm_bytes, err) < 0 ||
-        num_prop(path, h, "hbm_bandwidth", 1, 0, 0, PLAT_BW_MAX, 0, &p->hbm_bw, err) < 0)
+        num_prop(path, h, "hbm_bandwidth", 1, PLAT_BW_MIN, 1, PLAT_BW_MAX, 0, &p->hbm_bw, err) < 0)
         return -1;
     for (int t = DT_FP16; t < DT_COUNT; t++) {
         double dflt_peak = t == DT_FP16 ? p->peak_flops[DT_BF16] : 0;
-        if (num_prop(path, h, plat_peak_prop[t], 0, 0, 1, fmax, dflt_peak, &p->peak_flops[t], err) < 0)
+        if (num_prop(path, h, plat_peak_prop[t], 0, 0, 1, fmax, dflt_peak, &p->peak_flops[t],
+                     err) < 0)
             return -1;
+        if (p->peak_flops[t] > 0 && p->peak_flops[t] < PLAT_FLOPS_MIN)
+            return cp_fail(err, CP_EXIT_INPUT, "%s: host \"%s\": property \"%s\" = %g: expected "
+                           "0 (unsupported) or at least %g", path, h->name, plat_peak_prop[t],
+                           p->peak_flops[t], PLAT_FLOPS_MIN);
     }
     double vdflt = p->peak_flops[DT_FP32] > 0 ? p->peak_flops[DT_FP32]
                                               : p->peak_flops[DT_BF16] / 14.8;
     double link_eff = -1, sm;
-    if (num_prop(path, h, "vector_flops", 0, 0, 0, fmax, vdflt, &p->vector_flops, err) < 0 ||
+    if (num_prop(path, h, "vector_flops", 0, PLAT_FLOPS_MIN, 1, fmax, vdflt, &p->vector_flops, err) < 0 ||
         num_prop(path, h, "launch_eager", 0, 0, 1, 1, dflt->launch_eager, &p->launch_eager,
                  err) < 0 ||
         num_prop(path, h, "launch_graph", 0, 0, 1, 1, dflt->launch_graph, &p->launch_graph,
@@ -478,12 +484,12 @@ static int read_device(const char *path, const raw_host *h, const platform *dflt
                  &p->coll_latency_eager, err) < 0 ||
         num_prop(path, h, "collective_latency_graph", 0, 0, 1, 1, dflt->coll_latency_graph,
                  &p->coll_latency_graph, err) < 0 ||
-        num_prop(path, h, "efficiency_gemm", 0, 0, 0, 1, dflt->eff_gemm, &p->eff_gemm, err) < 0 ||
-        num_prop(path, h, "efficiency_attention", 0, 0, 0, 1, dflt->eff_attention,
+        num_prop(path, h, "efficiency_gemm", 0, PLAT_EFF_MIN, 1, 1, dflt->eff_gemm, &p->eff_gemm, err) < 0 ||
+        num_prop(path, h, "efficiency_attention", 0, PLAT_EFF_MIN, 1, 1, dflt->eff_attention,
                  &p->eff_attention, err) < 0 ||
-        num_prop(path, h, "efficiency_memory", 0, 0, 0, 1, dflt->eff_memory, &p->eff_memory,
+        num_prop(path, h, "efficiency_memory", 0, PLAT_EFF_MIN, 1, 1, dflt->eff_memory, &p->eff_memory,
                  err) < 0 ||
-        num_prop(path, h, "link_efficiency", 0, 0, 0, 1, -1, &link_eff, err) < 0 ||
+        num_prop(path, h, "link_efficiency", 0, PLAT_EFF_MIN, 1, 1, -1, &link_eff, err) < 0 ||
         num_prop(path, h, "allreduce_oneshot_max", 0, 0, 1, PLAT_ONESHOT_MAX,
                  dflt->allreduce_oneshot_max, &p->allreduce_oneshot_max, err) < 0 ||
         num_prop(path, h, "reserved_bytes", 0, 0, 1, PLAT_HBM_MAX, dflt->reserved_bytes,
@@ -619,6 +625,12 @@ static int build(const char *path, raw_host *h, int n, const platform *dflt, pla
                            "cpsim needs identical devices", path, h[i].name, h[0].name, what);
     }
     set_links(h, n, out);
+    if (out->intra.bandwidth < PLAT_BW_MIN ||
+        (out->nodes > 1 && out->nic.bandwidth < PLAT_BW_MIN))
+        return cp_fail(err, CP_EXIT_INPUT, "%s: the slowest route between devices runs at %g "
+                       "B/s; cpsim needs at least %g B/s", path,
+                       out->nodes > 1 && out->nic.bandwidth < out->intra.bandwidth
+                           ? out->nic.bandwidth : out->intra.bandwidth, PLAT_BW_MIN);
     *names = malloc((size_t)n * sizeof **names);
     for (int i = 0; i < n; i++) {
         (*names)[i] = h[i].name;

@@ -16,6 +16,13 @@
 #define PLAT_HBM_MAX 1e15       /* bytes */
 #define PLAT_ONESHOT_MAX 1e12   /* bytes */
 #define PLAT_SM_MAX 1000000
+/* Lower bounds: a tiny positive rate (hbm_bandwidth: 1e-320) makes every
+ * cost infinite and the simulation meaningless; these sit far below any
+ * device (a 1990s workstation: ~1e8 flop/s, 1e7 B/s) and keep every time
+ * finite. */
+#define PLAT_FLOPS_MIN 1e6      /* flop/s */
+#define PLAT_BW_MIN 1e6         /* bytes/s */
+#define PLAT_EFF_MIN 1e-3       /* an efficiency (fraction of the peak) */
 
 /* Read a raw SimGrid XML platform: the file is loaded by SimGrid in a forked
  * child (so that a bad file cannot abort us), which sends back the <prop>s

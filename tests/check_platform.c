@@ -406,15 +406,15 @@ START_TEST(test_platform_override_errors)
                    "unknown key \"hbm_byte\" in device (did you mean \"hbm_bytes\"?)");
     override_fails("platform:\n  name: h100-sxm-8\n  device:\n    efficiency: {gemm: 1.5}\n",
                    "w.yaml:4:",
-                   "device.efficiency.gemm: expected a number in (0, 1], got \"1.5\"");
+                   "device.efficiency.gemm: expected a number in [0.001, 1], got \"1.5\"");
     override_fails("platform: {name: h100-sxm-8, fabric: {latency: 0}}\n", "w.yaml:1:",
                    "fabric.latency: expected a number in (0, 1], got \"0\"");
     override_fails("platform: {name: h100-sxm-8, device: {hbm_bandwidth: 1e15}}\n",
-                   "w.yaml:1:", "device.hbm_bandwidth: expected a number in (0, 1e+14]");
+                   "w.yaml:1:", "device.hbm_bandwidth: expected a number in [1e+06, 1e+14]");
     override_fails("platform: {name: h100-sxm-8, device: {peak_flops: {bf16: -1}}}\n",
-                   "w.yaml:1:", "device.peak_flops.bf16: expected a number in (0, 1e+18]");
+                   "w.yaml:1:", "device.peak_flops.bf16: expected a number in [1e+06, 1e+18]");
     override_fails("platform: {name: h100-sxm-8, device: {vector_flops: [1]}}\n", "w.yaml:1:",
-                   "device.vector_flops: expected a number in (0, 1e+18], got a list");
+                   "device.vector_flops: expected a number in [1e+06, 1e+18], got a list");
     override_fails("platform: {name: h100-sxm-8, device: 5}\n", "w.yaml:1:",
                    "device: expected a mapping, got \"5\"");
     override_fails("platform: {name: ascend-a3-16, package: {devices: 3}}\n", "w.yaml:1:",
@@ -774,7 +774,7 @@ START_TEST(test_platform_raw_values)
                    "a number in [0, 1]");
     raw_text_fails(RAW_HOST("a", "<prop id=\"link_efficiency\" value=\"0\"/>")
                    RAW_HOST("b", "") RAW_HOST("c", ""), "host \"a\": property "
-                   "\"link_efficiency\" = \"0\" is not a number in (0, 1]");
+                   "\"link_efficiency\" = \"0\" is not a number in [0.001, 1]");
     raw_text_fails(RAW_HOST("a", "<prop id=\"hbm_bandwith\" value=\"1\"/>") RAW_HOST("b", "")
                    RAW_HOST("c", ""), "host \"a\": unknown property \"hbm_bandwith\" (did you "
                    "mean \"hbm_bandwidth\"?)");
