@@ -166,6 +166,11 @@ static int run_probe(const char *path, probe *pr, cp_err *err)
     int fds[2] = {-1, -1};
     int *at = mmap(NULL, 2 * sizeof *at, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                    -1, 0);
+    /* set before the fork: the child writes the pair it is resolving at
+     * once (a reset after the fork raced with it, and a platform without
+     * routes got one of two messages) */
+    if (at != MAP_FAILED)
+        at[0] = at[1] = -1;
     fflush(NULL);
     pid_t pid = log && at != MAP_FAILED && pipe(fds) == 0 ? fork() : -1;
     if (pid == 0) {
@@ -180,7 +185,6 @@ static int run_probe(const char *path, probe *pr, cp_err *err)
                      strerror(errno));
     } else {
         close(fds[1]);
-        at[0] = at[1] = -1;
         pr->data = slurp_fd(fds[0], &pr->len);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
