@@ -9,6 +9,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "reports/report.h"
 
 /* The temporary files open now, for rep_tmp_cleanup (a signal handler may
@@ -91,6 +93,67 @@ int rep_mkdir_p(const char *dir, cp_err *err)
     return 0;
 }
 
+/* A gzip stream behind a FILE (fopencookie): what is written is
+ * compressed; closing finishes the stream and syncs the file. */
+typedef struct gz_cookie {
+    gzFile gz;
+    int fd;                /* a duplicate of the file's descriptor, for fsync */
+    int bad;
+} gz_cookie;
+
+static ssize_t gz_write(void *c, const char *buf, size_t n)
+{
+    gz_cookie *g = c;
+    if (n == 0)
+        return 0;
+    int w = gzwrite(g->gz, buf, (unsigned)n);
+    if (w <= 0) {
+        g->bad = 1;
+        errno = EIO;
+        return -1;
+    }
+    return w;
+}
+
+static int gz_close(void *c)
+{
+    gz_cookie *g = c;
+    int bad = gzclose(g->gz) != Z_OK || g->bad;
+    if (!bad && fsync(g->fd) != 0 && errno != EINVAL)
+        bad = 1;
+    close(g->fd);
+    free(g);
+    if (bad)
+        errno = errno ? errno : EIO;
+    return bad ? -1 : 0;
+}
+
+static FILE *gz_stream(int fd)
+{
+    gz_cookie *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->fd = dup(fd);
+    g->gz = g->fd >= 0 ? gzdopen(fd, "wb6") : NULL;
+    FILE *f = g->gz ? fopencookie(g, "w", (cookie_io_functions_t){.write = gz_write,
+                                                                 .close = gz_close})
+                    : NULL;
+    if (!f) {
+        if (g->gz)
+            gzclose(g->gz);
+        if (g->fd >= 0)
+            close(g->fd);
+        free(g);
+    }
+    return f;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
 int rep_open(rep_file *rf, const char *path, cp_err *err)
 {
     memset(rf, 0, sizeof *rf);
@@ -104,7 +167,8 @@ int rep_open(rep_file *rf, const char *path, cp_err *err)
     mode_t mask = umask(0);
     umask(mask);
     fchmod(fd, 0666 & ~mask); /* mkstemp makes 0600; outputs are ordinary files */
-    rf->f = fdopen(fd, "w");
+    rf->gz = ends_with(path, ".gz");
+    rf->f = rf->gz ? gz_stream(fd) : fdopen(fd, "w");
     if (!rf->f) {
         close(fd);
         unlink(rf->tmp);
@@ -133,7 +197,8 @@ int rep_close(rep_file *rf, int ok, cp_err *err)
         e = errno ? errno : EIO;
     if (!e && fflush(rf->f) != 0)
         e = errno;
-    if (!e && fsync(fileno(rf->f)) != 0 && errno != EINVAL)
+    /* a gzip stream syncs when it closes (gz_close) */
+    if (!e && !rf->gz && fsync(fileno(rf->f)) != 0 && errno != EINVAL)
         e = errno;
     if (fclose(rf->f) != 0 && !e)
         e = errno ? errno : EIO;

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
 
 #include "models/plan.h"
 
@@ -48,10 +51,32 @@ typedef struct tl_event {
     double t0, t1;         /* ms */
 } tl_event;
 
+/* jansson reads a gzip stream in chunks */
+static size_t gz_chunk(void *buf, size_t len, void *gz)
+{
+    int n = gzread(gz, buf, (unsigned)len);
+    return n < 0 ? (size_t)-1 : (size_t)n;
+}
+
+/* trace.json, or trace.json.gz (cpsim run --trace-gz) */
+static json_t *load_trace(const char *path, json_error_t *je)
+{
+    if (access(path, F_OK) == 0)
+        return json_load_file(path, 0, je);
+    char gzpath[4300];
+    snprintf(gzpath, sizeof gzpath, "%s.gz", path);
+    gzFile gz = gzopen(gzpath, "rb");
+    if (!gz)
+        return json_load_file(path, 0, je); /* names the missing trace.json */
+    json_t *t = json_load_callback(gz_chunk, gz, 0, je);
+    gzclose(gz);
+    return t;
+}
+
 static int read_trace(const char *path, tl_event **out, size_t *n, cp_err *err)
 {
     json_error_t je;
-    json_t *t = json_load_file(path, 0, &je);
+    json_t *t = load_trace(path, &je);
     json_t *evs = json_object_get(t, "traceEvents");
     if (!json_is_array(evs)) {
         json_decref(t);

@@ -138,9 +138,11 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
 
 /* Atomic output: rep_open writes to a temporary sibling of path
  * (PATH.tmp-<pid>-XXXXXX); rep_close renames it over path (ok = 1) or
- * removes it (ok = 0).  A failed write names the file and errno. */
+ * removes it (ok = 0).  A failed write names the file and errno.  A path
+ * ending in .gz is written gzip-compressed (the stream compresses). */
 typedef struct rep_file {
     FILE *f;
+    int gz;
     char tmp[4096];
     char path[4096];
 } rep_file;

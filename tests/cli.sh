@@ -89,6 +89,14 @@ grep -q '"oom": true' "$tmp/oom/summary.json" || fail "OOM verdict missing from 
 
 # SimGrid's options pass through
 expect 0 "" -- "$CPSIM" run --quiet --cfg=maxmin/precision:1e-9 --log=root.thres:critical --out "$tmp/q"
+# --trace-gz: the trace as gzip, the same events; the plain one of an
+# earlier run goes
+"$CPSIM" run --quiet --out "$tmp/gz" || fail "run exited $?"
+cp "$tmp/gz/trace.json" "$tmp/plain-trace.json"
+"$CPSIM" run --quiet --trace-gz --out "$tmp/gz" || fail "run --trace-gz exited $?"
+[ -e "$tmp/gz/trace.json" ] && fail "--trace-gz left the plain trace.json of the run before"
+gzip -dc "$tmp/gz/trace.json.gz" | cmp -s - "$tmp/plain-trace.json" ||
+    fail "trace.json.gz does not hold the plain run's trace"
 # a layout that leaves devices idle says so
 expect 0 "warning: parallel: tp*sp*dp = 4 uses 4 of the 8 devices of platform h100-sxm-8" -- \
     "$CPSIM" validate "$top_srcdir/workloads/default.yaml" --set parallel.tp=4

@@ -61,6 +61,7 @@ typedef struct cli_opts {
     int quiet;                         /* --quiet, -q */
     int json;                          /* --json */
     int plots;                         /* --plots: gnuplot pictures */
+    int trace_gz;                      /* --trace-gz: trace.json.gz */
     int accuracy;                      /* --accuracy (validate): the calibration rows,
                                           predicted against measured */
     const char *quant;                 /* --quant FILE (memory) */

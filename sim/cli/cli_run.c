@@ -24,7 +24,8 @@ static int fail(const cp_err *err)
 static drv_req request_of(const cli_opts *o)
 {
     drv_req rq = {.workload = o->workload, .sets = o->sets, .nsets = o->nsets,
-                   .platform = o->platform, .out_dir = o->out_dir, .warn = stderr};
+                   .platform = o->platform, .out_dir = o->out_dir, .warn = stderr,
+                   .trace_gz = o->trace_gz};
     return rq;
 }
 

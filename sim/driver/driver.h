@@ -24,6 +24,7 @@ typedef struct drv_req {
     int fold_layers;               /* 1: fold identical layers into repeated regions
                                       (also simulation.fold_layers) */
     FILE *warn;                    /* the scenario's warnings go here (NULL: nowhere) */
+    int trace_gz;                  /* 1: trace.json.gz (gzip) instead of trace.json */
 } drv_req;
 
 /* Load, plan and price a scenario (no SimGrid).  On error returns -1 with

@@ -2,6 +2,7 @@
 #include "sim/driver/driver.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "collectives/coll.h"
 #include "models/build.h"
@@ -31,9 +32,10 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
     return 0;
 }
 
-static int write_outputs(const char *dir, const scenario *s, const plan *p,
+static int write_outputs(const drv_req *rq, const scenario *s, const plan *p,
                          const eng_result *r, json_t *summary, cp_err *err)
 {
+    const char *dir = rq->out_dir;
     char path[4096];
     if (rep_mkdir_p(dir, err) != 0)
         return -1;
@@ -41,7 +43,7 @@ static int write_outputs(const char *dir, const scenario *s, const plan *p,
     /* one group: nothing is replaced unless all three were written, and
      * the summary, last, says the outputs beside it are complete */
     rep_group_begin();
-    snprintf(path, sizeof path, "%s/trace.json", dir);
+    snprintf(path, sizeof path, "%s/trace.json%s", dir, rq->trace_gz ? ".gz" : "");
     int rc = rep_write_trace(s, p, r, path, err);
     snprintf(path, sizeof path, "%s/memory.csv", dir);
     if (rc == 0)
@@ -49,7 +51,12 @@ static int write_outputs(const char *dir, const scenario *s, const plan *p,
     snprintf(path, sizeof path, "%s/summary.json", dir);
     if (rc == 0)
         rc = rep_write_json(summary, path, err);
-    return rep_group_end(rc == 0, err);
+    rc = rep_group_end(rc == 0, err);
+    /* the other form of the trace, from an earlier run, would not belong */
+    snprintf(path, sizeof path, "%s/trace.json%s", dir, rq->trace_gz ? "" : ".gz");
+    if (rc == 0)
+        unlink(path);
+    return rc;
 }
 
 int drv_run(const drv_req *rq, json_t **summary, FILE *table, cp_err *err)
@@ -86,7 +93,7 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
     if (rc == 0)
         *summary = rep_summary_json(&sm, s);
     if (rc == 0 && rq->out_dir)
-        rc = write_outputs(rq->out_dir, s, p, &r, *summary, err);
+        rc = write_outputs(rq, s, p, &r, *summary, err);
     if (rc == 0 && table) {
         rep_print_table(&sm, s, table);
         if (rq->out_dir)
