@@ -987,9 +987,9 @@ static double gqa_params(const arch *a)
     double h = (double)a->hidden;
     double q = (double)a->heads * (double)a->head_dim;
     double kv = (double)a->kv_heads * (double)a->head_dim;
-    double w = h * q + 2 * h * kv + q * h;
+    double w = h * q + 2 * h * kv + q * h; /* q, k and v, o */
     if (a->qk_norm)
-        w += 2 * (double)a->head_dim;
+        w += 2 * (double)a->head_dim; /* q_norm, k_norm */
     if (a->attention_bias)
         w += q + 2 * kv + h;
     return w;
@@ -1073,7 +1073,7 @@ int64_t arch_kv_elems_per_token_layer(const arch *a)
 {
     if (a->attn == ATTN_MLA)
         return a->kv_lora_rank + a->qk_rope_dim;
-    return 2 * a->kv_heads * a->head_dim;
+    return 2 * a->kv_heads * a->head_dim; /* K and V */
 }
 
 /* --- loading ------------------------------------------------------------- */

@@ -33,12 +33,11 @@
 
 /* ---- the tensor-parallel scheme ------------------------------------------ */
 
-static void tp_attention(bld *b, int64_t t, int64_t prefix)
+static em_tensor tp_attention(bld *b, int64_t t, int64_t prefix)
 {
     if (b->a->attn == ATTN_MLA)
-        layer_attention_mla(b, t, prefix);
-    else
-        layer_attention_gqa(b, t, prefix);
+        return layer_attention_mla(b, t, prefix);
+    return layer_attention_gqa(b, t, prefix);
 }
 
 static void tp_layer(bld *b, int64_t t, int64_t prefix)

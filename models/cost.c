@@ -301,9 +301,12 @@ static double gemm_rate(const cost_dev *d, const plan_op *op)
 static double gemm_tiles_time(const cost_dev *d, const plan_op *op, double tiles, double tn)
 {
     double k = (double)op->k, rate = gemm_rate(d, op);
+    /* 8-bit operands: twice the k depth in the same shared-memory stage */
     double bk = GEMM_BK * (op->dtype == DT_FP8 || op->dtype == DT_INT8 ? 2.0 : 1.0);
     double sms = d->sm_count;
     double kiters = ceil(k / bk);
+    /* one iteration of a tile: a multiply-add (2 flops) per output element
+     * and k, at the SM's share of the rate */
     double t_iter = 2.0 * GEMM_TILE * tn * bk / (rate / sms);
     double splits = tiles < sms ? fmin(ceil(sms / tiles), kiters) : 1.0;
     return ceil(tiles * kiters / sms) * t_iter + ceil(tiles / sms) * GEMM_C_TILE +
@@ -318,7 +321,7 @@ static double gemm_time(const cost_dev *d, const plan_op *op)
         return roofline_time(d, op, d->eff_gemm);
     double tc;
     if (d->sm_count <= 0) {
-        tc = 2.0 * g * m * k * n / gemm_rate(d, op);
+        tc = 2.0 * g * m * k * n / gemm_rate(d, op); /* 2 flops per multiply-add */
     } else {
         double tn = gemm_tile_n(n);
         tc = gemm_tiles_time(d, op, g * ceil(m / GEMM_TILE) * ceil(n / tn), tn);
@@ -353,7 +356,7 @@ static double moe_tiles(double R, double g, int route, double *active)
     for (double j = 1;; j++) {
         double p = upper_tail((GEMM_TILE * j - mu) / sd);
         tiles += fmin(p, p0);
-        if (GEMM_TILE * j > mu + 8.0 * sd)
+        if (GEMM_TILE * j > mu + 8.0 * sd) /* the normal tail beyond 8 sd: < 1e-15 */
             break;
     }
     *active = g * p0;
@@ -368,13 +371,13 @@ static double moe_time(const cost_dev *d, const plan_op *op)
         return roofline_time(d, op, d->eff_gemm);
     double active;
     double row_tiles = moe_tiles(R, g, op->route, &active);
-    double wb = op->dtype == DT_FP8 || op->dtype == DT_INT8 ? 1.0 : 2.0;
+    double wb = op->dtype == DT_FP8 || op->dtype == DT_INT8 ? 1.0 : 2.0; /* weight bytes */
     /* activations in bf16 (moe.csv min_bytes), weights of the active experts */
     double bytes = R * K * 2.0 + active * K * N * wb + R * N * 2.0;
     double tmem = bytes / (d->hbm_bw * d->eff_memory * MOE_WEIGHT_REL);
     double tc;
     if (d->sm_count <= 0) {
-        tc = 2.0 * R * K * N / gemm_rate(d, op);
+        tc = 2.0 * R * K * N / gemm_rate(d, op); /* 2 flops per multiply-add */
     } else {
         double tn = gemm_tile_n(N), tiles = row_tiles * ceil(N / tn);
         tc = fmax(gemm_tiles_time(d, op, tiles, tn), ceil(tiles / d->sm_count) * MOE_TILE_S);
@@ -530,6 +533,7 @@ static double attn_time(attn_memo *memo, const cost_dev *d, const plan_op *op)
     double q = (double)a->q_len, kv = (double)a->kv_len;
     double geom = B * mask_pairs(q, kv, a->causal);
     double pairs = a->pairs > 0 ? a->pairs : geom;
+    /* per pair and head: q.k over d_qk, p.v over d_v, 2 flops per multiply-add */
     double flops = 2.0 * pairs * (double)a->heads * dsum;
     double balanced = (flops > 0 ? flops : op->flops) / rate;
     if (d->sm_count <= 0 || a->heads <= 0 || geom <= 0 || dsum <= 0)
@@ -541,6 +545,8 @@ static double attn_time(attn_memo *memo, const cost_dev *d, const plan_op *op)
     double rows = fold ? (double)(a->heads / a->kv_heads) : q;
     double hrows = B * (double)(fold ? a->kv_heads : a->heads);
     attn_grid g = {rows, kv, a->causal, hrows, 0, 0, ATTN_CTAS_PER_SM * d->sm_count, 0, 1};
+    /* the split-KV kernel's key block by head dim and its 64-row query blocks
+     * (flash_api.cpp set_params_splitkv, which calls num_splits_heuristic) */
     double bc_split = dmax <= 64 ? 256.0 : dmax <= 128 ? 128.0 : 64.0;
     g.splits = kv_splits(hrows * ceil(rows / 64.0), g.slots, ceil(kv / bc_split));
     g.br = g.splits > 1 ? 64.0 : (dmax <= 128 ? 128.0 : 64.0);
@@ -556,11 +562,14 @@ static double attn_time(attn_memo *memo, const cost_dev *d, const plan_op *op)
      * of pairs other than the plain FA2 mask of its shape; a split CTA's
      * keys stream at no more than ATTN_CTA_BW. */
     g.step = 2.0 * g.br * g.bc * dsum / (rate / g.slots) * load * (pairs / geom);
+    /* K and V of every KV head in bf16 (2 B), read once per query head that
+     * uses them unless the heads share a CTA (fold) */
     double kv_read = (fold ? 1.0 : (double)a->heads / (double)(a->kv_heads > 0 ? a->kv_heads : 1));
     double kv_bytes = B * kv * (double)(a->kv_heads > 0 ? a->kv_heads : a->heads) * dsum * 2.0 *
                       kv_read;
     double combine = 0;
     if (g.splits > 1) {
+        /* a step's bc keys, K and V in bf16 (2 B per element) */
         g.step = fmax(g.step, g.bc * dsum * 2.0 / ATTN_CTA_BW);
         /* the combine kernel reads the fp32 partials and LSE of every split */
         double part = B * (double)a->heads * q * g.splits * ((double)a->d_v + 1.0) * 4.0;

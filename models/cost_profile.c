@@ -173,7 +173,7 @@ static void gemm_op(plan_op *op, int64_t m, int64_t k, int64_t n, double bytes)
     op->m = m;
     op->k = k;
     op->n = n;
-    op->flops = 2.0 * (double)m * (double)k * (double)n;
+    op->flops = 2.0 * (double)m * (double)k * (double)n; /* 2 flops per multiply-add */
     op->bytes = bytes;
     op->in = (plan_shape){2, {m, k}};
     op->w = (plan_shape){2, {k, n}};
@@ -401,7 +401,7 @@ static int read_moe(const calib_table *t, cost_rows *rs, cp_err *err)
             op->k = K;
             op->n = N;
             op->g = g;
-            op->flops = 2.0 * (double)R * (double)K * (double)N;
+            op->flops = 2.0 * (double)R * (double)K * (double)N; /* per multiply-add */
             op->in = (plan_shape){2, {R, K}};
             op->w = (plan_shape){3, {g, K, N}};
             op->out = (plan_shape){2, {R, N}};
@@ -539,6 +539,7 @@ static int read_decode(const calib_table *t, cost_rows *rs, cp_err *err)
         a->pairs = pairs; /* over the whole batch (B * q_len * kv_len at q_len 1) */
         row->op.name = "decode_attention";
         row->op.kclass = KC_ATTENTION;
+        /* q.k and p.v per pair and head, 2 flops per multiply-add */
         row->op.flops = 2.0 * a->pairs * (double)a->heads * (double)(a->d_qk + a->d_v);
         row->kk = KK_DECODE;
         row->src = CS_DECODE_ATTENTION;
@@ -635,6 +636,8 @@ static int read_sparse(const calib_table *t, cost_rows *rs, cp_err *err)
         double q = (double)a->q_len, pre = (double)(a->kv_len - a->q_len), k = (double)topk;
         double n = fmin(q, fmax(0.0, k - pre));
         a->pairs = n * pre + n * (n + 1) / 2 + (q - n) * k;
+        /* flops: q.k and p.v per pair and head (2 per multiply-add); bytes, bf16
+         * (2 B): each query's gathered latent rows, the queries and outputs */
         row->op.flops = a->pairs * 2.0 * (double)a->heads * (double)(a->d_qk + a->d_v);
         row->op.bytes = a->pairs * (double)a->d_qk * 2.0 +
                         q * (double)a->heads * (double)(a->d_qk + a->d_v) * 2.0;

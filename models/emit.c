@@ -93,6 +93,8 @@ uint32_t em_gemm_float(bld *b, const char *name, int64_t m, int64_t k, int64_t n
     o.n = n;
     o.g = 1;
     double md = (double)m;
+    /* a multiply-add (2 flops) per output element and k; reads x and W,
+     * writes y once, all in the activation dtype */
     o.flops = 2.0 * md * (double)k * (double)n;
     o.bytes = (md * (double)k + (double)k * (double)n + md * (double)n) * b->ab;
     o.in = shp(2, m, k, 0);
@@ -117,6 +119,7 @@ uint32_t em_moe_gemm(bld *b, const char *name, int64_t rows, int64_t k, int64_t 
     /* weights: every local expert that gets a row at least once (at most
      * rows of them) */
     double active = (double)(rows < g ? rows : g);
+    /* a multiply-add (2 flops) per output element and k */
     o.flops = 2.0 * rd * (double)k * (double)n;
     o.bytes = rd * (double)k * b->ab + active * (double)k * (double)n * b->wb +
               rd * (double)n * b->ab;
@@ -140,6 +143,8 @@ uint32_t em_gemm(bld *b, const char *name, int64_t m, int64_t k, int64_t n, int6
     o.n = n;
     o.g = g;
     double gm = (double)g * (double)m;
+    /* a multiply-add (2 flops) per output element and k; bytes: x, W (wb per
+     * element) and y once each */
     o.flops = 2.0 * gm * (double)k * (double)n;
     o.bytes = gm * (double)k * b->ab + (double)g * (double)k * (double)n * b->wb +
               gm * (double)n * b->ab;
@@ -163,24 +168,45 @@ void em_mem(bld *b, plan_memcat cat, double bytes, int stream)
     em_emit(b, &o);
 }
 
-void em_act_alloc(bld *b, double bytes)
+em_tensor em_alloc(bld *b, plan_memcat cat, double bytes, int stream)
 {
-    em_mem(b, MC_ACTIVATIONS, bytes, ST_COMPUTE);
+    em_mem(b, cat, bytes, stream);
+    em_tensor t = {.bytes = bytes, .cat = (uint8_t)cat, .state = EMT_LIVE};
+    return t;
 }
 
-void em_act_free(bld *b, double bytes)
+em_tensor em_act_alloc(bld *b, double bytes)
 {
-    em_mem(b, MC_ACTIVATIONS, -bytes, ST_COMPUTE);
+    return em_alloc(b, MC_ACTIVATIONS, bytes, ST_COMPUTE);
 }
 
-void em_buf_alloc(bld *b, double bytes)
+em_tensor em_buf_alloc(bld *b, double bytes)
 {
-    em_mem(b, MC_COMM_BUFFER, bytes, ST_COMPUTE);
+    return em_alloc(b, MC_COMM_BUFFER, bytes, ST_COMPUTE);
 }
 
-void em_buf_free(bld *b, double bytes)
+void em_free_on(bld *b, em_tensor *t, int stream)
 {
-    em_mem(b, MC_COMM_BUFFER, -bytes, ST_COMPUTE);
+    if (t->state == EMT_FREED)
+        abort(); /* builder bug: a tensor freed twice */
+    if (t->state == EMT_LIVE)
+        em_mem(b, (plan_memcat)t->cat, -t->bytes, stream);
+    t->state = EMT_FREED;
+}
+
+void em_free(bld *b, em_tensor *t)
+{
+    em_free_on(b, t, ST_COMPUTE);
+}
+
+em_tensor em_split(em_tensor *t, double bytes)
+{
+    if (t->state != EMT_LIVE || bytes > t->bytes)
+        abort(); /* builder bug: a part of no live allocation */
+    em_tensor part = *t;
+    part.bytes = bytes;
+    t->bytes -= bytes;
+    return part;
 }
 
 /* A collective on the comm stream after the last compute op; the next
@@ -211,6 +237,10 @@ uint32_t em_coll(bld *b, const char *name, plan_coll kind, plan_group g,
 void em_rms_norm(bld *b, const char *name, int64_t m, int64_t h, int with_add)
 {
     double mh = (double)m * (double)h;
+    /* reads x (and the residual), writes the output (and the new residual):
+     * 2 (4) element accesses, plus the weight once; derived: square and
+     * accumulate, scale by the rsqrt, multiply by the weight (4 flops per
+     * element), one more for the add */
     double bytes = (with_add ? 4.0 : 2.0) * mh * b->ab + (double)h * b->wb;
     em_compute(b, name, KC_NORM, (with_add ? 5.0 : 4.0) * mh, bytes, shp(2, m, h, 0),
             shp(1, h, 0, 0), shp(2, m, h, 0));
@@ -246,11 +276,21 @@ uint32_t em_copy(bld *b, const char *name, double bytes, plan_shape in, plan_sha
     return em_compute(b, name, KC_COPY, 0, 2.0 * bytes, in, shp(0, 0, 0, 0), out);
 }
 
+double em_lse_bytes(int64_t rows, int64_t heads)
+{
+    return (double)rows * (double)heads * 4.0; /* fp32: 4 B per row and head */
+}
+
+em_tensor em_lse_alloc(bld *b, int64_t rows, int64_t heads)
+{
+    return em_act_alloc(b, em_lse_bytes(rows, heads));
+}
+
 uint32_t em_lse_merge(bld *b, const char *name, int64_t rows, int64_t heads, int64_t d,
                       int parts, double pb)
 {
     double e = (double)rows * (double)heads * (double)d;
-    double lse = (double)rows * (double)heads * 4.0;
+    double lse = em_lse_bytes(rows, heads);
     /* reads each partial (activation dtype) and its fp32 LSE, writes the
      * merged output (elementwise.csv lse_merge2_unfused min_bytes: 3 n h d
      * x 2 B + 2 n h x 4 B for two partials); derived: a scaling and an add

@@ -1,6 +1,6 @@
 /* emit: the plan builder's context and the emitters every layer builder
- * uses (models/build.c drives them; models/layer_*.c, models/mla.c, ...
- * describe the layers with them).
+ * uses (models/build.c drives them; models/layer_*.c, models/seqpar.c and
+ * models/exchange.c describe the layers with them).
  *
  * The context stamps each new op with the current layer, step, request and
  * token layout, keeps cross-stream waits (a collective waits for the kernel
@@ -12,11 +12,45 @@
 
 #include <stdint.h>
 
+#include "models/memory.h"
 #include "models/plan.h"
 #include "workloads/workload.h"
 
 #define EM_MAX_PENDING 16
 #define EM_NONE UINT32_MAX
+
+/* ---- tensor memory --------------------------------------------------------
+ * Every tensor a builder creates is allocated with a memory op before the
+ * first op that writes it and freed after the last op that reads it.  The
+ * alloc returns a handle and the free takes it, so the two cannot disagree:
+ * the free releases the handle's bytes, in the handle's category, and marks
+ * the handle freed.  Units: bytes (plan_op.mem_bytes).
+ *
+ * A handle has one owner at a time, the code that is to free it: the
+ * function that allocated it, or the one it was returned or handed to (the
+ * comments of layers.h say which piece frees what); the tensors that live
+ * across the pieces of a forward pass are held by the context (bld.residual,
+ * bld.hidden).  A handle no alloc filled (EM_TENSOR_NONE, or a zeroed
+ * struct) frees nothing, so the free of a tensor that exists only in some
+ * configurations needs no test; freeing a handle twice aborts (a builder
+ * bug). */
+typedef enum { EMT_NONE, EMT_LIVE, EMT_FREED } em_tensor_state;
+
+typedef struct em_tensor {
+    double bytes;            /* bytes allocated (0: an empty tensor, no memory op) */
+    uint8_t cat;             /* plan_memcat of the allocation */
+    uint8_t state;           /* em_tensor_state */
+} em_tensor;
+
+#define EM_TENSOR_NONE ((em_tensor){0, 0, EMT_NONE})
+
+/* Weight broadcasts of layer sharding (seqpar.c) posted one layer ahead of
+ * the layer whose projections they deliver. */
+typedef struct em_bcasts {
+    int32_t layer, step;     /* the layer they deliver; the step they were posted in */
+    uint32_t op[MP_COUNT];   /* by mem_proj: the broadcast op (read when window[p] is live) */
+    em_tensor window[MP_COUNT]; /* the weight window it fills (EM_TENSOR_NONE: none posted) */
+} em_bcasts;
 
 typedef struct bld {
     const scenario *s;
@@ -37,6 +71,14 @@ typedef struct bld {
     uint32_t last_compute;   /* last kernel on the compute stream (or EM_NONE) */
     uint32_t pending[EM_MAX_PENDING]; /* ops the next compute-stream op waits for */
     int npending;
+    /* hidden-state rows between the pieces of a forward pass: the scheme's
+     * embed allocates both, its final frees both */
+    em_tensor residual;      /* the residual stream */
+    em_tensor hidden;        /* the embedding, then each layer's output: the next
+                                layer's input norm (or the final norm) frees it */
+    /* layer sharding: posted by seqpar.c post_broadcasts, taken (with the
+     * windows, which the layer's attention then frees) by take_broadcasts */
+    em_bcasts bcasts;
 } bld;
 
 static inline plan_shape shp(int nd, int64_t d0, int64_t d1, int64_t d2)
@@ -83,6 +125,13 @@ void em_swiglu(bld *b, const char *name, int64_t m, int64_t inter);
 void em_rope(bld *b, const char *name, int64_t m, int64_t heads, int64_t d);
 /* A copy of `bytes` (read once, written once) with the given shapes. */
 uint32_t em_copy(bld *b, const char *name, double bytes, plan_shape in, plan_shape out);
+/* Bytes of the fp32 log-sum-exp of an attention's `rows` query rows over
+ * `heads` heads: the softmax statistics a flash kernel writes besides its
+ * output (one fp32 per row and head), which a partial keeps for its merge. */
+double em_lse_bytes(int64_t rows, int64_t heads);
+/* The LSE of one attention call (em_lse_bytes, an activation), allocated
+ * before the call; the caller frees it after the call. */
+em_tensor em_lse_alloc(bld *b, int64_t rows, int64_t heads);
 /* Merge of `parts` partial attention outputs [rows, heads, d] (pb bytes per
  * element) with their fp32 LSE (the unfused torch merge of the profile:
  * twelve kernels): reads the partials, writes the output (activation
@@ -100,13 +149,29 @@ uint32_t em_attention(bld *b, const char *name, plan_kclass kc, const plan_attn 
  * most cap of them (sparse attention over top-k keys). */
 double em_causal_pairs(int64_t t, int64_t prefix, int64_t cap);
 
-/* Memory event on a stream: + allocates, - frees (0: nothing). */
+/* Memory event on a stream: + allocates, - frees (0: nothing).  For memory
+ * no one free returns (the weights, engine reserves, the KV cache that a
+ * request's steps grow and its end releases); tensors take em_alloc. */
 void em_mem(bld *b, plan_memcat cat, double bytes, int stream);
-void em_act_alloc(bld *b, double bytes);
-void em_act_free(bld *b, double bytes);
-/* Receive buffers of token exchanges (all-to-all), held until consumed. */
-void em_buf_alloc(bld *b, double bytes);
-void em_buf_free(bld *b, double bytes);
+/* `bytes` of category cat allocated by a memory op on `stream` (none for 0
+ * bytes); returns the handle its free takes (see "tensor memory" above). */
+em_tensor em_alloc(bld *b, plan_memcat cat, double bytes, int stream);
+/* An activation (MC_ACTIVATIONS) on the compute stream. */
+em_tensor em_act_alloc(bld *b, double bytes);
+/* A receive buffer of a token exchange (MC_COMM_BUFFER, on the compute
+ * stream), held until the kernel that consumes it has run. */
+em_tensor em_buf_alloc(bld *b, double bytes);
+/* Free *t by a memory op on the compute stream and mark it freed; nothing
+ * for a handle no alloc filled; aborts when *t was already freed. */
+void em_free(bld *b, em_tensor *t);
+/* em_free with the memory op on `stream` (a tensor whose last reader is an
+ * op of that stream). */
+void em_free_on(bld *b, em_tensor *t, int stream);
+/* Take `bytes` of the live allocation *t into a handle of their own, no
+ * memory op (the part of one allocation freed before the rest: an
+ * accumulator's LSE, the padding rows of a gathered tensor); *t keeps the
+ * rest. */
+em_tensor em_split(em_tensor *t, double bytes);
 
 /* A collective over group g on the comm stream, after the last kernel; the
  * next compute-stream op waits for it.  EM_NONE when g has one member. */

@@ -142,6 +142,7 @@ void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split)
 double ex_kv_bytes(const ex_ctx *x, int64_t positions)
 {
     const arch *a = x->b.a;
+    /* K and V (2) of one head per position and layer, kv_cache dtype */
     double per_head = (double)a->layers * 2.0 * (double)a->head_dim * x->b.kvb;
     if (x->b.s->par.kv_storage == KV_BY_HEAD)
         return (double)positions * (double)mem_kv_heads_per_rank(a, x->b.tp * x->P) * per_head;
@@ -175,16 +176,15 @@ static plan_attn attn_of(const gqa *g, int64_t q, int64_t kv, int64_t heads, int
     return at;
 }
 
-/* A plain attention call of q queries over heads `heads`: output [q, heads
- * d] (left allocated, consumed by o_proj or an exchange) and the fp32
- * log-sum-exp (freed after the call). */
-static void attend_rows(bld *b, const gqa *g, const plan_attn *at)
+/* A layout change of tensor *t (pack, unpack, reorder): a copy into a new
+ * activation of its size, after which *t is freed and the copy takes its
+ * place. */
+static void repack(bld *b, const char *name, em_tensor *t, plan_shape in, plan_shape out)
 {
-    double q = (double)at->q_len;
-    em_act_alloc(b, q * (double)(at->heads * g->d) * b->ab);
-    em_act_alloc(b, q * (double)at->heads * 4.0); /* LSE, fp32 per head and row */
-    layer_gqa_attend(b, "attention", at);
-    em_act_free(b, q * (double)at->heads * 4.0);
+    em_tensor copy = em_act_alloc(b, t->bytes);
+    em_copy(b, name, t->bytes, in, out);
+    em_free(b, t);
+    *t = copy;
 }
 
 /* ---- Ulysses and head slice (by-head storage) --------------------------------- */
@@ -199,7 +199,7 @@ static void attend_rows(bld *b, const gqa *g, const plan_attn *at)
  * [P, rows, hu, d] into the share's [rows, hq, d] (DeepSpeed-Ulysses's
  * transposes).  The rank stores its KV heads for every position of the
  * step. */
-static void ulysses(ex_ctx *x, int64_t t, int64_t prefix)
+static em_tensor ulysses(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     gqa g = gqa_of(b);
@@ -208,47 +208,36 @@ static void ulysses(ex_ctx *x, int64_t t, int64_t prefix)
     double td = (double)t, tmd = (double)tm;
 
     b->layout = TL_LOCAL;
-    layer_gqa_qkv(b, tm);
+    em_tensor qkv = layer_gqa_qkv(b, tm);
     /* to every peer: its hu q heads and the ku KV heads they need */
     double send = tmd * (double)((g.hq + 2 * P * ku) * g.d) * b->ab;
     double recv = td * (double)((hu + 2 * ku) * g.d) * b->ab;
-    em_act_alloc(b, send);
+    em_tensor packed = em_act_alloc(b, send);
     em_copy(b, "ulysses_qkv_pack", send, shp(3, tm, g.hq + 2 * g.hkv, g.d),
             shp(3, P, tm, (hu + 2 * ku) * g.d));
-    em_act_free(b, tmd * g.qkv_w * b->ab); /* the share's q/k/v, packed */
+    em_free(b, &qkv); /* the share's q/k/v, packed */
     b->layout = TL_FULL;
-    em_buf_alloc(b, recv);
+    em_tensor heads = em_buf_alloc(b, recv); /* the step's q/k/v of this rank's heads */
     em_coll(b, "ulysses_qkv_all_to_all", CK_ALL_TO_ALL, G_SP, send,
             shp(3, t, hu + 2 * ku, g.d));
-    em_act_free(b, send);
-    if (reorder) {
-        em_act_alloc(b, recv);
-        em_copy(b, "ulysses_qkv_unpack", recv, shp(3, P, x->most, (hu + 2 * ku) * g.d),
-                shp(3, t, hu + 2 * ku, g.d));
-        em_buf_free(b, recv);
-    }
+    em_free(b, &packed);
+    if (reorder)
+        repack(b, "ulysses_qkv_unpack", &heads, shp(3, P, x->most, (hu + 2 * ku) * g.d),
+               shp(3, t, hu + 2 * ku, g.d));
     layer_gqa_kv_write(b, t, ku);
     plan_attn at = attn_of(&g, t, prefix + t, hu, ku, em_causal_pairs(t, prefix, 0));
-    attend_rows(b, &g, &at);
-    if (reorder)
-        em_act_free(b, recv);
-    else
-        em_buf_free(b, recv);
-    double out = td * (double)(hu * g.d) * b->ab;
-    if (reorder) {
-        em_act_alloc(b, out);
-        em_copy(b, "ulysses_out_pack", out, shp(3, t, hu, g.d), shp(3, P, x->most, hu * g.d));
-        em_act_free(b, out); /* the output in position order */
-    }
+    em_tensor out = layer_gqa_attend_out(b, &at);
+    em_free(b, &heads);
+    if (reorder) /* from position order to the peers' blocks */
+        repack(b, "ulysses_out_pack", &out, shp(3, t, hu, g.d), shp(3, P, x->most, hu * g.d));
     b->layout = TL_LOCAL;
-    double back = tmd * (double)(g.hq * g.d) * b->ab;
-    em_buf_alloc(b, back); /* [P, rows, hu, d] from the peers */
-    em_coll(b, "ulysses_out_all_to_all", CK_ALL_TO_ALL, G_SP, out, shp(3, tm, g.hq, g.d));
-    em_act_free(b, out);
-    em_act_alloc(b, back); /* the share's output, all heads */
-    em_copy(b, "ulysses_out_unpack", back, shp(3, P, tm, hu * g.d), shp(3, tm, g.hq, g.d));
-    em_buf_free(b, back);
-    layer_gqa_out(b, tm);
+    /* [P, rows, hu, d] from the peers, then the share's output, all heads */
+    em_tensor share = em_buf_alloc(b, tmd * (double)(g.hq * g.d) * b->ab);
+    em_coll(b, "ulysses_out_all_to_all", CK_ALL_TO_ALL, G_SP, td * (double)(hu * g.d) * b->ab,
+            shp(3, tm, g.hq, g.d));
+    em_free(b, &out);
+    repack(b, "ulysses_out_unpack", &share, shp(3, P, tm, hu * g.d), shp(3, tm, g.hq, g.d));
+    return layer_gqa_out(b, tm, &share);
 }
 
 /* Copied step on by-head storage ("head slice", our reading of the
@@ -256,7 +245,7 @@ static void ulysses(ex_ctx *x, int64_t t, int64_t prefix)
  * and attends its slice of hq/P heads (its KV heads) over the whole step,
  * and the slices are all-gathered over G_SP along the head dimension
  * ([P, t, hu, d]) and transposed into [t, hq, d] before o_proj. */
-static void head_slice(ex_ctx *x, int64_t t, int64_t prefix)
+static em_tensor head_slice(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     gqa g = gqa_of(b);
@@ -265,73 +254,75 @@ static void head_slice(ex_ctx *x, int64_t t, int64_t prefix)
     double td = (double)t;
 
     b->layout = TL_FULL;
-    layer_gqa_qkv(b, t);
+    em_tensor qkv = layer_gqa_qkv(b, t);
     layer_gqa_kv_write(b, t, ku);
     plan_attn at = attn_of(&g, t, prefix + t, hu, ku, em_causal_pairs(t, prefix, 0));
-    attend_rows(b, &g, &at);
-    em_act_free(b, td * g.qkv_w * b->ab);
+    em_tensor slice = layer_gqa_attend_out(b, &at);
+    em_free(b, &qkv);
     double all = td * (double)(g.hq * g.d) * b->ab;
-    em_buf_alloc(b, all);
+    em_tensor gathered = em_buf_alloc(b, all);
     em_coll(b, "head_all_gather", CK_ALL_GATHER, G_SP, all, shp(3, t, g.hq, g.d));
-    em_act_free(b, td * (double)(hu * g.d) * b->ab); /* own slice, gathered */
-    em_act_alloc(b, all);
-    em_copy(b, "head_unpack", all, shp(3, P, t, hu * g.d), shp(3, t, g.hq, g.d));
-    em_buf_free(b, all);
-    layer_gqa_out(b, t);
+    em_free(b, &slice); /* gathered */
+    repack(b, "head_unpack", &gathered, shp(3, P, t, hu * g.d), shp(3, t, g.hq, g.d));
+    return layer_gqa_out(b, t, &gathered);
 }
 
 /* ---- DCP: attention over the rank's own slots, partials merged ------------------- */
+
+/* fp32 partial output and LSE of n rows (cp-exchange.md: exchanged in
+ * fp32): d output values and one LSE per row and head, 4 B each. */
+static double dcp_part_bytes(const gqa *g, int64_t n)
+{
+    return (double)n * (double)g->hq * (double)(g->d + 1) * 4.0;
+}
 
 /* Every query of the step (t of them, after `prefix`) over this rank's KV
  * slots (positions y % P == me up to the step's end), the exact causal work
  * (query x sees the slots y <= x): one call of the kernel the profile
  * measured for it, a non-causal call over the compacted slots (strided
  * keys: a key block is all visible or all masked but near the diagonal, so
- * the call does the pairs' work; attention_cp.csv dcp_noncausal).  Writes
- * the fp32 partial outputs and LSE [t, hq, d + 1] (allocated here). */
-static void dcp_attention(ex_ctx *x, const gqa *g, int64_t t, int64_t prefix, double part)
+ * the call does the pairs' work; attention_cp.csv dcp_noncausal).  Returns
+ * the fp32 partial outputs and LSE [t, hq, d + 1] (dcp_merge frees them). */
+static em_tensor dcp_attention(ex_ctx *x, const gqa *g, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     ex_run all = {prefix, t, 1};
-    em_act_alloc(b, part);
+    em_tensor part = em_act_alloc(b, dcp_part_bytes(g, t));
     double pairs = ex_pairs(&all, x->me, x->P);
     if (pairs <= 0)
-        return;
+        return part;
     int64_t keys = ex_stripe_below(prefix + t, x->me, x->P);
     plan_attn at = attn_of(g, t, keys, g->hq, g->hkv, pairs);
     at.causal = 0;
     layer_gqa_attend(b, "dcp_attention", &at);
+    return part;
 }
 
-/* fp32 partial output and LSE of n rows (cp-exchange.md: exchanged in fp32). */
-static double dcp_part_bytes(const gqa *g, int64_t n)
-{
-    return (double)n * (double)g->hq * (double)(g->d + 1) * 4.0;
-}
-
-/* The exchange and merge of the partials: `keep` rows of the output on
- * this rank.  Copied steps keep every row: the partials are all-gathered
- * and merged; a split step keeps its share (rows): each rank sends every
- * peer the partials of the peer's rows (all-to-all) and merges the P it
- * receives for its own.  Frees the partials, leaves the output
- * [rows, hq, d] allocated. */
-static void dcp_merge(ex_ctx *x, const gqa *g, int64_t t, int64_t rows, int split)
+/* The exchange and merge of the partials *part of the step's t queries:
+ * `rows` rows of the output on this rank.  Copied steps keep every row: the
+ * partials are all-gathered and merged; a split step keeps its share
+ * (rows): each rank sends every peer the partials of the peer's rows
+ * (all-to-all) and merges the P it receives for its own.  Frees the
+ * partials, returns the output [rows, hq, d]. */
+static em_tensor dcp_merge(ex_ctx *x, const gqa *g, int64_t t, int64_t rows, int split,
+                           em_tensor *part)
 {
     bld *b = &x->b;
     int P = x->P;
-    double part = dcp_part_bytes(g, t);
-    double recv = (double)P * dcp_part_bytes(g, split ? x->most : t);
-    em_buf_alloc(b, recv);
+    double recv_bytes = (double)P * dcp_part_bytes(g, split ? x->most : t);
+    em_tensor recv = em_buf_alloc(b, recv_bytes);
     if (split)
-        em_coll(b, "dcp_partial_all_to_all", CK_ALL_TO_ALL, G_SP, (double)P * dcp_part_bytes(g, x->most),
+        em_coll(b, "dcp_partial_all_to_all", CK_ALL_TO_ALL, G_SP,
+                (double)P * dcp_part_bytes(g, x->most),
                 shp(3, (int64_t)P * x->most, g->hq, g->d + 1));
     else
-        em_coll(b, "dcp_all_gather", CK_ALL_GATHER, G_SP, recv,
+        em_coll(b, "dcp_all_gather", CK_ALL_GATHER, G_SP, recv_bytes,
                 shp(3, (int64_t)P * t, g->hq, g->d + 1));
-    em_act_free(b, part);
-    em_act_alloc(b, (double)rows * (double)(g->hq * g->d) * b->ab);
-    em_lse_merge(b, "dcp_merge", rows, g->hq, g->d, P, 4.0);
-    em_buf_free(b, recv);
+    em_free(b, part);
+    em_tensor out = em_act_alloc(b, (double)rows * (double)(g->hq * g->d) * b->ab);
+    em_lse_merge(b, "dcp_merge", rows, g->hq, g->d, P, 4.0); /* fp32 partials */
+    em_free(b, &recv);
+    return out;
 }
 
 /* ---- all_gather (by-position storage) ------------------------------------------ */
@@ -344,34 +335,34 @@ static void dcp_merge(ex_ctx *x, const gqa *g, int64_t t, int64_t rows, int spli
  * its own slots (DCP), and the fp32 partials of each rank's rows go to it
  * (all-to-all) to be merged; it keeps its share of the rows.  The whole
  * step's q/k/v stay resident through the attention. */
-static void all_gather_qkv(ex_ctx *x, int64_t t, int64_t prefix)
+static em_tensor all_gather_qkv(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     gqa g = gqa_of(b);
     int P = x->P;
     int64_t tm = x->mine.n;
-    double gathered = (double)P * (double)x->most * (double)g.qkv_w * b->ab;
+    double bytes = (double)P * (double)x->most * (double)g.qkv_w * b->ab;
 
     b->layout = TL_LOCAL;
-    layer_gqa_qkv(b, tm);
+    em_tensor qkv = layer_gqa_qkv(b, tm);
     b->layout = TL_FULL;
-    em_buf_alloc(b, gathered);
-    em_coll(b, "sp_qkv_all_gather", CK_ALL_GATHER, G_SP, gathered,
+    em_tensor gathered = em_buf_alloc(b, bytes);
+    em_coll(b, "sp_qkv_all_gather", CK_ALL_GATHER, G_SP, bytes,
             shp(2, P * x->most, g.qkv_w, 0));
-    em_act_free(b, (double)tm * g.qkv_w * b->ab); /* all of it is in the gathered buffer */
+    em_free(b, &qkv); /* all of it is in the gathered buffer */
     layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
-    dcp_attention(x, &g, t, prefix, dcp_part_bytes(&g, t));
-    em_buf_free(b, gathered);
+    em_tensor part = dcp_attention(x, &g, t, prefix);
+    em_free(b, &gathered);
     b->layout = TL_LOCAL;
-    dcp_merge(x, &g, t, tm, 1);
-    layer_gqa_out(b, tm);
+    em_tensor out = dcp_merge(x, &g, t, tm, 1, &part);
+    return layer_gqa_out(b, tm, &out);
 }
 
 /* The merge of the next partial of a striped call sequence into the
  * accumulator (activation-dtype outputs, fp32 LSE). */
-static void merge_partial(bld *b, const gqa *g, int64_t rows, const char *name)
+static uint32_t merge_partial(bld *b, const gqa *g, int64_t rows, const char *name)
 {
-    em_lse_merge(b, name, rows, g->hq, g->d, 2, b->ab);
+    return em_lse_merge(b, name, rows, g->hq, g->d, 2, b->ab);
 }
 
 /* Split step, all_gather_tensors = kv: one all-gather of the shares' k and
@@ -390,35 +381,31 @@ static void merge_partial(bld *b, const gqa *g, int64_t rows, const char *name)
  * The rank writes the positions it stores.  Split steps carry no cached
  * prefix (chunked prefill is off on SP nodes, cp-exchange.md), so the
  * gathered keys are all the keys. */
-static void all_gather_kv(ex_ctx *x, int64_t t, int64_t prefix)
+static em_tensor all_gather_kv(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     gqa g = gqa_of(b);
     int P = x->P;
-    int64_t tm = x->mine.n, width = 2 * g.hkv * g.d;
-    double gathered = (double)P * (double)x->most * (double)width * b->ab;
-    double local = (double)tm * g.qkv_w * b->ab;
-    double out = (double)tm * (double)(g.hq * g.d) * b->ab;
-    double lse = (double)tm * (double)g.hq * 4.0;
+    int64_t tm = x->mine.n, width = 2 * g.hkv * g.d; /* k and v of a token */
+    double bytes = (double)P * (double)x->most * (double)width * b->ab;
+    double out_bytes = (double)tm * (double)(g.hq * g.d) * b->ab;
+    double lse = em_lse_bytes(tm, g.hq);
 
     b->layout = TL_LOCAL;
-    layer_gqa_qkv(b, tm);
+    em_tensor local = layer_gqa_qkv(b, tm);
     b->layout = TL_FULL;
-    em_buf_alloc(b, gathered);
-    em_coll(b, "sp_kv_all_gather", CK_ALL_GATHER, G_SP, gathered,
-            shp(2, P * x->most, width, 0));
+    em_tensor gathered = em_buf_alloc(b, bytes);
+    em_coll(b, "sp_kv_all_gather", CK_ALL_GATHER, G_SP, bytes, shp(2, P * x->most, width, 0));
     layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
-    if (x->split_kind == SPLIT_ZIGZAG) {
-        em_act_alloc(b, gathered);
-        em_copy(b, "sp_kv_reorder", gathered, shp(2, P * x->most, width, 0),
-                shp(2, prefix + t, width, 0));
-        em_buf_free(b, gathered);
-    }
+    if (x->split_kind == SPLIT_ZIGZAG)
+        repack(b, "sp_kv_reorder", &gathered, shp(2, P * x->most, width, 0),
+               shp(2, prefix + t, width, 0));
     b->layout = TL_LOCAL;
+    em_tensor out;
     if (x->split_kind != SPLIT_STRIPED) {
         /* one call per run of consecutive positions, each writing its rows */
-        em_act_alloc(b, out);
-        em_act_alloc(b, lse);
+        out = em_act_alloc(b, out_bytes);
+        em_tensor run_lse = em_lse_alloc(b, tm, g.hq);
         for (int i = 0; i < x->mine.nrun; i++) {
             const ex_run *r = &x->mine.run[i];
             if (r->n <= 0)
@@ -426,9 +413,9 @@ static void all_gather_kv(ex_ctx *x, int64_t t, int64_t prefix)
             plan_attn at = attn_of(&g, r->n, r->lo + r->n, g.hq, g.hkv, ex_pairs(r, -1, P));
             layer_gqa_attend(b, "attention", &at);
         }
-        em_act_free(b, lse);
+        em_free(b, &run_lse);
     } else {
-        em_act_alloc(b, out + lse); /* accumulator */
+        out = em_act_alloc(b, out_bytes + lse); /* accumulator */
         int first = 1;
         for (int s = 0; s < P; s++) {
             double pairs = share_pairs(&x->mine, s, P);
@@ -436,23 +423,20 @@ static void all_gather_kv(ex_ctx *x, int64_t t, int64_t prefix)
                 continue;
             int64_t keys = stripe_count(prefix, prefix + t, s, P);
             plan_attn at = attn_of(&g, tm, keys, g.hq, g.hkv, pairs);
-            if (!first)
-                em_act_alloc(b, out + lse); /* this stripe's partial */
+            em_tensor part = first ? EM_TENSOR_NONE : em_act_alloc(b, out_bytes + lse);
             layer_gqa_attend(b, "stripe_attention", &at);
             if (!first) {
                 merge_partial(b, &g, tm, "stripe_merge");
-                em_act_free(b, out + lse);
+                em_free(b, &part);
             }
             first = 0;
         }
-        em_act_free(b, lse); /* the accumulator's LSE; its output is the result */
+        em_tensor acc_lse = em_split(&out, lse);
+        em_free(b, &acc_lse); /* its output is the result */
     }
-    em_act_free(b, local); /* the local q was read by the attention */
-    if (x->split_kind == SPLIT_ZIGZAG)
-        em_act_free(b, gathered);
-    else
-        em_buf_free(b, gathered);
-    layer_gqa_out(b, tm);
+    em_free(b, &local); /* the local q was read by the attention */
+    em_free(b, &gathered);
+    return layer_gqa_out(b, tm, &out);
 }
 
 /* ---- ring (by-position storage) ------------------------------------------------- */
@@ -494,6 +478,8 @@ typedef struct ring {
     double p_row;            /* one row of a partial: output (activation
                                 dtype, as the attention kernel writes it)
                                 + fp32 LSE; merged in fp32 arithmetic */
+    em_tensor block[2];      /* receive buffers of the travelling blocks: hop j
+                                fills block[j % 2], freed once block j is sent on */
 } ring;
 
 static int stripe_of_round(const ring *rg, int j)
@@ -509,13 +495,13 @@ static int64_t block_rows(const ring *rg, int j)
 }
 
 /* Post hop j after op `after` (the attention that last read the buffer it
- * receives into); its receive buffer is allocated first. */
+ * receives into); its receive buffer rg->block[j % 2] is allocated first. */
 static uint32_t ring_hop(ring *rg, int j, uint32_t after)
 {
     bld *b = &rg->x->b;
     double send = (double)block_rows(rg, j - 1) * rg->q_row;
     double recv = (double)block_rows(rg, j) * rg->q_row;
-    em_buf_alloc(b, recv);
+    rg->block[j % 2] = em_buf_alloc(b, recv);
     return ring_p2p(b, "ring_hop", ST_COMM, send, 1, recv, -1, after);
 }
 
@@ -536,17 +522,17 @@ static uint32_t ring_round(ring *rg, int j)
     return i;
 }
 
-/* Merge the partial that return `ret` brought into the accumulator (the
- * last merge writes the attention output instead); returns the merge. */
-static uint32_t ring_merge(ring *rg, uint32_t ret, int last)
+/* Merge the partial that return `ret` brought into the accumulator; the
+ * last merge (out non-NULL) writes the attention output instead, allocated
+ * into *out.  Returns the merge. */
+static uint32_t ring_merge(ring *rg, uint32_t ret, em_tensor *out)
 {
     bld *b = &rg->x->b;
     int64_t tm = rg->x->mine.n;
-    double out = (double)tm * (double)(rg->g.hq * rg->g.d) * b->ab;
-    if (last)
-        em_act_alloc(b, out);
+    if (out)
+        *out = em_act_alloc(b, (double)tm * (double)(rg->g.hq * rg->g.d) * b->ab);
     em_wait_for(b, ret);
-    uint32_t i = em_lse_merge(b, "ring_merge", tm, rg->g.hq, rg->g.d, 2, b->ab);
+    uint32_t i = merge_partial(b, &rg->g, tm, "ring_merge");
     b->pg->ops[i].eager = 1;
     return i;
 }
@@ -563,52 +549,50 @@ static uint32_t ring_merge(ring *rg, uint32_t ret, int last)
  * local q/k/v until hop 1 sent the queries, one travelling block (two when
  * overlapped), the accumulator, the partial being returned and the receive
  * buffer; never the whole step's K/V. */
-static void ring_attention(ex_ctx *x, int64_t t, int64_t prefix)
+static em_tensor ring_attention(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     int P = x->P, overlap = b->s->par.ring_overlap;
     ring rg = {.x = x, .g = gqa_of(b)};
     rg.keys = ex_stripe_below(prefix + t, x->me, P);
     rg.q_row = (double)(rg.g.hq * rg.g.d) * b->ab;
-    rg.p_row = (double)rg.g.hq * ((double)rg.g.d * b->ab + 4.0);
+    rg.p_row = (double)rg.g.hq * ((double)rg.g.d * b->ab + 4.0); /* + fp32 LSE, 4 B */
     int64_t tm = x->mine.n;
     double mine = (double)tm * rg.p_row;
 
     b->layout = TL_LOCAL;
-    layer_gqa_qkv(b, tm);
+    em_tensor qkv = layer_gqa_qkv(b, tm);
     uint32_t next = overlap ? ring_hop(&rg, 1, b->last_compute) : EM_NONE;
     layer_gqa_kv_write(b, tm, rg.g.hkv);
-    em_act_alloc(b, mine); /* accumulator: round 0's partial */
+    em_tensor acc = em_act_alloc(b, mine); /* accumulator: round 0's partial */
+    em_tensor returns = EM_TENSOR_NONE; /* receive buffer of the returns */
     uint32_t prev = ring_round(&rg, 0), ret = EM_NONE;
     for (int j = 1; j < P; j++) {
         uint32_t hop = overlap ? next : ring_hop(&rg, j, prev);
         /* block j-1 was attended and sent on */
         em_wait_for(b, hop);
-        if (j == 1)
-            em_act_free(b, (double)tm * rg.g.qkv_w * b->ab);
-        else
-            em_buf_free(b, (double)block_rows(&rg, j - 1) * rg.q_row);
+        em_free(b, j == 1 ? &qkv : &rg.block[(j - 1) % 2]);
         if (overlap && j + 1 < P)
             next = ring_hop(&rg, j + 1, prev);
-        double part = (double)block_rows(&rg, j) * rg.p_row;
-        em_act_alloc(b, part);
+        em_tensor part = em_act_alloc(b, (double)block_rows(&rg, j) * rg.p_row);
         em_wait_for(b, hop);
         prev = ring_round(&rg, j);
         uint32_t merged = EM_NONE;
         if (j == 1)
-            em_buf_alloc(b, mine); /* receive buffer of the returns */
+            returns = em_buf_alloc(b, mine);
         else
-            merged = ring_merge(&rg, ret, 0);
-        ret = ring_p2p(b, "ring_return", ST_COMM2, part, -j, mine, j, prev);
+            merged = ring_merge(&rg, ret, NULL);
+        ret = ring_p2p(b, "ring_return", ST_COMM2, part.bytes, -j, mine, j, prev);
         if (merged != EM_NONE)
             plan_dep(b->pg, ret, merged); /* the buffer is free again */
-        em_mem(b, MC_ACTIVATIONS, -part, ST_COMM2); /* returned */
+        em_free_on(b, &part, ST_COMM2); /* returned */
     }
-    em_buf_free(b, (double)block_rows(&rg, P - 1) * rg.q_row);
-    ring_merge(&rg, ret, 1);
-    em_buf_free(b, mine);
-    em_act_free(b, mine); /* accumulator */
-    layer_gqa_out(b, tm);
+    em_free(b, &rg.block[(P - 1) % 2]);
+    em_tensor out;
+    ring_merge(&rg, ret, &out);
+    em_free(b, &returns);
+    em_free(b, &acc);
+    return layer_gqa_out(b, tm, &out);
 }
 
 /* ---- DCP merge (copied steps on by-position storage) ----------------------------- */
@@ -617,45 +601,46 @@ static void ring_attention(ex_ctx *x, int64_t t, int64_t prefix)
  * it stores, attends all queries over its own slots only (about 1/P of the
  * keys, exact causal count); the partial outputs and LSE, in fp32
  * (cp-exchange.md), are all-gathered over G_SP and merged. */
-static void dcp(ex_ctx *x, int64_t t, int64_t prefix)
+static em_tensor dcp(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
     gqa g = gqa_of(b);
-    double td = (double)t;
 
     b->layout = TL_FULL;
-    layer_gqa_qkv(b, t);
+    em_tensor qkv = layer_gqa_qkv(b, t);
     layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, x->P), g.hkv);
-    dcp_attention(x, &g, t, prefix, dcp_part_bytes(&g, t));
-    em_act_free(b, td * g.qkv_w * b->ab);
-    dcp_merge(x, &g, t, t, 0);
-    layer_gqa_out(b, t);
+    em_tensor part = dcp_attention(x, &g, t, prefix);
+    em_free(b, &qkv);
+    em_tensor out = dcp_merge(x, &g, t, t, 0, &part);
+    return layer_gqa_out(b, t, &out);
 }
 
 /* ---- the scheme ------------------------------------------------------------------ */
 
-static void sp_attention(bld *b, int64_t t, int64_t prefix)
+static em_tensor ex_attention(bld *b, int64_t t, int64_t prefix)
 {
     ex_ctx *x = ctx_of(b);
     const wl_parallel *p = &b->s->par;
+    em_tensor out;
     if (p->kv_storage == KV_BY_HEAD && x->split)
-        ulysses(x, t, prefix);
+        out = ulysses(x, t, prefix);
     else if (p->kv_storage == KV_BY_HEAD)
-        head_slice(x, t, prefix);
+        out = head_slice(x, t, prefix);
     else if (!x->split)
-        dcp(x, t, prefix);
+        out = dcp(x, t, prefix);
     else if (p->exchange == EX_RING)
-        ring_attention(x, t, prefix);
+        out = ring_attention(x, t, prefix);
     else if (p->all_gather_tensors == AGT_KV)
-        all_gather_kv(x, t, prefix);
+        out = all_gather_kv(x, t, prefix);
     else
-        all_gather_qkv(x, t, prefix);
+        out = all_gather_qkv(x, t, prefix);
     b->layout = x->split ? TL_LOCAL : TL_FULL;
+    return out;
 }
 
 /* The embedding (and, for MoE models, the padding mask of the routed
  * tokens) over the whole step; a split step then keeps the rank's rows. */
-static void sp_embed(bld *b, int64_t t)
+static void ex_embed(bld *b, int64_t t)
 {
     ex_ctx *x = ctx_of(b);
     b->layout = TL_FULL;
@@ -666,26 +651,29 @@ static void sp_embed(bld *b, int64_t t)
         em_compute(b, "moe_padding_mask", KC_ELEMENTWISE, (double)t, 5.0 * (double)t,
                    shp(1, t, 0, 0), shp(0, 0, 0, 0), shp(1, t, 0, 0));
     int64_t h = b->a->hidden, tm = x->mine.n;
-    double full = (double)t * h * b->ab, mine = (double)tm * h * b->ab;
+    double mine = (double)tm * h * b->ab;
     b->layout = TL_LOCAL;
-    em_act_alloc(b, mine); /* residual stream */
-    em_act_alloc(b, mine); /* layer input */
+    em_tensor residual = em_act_alloc(b, mine);
+    em_tensor input = em_act_alloc(b, mine); /* layer input */
+    /* a copy of the share's rows: read once, written once */
     em_compute(b, "sp_split", KC_COPY, 0, 2.0 * mine, shp(2, t, h, 0), shp(0, 0, 0, 0),
                shp(2, tm, h, 0));
-    em_act_free(b, full);
-    em_act_free(b, full);
+    em_free(b, &b->residual); /* the whole step's */
+    em_free(b, &b->hidden);
+    b->residual = residual;
+    b->hidden = input;
 }
 
-static void sp_layer(bld *b, int64_t t, int64_t prefix)
+static void ex_layer(bld *b, int64_t t, int64_t prefix)
 {
     ex_ctx *x = ctx_of(b);
     b->layout = x->split ? TL_LOCAL : TL_FULL;
-    layer_decoder(b, x->split ? x->mine.n : t, t, prefix, sp_attention);
+    layer_decoder(b, x->split ? x->mine.n : t, t, prefix, ex_attention);
 }
 
 /* Split steps: final norm on the share, then the normalized shares are
  * all-gathered over G_SP (padded to the largest share) before the LM head. */
-static void sp_final(bld *b, int64_t t)
+static void ex_final(bld *b, int64_t t)
 {
     ex_ctx *x = ctx_of(b);
     if (!x->split) {
@@ -694,28 +682,26 @@ static void sp_final(bld *b, int64_t t)
         return;
     }
     int64_t h = b->a->hidden, tm = x->mine.n;
-    double mine = (double)tm * h * b->ab;
-    double gathered = (double)x->P * (double)x->most * (double)h * b->ab;
+    double bytes = (double)x->P * (double)x->most * (double)h * b->ab;
     b->layout = TL_LOCAL;
-    layer_final_norm(b, tm);
+    em_tensor normed = layer_final_norm(b, tm);
     b->layout = TL_FULL;
-    em_act_alloc(b, gathered);
-    em_coll(b, "sp_out_all_gather", CK_ALL_GATHER, G_SP, gathered,
-            shp(2, x->P * x->most, h, 0));
-    em_act_free(b, mine); /* normalized share */
-    em_act_free(b, mine); /* residual */
+    em_tensor gathered = em_act_alloc(b, bytes);
+    em_coll(b, "sp_out_all_gather", CK_ALL_GATHER, G_SP, bytes, shp(2, x->P * x->most, h, 0));
+    em_free(b, &normed); /* normalized share */
+    em_free(b, &b->residual);
     layer_lm_head(b);
-    em_act_free(b, gathered);
+    em_free(b, &gathered);
 }
 
-static int sp_splits(const bld *b)
+static int ex_splits(const bld *b)
 {
     return ((const ex_ctx *)b)->split;
 }
 
-static const layer_scheme SP_SCHEME = {"sp_exchange", sp_embed, sp_layer, sp_final, sp_splits};
+static const layer_scheme EX_SCHEME = {"sp_exchange", ex_embed, ex_layer, ex_final, ex_splits};
 
 const layer_scheme *ex_scheme(void)
 {
-    return &SP_SCHEME;
+    return &EX_SCHEME;
 }

@@ -46,36 +46,38 @@ static void before_use(bld *b, const mla_cp *c, mem_proj p)
         em_wait_for(b, c->bcast[p]);
 }
 
-/* Projection p's window is released after its last kernel. */
-static void after_use(bld *b, const mla_cp *c, mem_proj p)
+/* Projection p's window (taken from the broadcast) is released after its
+ * last kernel. */
+static void after_use(bld *b, mla_cp *c, mem_proj p)
 {
-    if (c && c->window[p] > 0)
-        em_mem(b, MC_WEIGHTS, -c->window[p], ST_COMPUTE);
+    if (c)
+        em_free(b, &c->window[p]);
 }
 
 /* ---- pieces ------------------------------------------------------------------ */
 
-/* q down-projection of m rows: q_a_proj + q_a_norm, leaving the q latent
- * [m, q_lora_rank] allocated; without a q latent, q_proj straight into
- * the queries. */
-static void q_down(bld *b, int64_t m, int64_t H, const mla_cp *c)
+/* q down-projection of m rows: q_a_proj + q_a_norm; returns the q latent
+ * [m, q_lora_rank].  Without a q latent, q_proj straight into the queries
+ * (returns EM_TENSOR_NONE). */
+static em_tensor q_down(bld *b, int64_t m, int64_t H, mla_cp *c)
 {
     const arch *a = b->a;
     int64_t ql = a->q_lora_rank;
     if (ql <= 0) {
         em_gemm(b, "q_proj", m, a->hidden, H * (a->qk_nope_dim + a->qk_rope_dim), 1);
-        return;
+        return EM_TENSOR_NONE;
     }
-    em_act_alloc(b, (double)m * ql * b->ab);
+    em_tensor latent = em_act_alloc(b, (double)m * ql * b->ab);
     before_use(b, c, MP_Q_A);
     em_gemm(b, "q_a_proj", m, a->hidden, ql, 1);
     after_use(b, c, MP_Q_A);
     em_rms_norm(b, "q_a_norm", m, ql, 0);
+    return latent;
 }
 
 /* q up-projection of m rows into the queries [m, H, nope + rope], RoPE of
  * their rope part. */
-static void q_up(bld *b, int64_t m, int64_t H, const mla_cp *c)
+static void q_up(bld *b, int64_t m, int64_t H, mla_cp *c)
 {
     const arch *a = b->a;
     int64_t dr = a->qk_rope_dim;
@@ -89,7 +91,7 @@ static void q_up(bld *b, int64_t m, int64_t H, const mla_cp *c)
 
 /* KV down-projection of m rows: kv_a_proj_with_mqa, the latent norm and
  * the RoPE of the shared rope key (output in a buffer the caller holds). */
-static void kv_down(bld *b, int64_t m, const mla_cp *c)
+static void kv_down(bld *b, int64_t m, mla_cp *c)
 {
     const arch *a = b->a;
     int64_t kl = a->kv_lora_rank, dr = a->qk_rope_dim;
@@ -126,28 +128,30 @@ static void indexer_keys(bld *b, int64_t m)
 static void indexer_cache_write(bld *b, int64_t m)
 {
     int64_t dI = b->a->index_head_dim;
+    /* reads the index keys, writes them into the cache: 2 m dI in kv_cache dtype */
     em_compute(b, "indexer_cache_write", KC_KV_WRITE, 0, 2.0 * (double)m * dI * b->kvb,
                shp(2, m, dI, 0), shp(0, 0, 0, 0), shp(2, m, dI, 0));
 }
 
-/* Bytes of the indexer's query-side tensors of m rows: queries
- * [m, nI * dI] and head weights [m, nI]. */
-static double indexer_q_bytes(const bld *b, int64_t m)
-{
-    const arch *a = b->a;
-    return (double)m * (double)(a->index_heads * a->index_head_dim + a->index_heads) * b->ab;
-}
-
-/* Indexer query side of m rows (allocated here, freed by the caller):
- * wq_b on the q latent, head weights from the hidden rows, RoPE. */
-static void indexer_queries(bld *b, int64_t m)
+/* Indexer query side of m rows: wq_b on the q latent, head weights from
+ * the hidden rows, RoPE; returns the queries [m, nI * dI] and head weights
+ * [m, nI] as one tensor (indexer_select frees it). */
+static em_tensor indexer_queries(bld *b, int64_t m)
 {
     const arch *a = b->a;
     int64_t nI = a->index_heads, dI = a->index_head_dim, dr = a->qk_rope_dim;
-    em_act_alloc(b, indexer_q_bytes(b, m));
+    em_tensor q = em_act_alloc(b, (double)m * (double)(nI * dI + nI) * b->ab);
     em_gemm(b, "indexer_wq_b", m, a->q_lora_rank, nI * dI, 1);
     em_gemm(b, "indexer_weights_proj", m, a->hidden, nI, 1);
     em_rope(b, "indexer_q_rope", m, nI, dr);
+    return q;
+}
+
+/* The top-k indices of m queries: index_topk int32 key positions (4 B)
+ * per query. */
+static double topk_bytes(const bld *b, int64_t m)
+{
+    return (double)m * (double)b->a->index_topk * 4.0;
 }
 
 /* Score and top-k of the queries of *at (heads, dims filled here): per
@@ -162,82 +166,102 @@ static void indexer_topk(bld *b, plan_attn at)
     at.kv_heads = 1;
     at.d_qk = dI;
     at.d_v = 0;
+    /* per pair: a dI-long dot product (a multiply-add per element) per head,
+     * then the weighted sum over the heads (a multiply-add per head) */
     double flops = at.pairs * (2.0 * nI * dI + 2.0 * nI);
     double bytes = ((double)at.q_len * nI * dI + (double)at.kv_len * dI) * b->ab +
-                   (double)at.q_len * (double)a->index_topk * 4.0;
+                   topk_bytes(b, at.q_len);
     em_attention(b, "indexer_topk", KC_INDEXER, &at, flops, bytes);
+}
+
+/* The top-k of m indexer queries (*iq, freed: consumed) against the keys
+ * of *at: allocates the indices (topk_bytes), scores; returns the indices
+ * (absorbed() frees them). */
+static em_tensor indexer_select(bld *b, int64_t m, plan_attn at, em_tensor *iq)
+{
+    em_tensor idx = em_act_alloc(b, topk_bytes(b, m));
+    indexer_topk(b, at);
+    em_free(b, iq);
+    return idx;
 }
 
 /* Absorbed attention of m queries over the latent cache (*at: pairs, q
  * and kv lengths): q_nope x W_UK_T per head, attention over latents
- * [kl + rope], x W_UV per head into the output [m, H, v_head_dim], left
- * allocated.  sparse: the DSA op (bf16 inputs, each query gathers its own
- * top-k latents; frees the top-k indices [m, index_topk]); else the dense
+ * [kl + rope], x W_UV per head; returns the output [m, H, v_head_dim].
+ * topk non-NULL: the DSA op (bf16 inputs, each query gathers its own top-k
+ * latents; frees the top-k indices *topk [m, index_topk]); NULL: the dense
  * decode form. */
-static void absorbed(bld *b, int64_t m, int64_t H, plan_attn at, int sparse, const mla_cp *c)
+static em_tensor absorbed(bld *b, int64_t m, int64_t H, plan_attn at, em_tensor *topk,
+                          mla_cp *c)
 {
     const arch *a = b->a;
     int64_t kl = a->kv_lora_rank, dr = a->qk_rope_dim, dv = a->v_head_dim;
-    double md = (double)m, eb = sparse ? 2.0 : b->ab;
+    int sparse = topk != NULL;
+    double md = (double)m, eb = sparse ? 2.0 : b->ab; /* SFA: bf16, 2 B (RFC 3.6) */
     at.heads = H;
     at.kv_heads = 1;
     at.d_qk = kl + dr;
     at.d_v = kl;
     at.causal = 1;
+    /* per pair and head: q.k over kl + dr, then p.v over kl, a multiply-add
+     * (2 flops) per element */
     double flops = 2.0 * at.pairs * H * (double)(kl + dr + kl);
     double cache = sparse ? at.pairs : (double)at.kv_len;
     double bytes = cache * (kl + dr) * b->kvb + md * H * (kl + dr + kl) * eb;
-    em_act_alloc(b, md * H * (kl + dr) * b->ab);
+    em_tensor q = em_act_alloc(b, md * H * (kl + dr) * b->ab); /* absorbed queries */
     before_use(b, c, MP_KV_B);
     em_gemm(b, "q_absorb", m, a->qk_nope_dim, kl, H);
-    em_act_alloc(b, md * H * kl * eb);
+    em_tensor latent_out = em_act_alloc(b, md * H * kl * eb);
     uint32_t i = em_attention(b, sparse ? "mla_sparse_attention" : "mla_attention",
                               sparse ? KC_SPARSE_ATTN : KC_ATTENTION, &at, flops, bytes);
     if (sparse)
         b->pg->ops[i].dtype = DT_BF16; /* SFA inputs are bf16 (RFC 3.6) */
-    em_act_free(b, md * H * (kl + dr) * b->ab);
+    em_free(b, &q);
     if (sparse)
-        em_act_free(b, md * (double)a->index_topk * 4.0); /* top-k indices */
-    em_act_alloc(b, md * H * dv * b->ab);
+        em_free(b, topk);
+    em_tensor out = em_act_alloc(b, md * H * dv * b->ab);
     uint32_t v = em_gemm(b, "v_absorb", m, kl, dv, H);
     b->pg->ops[v].in = shp(3, m, H, kl);
     b->pg->ops[v].out = shp(3, m, H, dv);
     after_use(b, c, MP_KV_B);
-    em_act_free(b, md * H * kl * eb);
+    em_free(b, &latent_out);
+    return out;
 }
 
 /* o_proj of m rows [m, H * v_head_dim] -> [m, h]: frees the attention
- * output, leaves the projection allocated. */
-static void out_proj(bld *b, int64_t m, int64_t H, const mla_cp *c)
+ * output *attn, returns the projection. */
+static em_tensor out_proj(bld *b, int64_t m, int64_t H, em_tensor *attn, mla_cp *c)
 {
     const arch *a = b->a;
-    double md = (double)m;
-    em_act_alloc(b, md * a->hidden * b->ab);
+    em_tensor out = em_act_alloc(b, (double)m * a->hidden * b->ab);
     before_use(b, c, MP_O);
     em_gemm(b, "o_proj", m, H * a->v_head_dim, a->hidden, 1);
     after_use(b, c, MP_O);
-    em_act_free(b, md * H * a->v_head_dim * b->ab);
+    em_free(b, attn);
+    return out;
 }
 
 /* Un-absorbed dense prefill: kv_b_proj expands the context's latents per
- * head, causal multi-head attention; leaves the output [t, H, dv]. */
-static void unabsorbed(bld *b, int64_t t, int64_t prefix, int64_t H)
+ * head, causal multi-head attention; returns the output [t, H, dv]. */
+static em_tensor unabsorbed(bld *b, int64_t t, int64_t prefix, int64_t H)
 {
     const arch *a = b->a;
     int64_t dn = a->qk_nope_dim, dr = a->qk_rope_dim, dv = a->v_head_dim;
     int64_t S = prefix + t;
     double td = (double)t, Sd = (double)S;
-    em_act_alloc(b, td * H * dv * b->ab);
-    em_act_alloc(b, Sd * H * (dn + dv) * b->ab);
+    em_tensor out = em_act_alloc(b, td * H * dv * b->ab);
+    em_tensor kv = em_act_alloc(b, Sd * H * (dn + dv) * b->ab); /* per-head keys and values */
     em_gemm(b, "kv_b_proj", S, a->kv_lora_rank, H * (dn + dv), 1);
     plan_attn at = {.q_len = t, .kv_len = S, .heads = H, .kv_heads = H, .d_qk = dn + dr,
                     .d_v = dv, .causal = 1, .pairs = em_causal_pairs(t, prefix, 0)};
+    /* per pair and head: q.k over dn + dr, p.v over dv, 2 flops each */
     double flops = 2.0 * at.pairs * H * (double)(dn + dr + dv);
     double bytes = (td * H * (dn + dr + dv) + Sd * H * (dn + dr + dv)) * b->ab;
-    em_act_alloc(b, td * H * 4.0); /* softmax log-sum-exp, fp32 per head and row */
+    em_tensor lse = em_lse_alloc(b, t, H);
     em_attention(b, "mla_attention", KC_ATTENTION, &at, flops, bytes);
-    em_act_free(b, td * H * 4.0);
-    em_act_free(b, Sd * H * (dn + dv) * b->ab);
+    em_free(b, &lse);
+    em_free(b, &kv);
+    return out;
 }
 
 /* Latent KV row of one token: latent + rope key (+ index key with DSA). */
@@ -246,44 +270,55 @@ static int64_t kv_row(const arch *a)
     return a->kv_lora_rank + a->qk_rope_dim + (a->has_dsa ? a->index_head_dim : 0);
 }
 
+/* The key side of m rows of DSA CP: returns their latent KV and index keys
+ * [m, kv_row] (allocated here), written by kv_down and indexer_keys. */
+static em_tensor key_side(bld *b, int64_t m, mla_cp *c)
+{
+    em_tensor kv = em_act_alloc(b, (double)m * (double)kv_row(b->a) * b->ab);
+    kv_down(b, m, c);
+    indexer_keys(b, m);
+    return kv;
+}
+
 /* ---- tensor-parallel MLA -------------------------------------------------------- */
 
-void layer_attention_mla(bld *b, int64_t t, int64_t prefix)
+em_tensor layer_attention_mla(bld *b, int64_t t, int64_t prefix)
 {
     const arch *a = b->a;
     int64_t H = a->heads / b->tp, dn = a->qk_nope_dim, dr = a->qk_rope_dim;
-    double td = (double)t, kv = td * (double)kv_row(a) * b->ab;
-    em_act_alloc(b, td * H * (dn + dr) * b->ab); /* queries */
-    q_down(b, t, H, NULL);
+    double td = (double)t;
+    em_tensor q = em_act_alloc(b, td * H * (dn + dr) * b->ab); /* queries */
+    em_tensor latent = q_down(b, t, H, NULL);
     q_up(b, t, H, NULL);
-    em_act_alloc(b, kv); /* latent KV (+ index keys) of the new tokens */
+    /* latent KV (+ index keys) of the new tokens */
+    em_tensor kv = em_act_alloc(b, td * (double)kv_row(a) * b->ab);
     kv_down(b, t, NULL);
     kv_write(b, t);
+    em_tensor topk = EM_TENSOR_NONE;
     if (a->has_dsa) {
         indexer_keys(b, t);
         indexer_cache_write(b, t);
-        indexer_queries(b, t);
+        em_tensor iq = indexer_queries(b, t);
         plan_attn ix = {.q_len = t, .kv_len = prefix + t, .causal = 1,
                         .pairs = em_causal_pairs(t, prefix, 0)};
-        em_act_alloc(b, td * (double)a->index_topk * 4.0);
-        indexer_topk(b, ix);
-        em_act_free(b, indexer_q_bytes(b, t));
+        topk = indexer_select(b, t, ix, &iq);
     }
-    if (a->q_lora_rank > 0)
-        em_act_free(b, td * a->q_lora_rank * b->ab); /* q latent */
+    em_free(b, &latent);
+    em_tensor out;
     if (a->has_dsa || t == 1) {
         int64_t cap = a->has_dsa ? a->index_topk : 0;
         plan_attn at = {.q_len = t, .kv_len = prefix + t,
                         .pairs = em_causal_pairs(t, prefix, cap)};
-        absorbed(b, t, H, at, a->has_dsa, NULL);
+        out = absorbed(b, t, H, at, a->has_dsa ? &topk : NULL, NULL);
     } else {
-        unabsorbed(b, t, prefix, H);
+        out = unabsorbed(b, t, prefix, H);
     }
-    em_act_free(b, kv);
-    em_act_free(b, td * H * (dn + dr) * b->ab);
-    out_proj(b, t, H, NULL);
+    em_free(b, &kv);
+    em_free(b, &q);
+    em_tensor proj = out_proj(b, t, H, &out, NULL);
     em_coll(b, "attn_all_reduce", CK_ALL_REDUCE, G_TP, td * a->hidden * b->ab,
             shp(2, t, a->hidden, 0));
+    return proj;
 }
 
 /* ---- DSA CP ------------------------------------------------------------------------ */
@@ -321,7 +356,7 @@ static uint32_t async_gather(bld *b, const char *name, double bytes, plan_shape 
     return i;
 }
 
-void layer_attention_mla_cp(bld *b, const mla_cp *c)
+em_tensor layer_attention_mla_cp(bld *b, mla_cp *c)
 {
     const arch *a = b->a;
     int64_t H = a->heads; /* singleton TP view: every head on every rank */
@@ -330,49 +365,45 @@ void layer_attention_mla_cp(bld *b, const mla_cp *c)
     int local_q = c->split && c->layout == DSA_LAYOUT_VLLM_ASCEND;
     int64_t m = local_q ? n : t; /* rows of the projections and queries of the attention */
     uint8_t part = c->split ? TL_LOCAL : TL_FULL;
-    double row = (double)kv_row(a) * b->ab;
-    double kv = (double)(local_q ? full : t) * row; /* latent KV + index keys of every token */
 
     b->layout = local_q ? part : TL_FULL;
-    em_act_alloc(b, (double)m * H * (dn + dr) * b->ab); /* queries */
-    q_down(b, m, H, c);
+    em_tensor q = em_act_alloc(b, (double)m * H * (dn + dr) * b->ab); /* queries */
+    em_tensor latent = q_down(b, m, H, c);
     uint32_t fused = EM_NONE;
+    /* latent KV + index keys: of every token; of the local rows (local_q) */
+    em_tensor kv = EM_TENSOR_NONE, mine = EM_TENSOR_NONE;
     if (local_q) {
-        em_act_alloc(b, (double)n * row);
-        kv_down(b, n, c);
-        indexer_keys(b, n);
-        em_act_alloc(b, kv);
+        mine = key_side(b, n, c);
+        double kv_bytes = (double)full * ((double)kv_row(a) * b->ab);
+        kv = em_act_alloc(b, kv_bytes);
         b->layout = TL_FULL;
-        fused = async_gather(b, "kv_fused_all_gather", kv, shp(2, full, kv_row(a), 0));
+        fused = async_gather(b, "kv_fused_all_gather", kv_bytes, shp(2, full, kv_row(a), 0));
         b->layout = part;
     }
     q_up(b, m, H, c);
     b->layout = part;
-    indexer_queries(b, n);
+    em_tensor iq = indexer_queries(b, n);
     b->layout = TL_FULL;
     if (local_q) {
         em_wait_for(b, fused);
-        em_act_free(b, (double)n * row); /* local rows, gathered */
+        em_free(b, &mine); /* gathered */
     } else {
-        em_act_alloc(b, kv);
-        kv_down(b, t, c);
-        indexer_keys(b, t);
+        kv = key_side(b, t, c);
     }
     kv_write(b, t);
     indexer_cache_write(b, t);
 
     b->layout = part;
-    em_act_alloc(b, (double)m * (double)a->index_topk * 4.0); /* top-k indices */
-    indexer_topk(b, slowest_rank(c, b->tp, 0));
-    em_act_free(b, indexer_q_bytes(b, n));
-    em_act_free(b, (double)m * a->q_lora_rank * b->ab); /* q latent */
+    em_tensor topk = indexer_select(b, m, slowest_rank(c, b->tp, 0), &iq);
+    em_free(b, &latent);
 
     plan_attn at = {.q_len = t, .kv_len = c->prefix + t,
                     .pairs = em_causal_pairs(t, c->prefix, a->index_topk)};
     b->layout = local_q ? part : TL_FULL;
-    absorbed(b, m, H, local_q ? slowest_rank(c, b->tp, a->index_topk) : at, 1, c);
-    em_act_free(b, kv);
-    em_act_free(b, (double)m * H * (dn + dr) * b->ab);
+    em_tensor out = absorbed(b, m, H, local_q ? slowest_rank(c, b->tp, a->index_topk) : at,
+                             &topk, c);
+    em_free(b, &kv);
+    em_free(b, &q);
 
     int64_t rows = c->split ? n : t;
     if (c->split && !local_q) {
@@ -380,11 +411,13 @@ void layer_attention_mla_cp(bld *b, const mla_cp *c)
          * full-token output to this rank's rows, not a reduction */
         b->layout = part;
         double bytes = (double)n * H * dv * b->ab;
-        em_act_alloc(b, bytes);
+        em_tensor slice = em_act_alloc(b, bytes);
+        /* a copy: reads the rank's rows, writes them (2 x bytes) */
         em_compute(b, "attn_token_slice", KC_COPY, 0, 2.0 * bytes, shp(3, t, H, dv),
                    shp(0, 0, 0, 0), shp(3, n, H, dv));
-        em_act_free(b, (double)t * H * dv * b->ab);
+        em_free(b, &out);
+        out = slice;
     }
     b->layout = part;
-    out_proj(b, rows, H, c); /* replicated o_proj: no feature all-reduce */
+    return out_proj(b, rows, H, &out, c); /* replicated o_proj: no feature all-reduce */
 }

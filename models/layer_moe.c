@@ -25,6 +25,7 @@
 
 const mlp_names MLP_DENSE = {"mlp_gate_up", "mlp_act", "mlp_down"};
 const mlp_names MLP_SHARED = {"shared_gate_up", "shared_act", "shared_down"};
+static const mlp_names MLP_EXPERTS = {"expert_gate_up", "expert_act", "expert_down"};
 
 /* Relative spread of the experts' mean loads under skewed routing (as
  * models/cost.c MOE_SKEW_CV: moe.csv skew_cv of the skewed rows at >= 64K
@@ -58,18 +59,36 @@ int64_t moe_rank_rows(const bld *b, double mean_rows, int64_t experts_local, int
 
 /* ---- MLP ---------------------------------------------------------------------- */
 
-void layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter)
+/* A linear of the MLP: dense (g = 0) or grouped over g local experts. */
+static void mlp_linear(bld *b, const char *name, int64_t m, int64_t k, int64_t n, int64_t g)
+{
+    if (g > 0)
+        em_moe_gemm(b, name, m, k, n, g);
+    else
+        em_gemm(b, name, m, k, n, 1);
+}
+
+/* gate_up, SwiGLU, down on m rows of intermediate width inter: dense
+ * linears (g = 0) or grouped over g local experts; returns [m, h]. */
+static em_tensor swiglu_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter, int64_t g)
 {
     const arch *a = b->a;
     double rows = (double)m;
-    em_act_alloc(b, rows * 2.0 * inter * b->ab);
-    em_gemm(b, nm->gate_up, m, a->hidden, 2 * inter, 1);
-    em_act_alloc(b, rows * inter * b->ab);
+    /* gate and up halves side by side: 2 inter per row */
+    em_tensor gate_up = em_act_alloc(b, rows * 2.0 * inter * b->ab);
+    mlp_linear(b, nm->gate_up, m, a->hidden, 2 * inter, g);
+    em_tensor act = em_act_alloc(b, rows * inter * b->ab);
     em_swiglu(b, nm->act, m, inter);
-    em_act_free(b, rows * 2.0 * inter * b->ab);
-    em_act_alloc(b, rows * a->hidden * b->ab);
-    em_gemm(b, nm->down, m, inter, a->hidden, 1);
-    em_act_free(b, rows * inter * b->ab);
+    em_free(b, &gate_up);
+    em_tensor out = em_act_alloc(b, rows * a->hidden * b->ab);
+    mlp_linear(b, nm->down, m, inter, a->hidden, g);
+    em_free(b, &act);
+    return out;
+}
+
+em_tensor layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter)
+{
+    return swiglu_mlp(b, nm, m, inter, 0);
 }
 
 /* ---- routing ------------------------------------------------------------------ */
@@ -97,10 +116,10 @@ void layer_moe_route(bld *b, int64_t m)
 {
     const arch *a = b->a;
     double md = (double)m, E = (double)a->experts;
-    em_act_alloc(b, md * E * b->ab);
+    em_tensor logits = em_act_alloc(b, md * E * b->ab);
     em_gemm_float(b, "router", m, a->hidden, a->experts);
     layer_moe_topk(b, m);
-    em_act_free(b, md * E * b->ab);
+    em_free(b, &logits);
 }
 
 /* Sort the m token rows by expert: [m, h] -> [m * k, h] (moe.csv permute:
@@ -130,36 +149,28 @@ static void moe_unpermute(bld *b, int64_t m)
 }
 
 /* The expert MLPs on `rows` sorted rows over g local experts of width
- * inter: grouped gate_up, SwiGLU, grouped down; leaves [rows, h]. */
-static void moe_experts(bld *b, int64_t rows, int64_t g, int64_t inter)
+ * inter: grouped gate_up, SwiGLU, grouped down; returns [rows, h]. */
+static em_tensor moe_experts(bld *b, int64_t rows, int64_t g, int64_t inter)
 {
-    const arch *a = b->a;
-    double rd = (double)rows;
-    em_act_alloc(b, rd * 2.0 * inter * b->ab);
-    em_moe_gemm(b, "expert_gate_up", rows, a->hidden, 2 * inter, g);
-    em_act_alloc(b, rd * inter * b->ab);
-    em_swiglu(b, "expert_act", rows, inter);
-    em_act_free(b, rd * 2.0 * inter * b->ab);
-    em_act_alloc(b, rd * a->hidden * b->ab);
-    em_moe_gemm(b, "expert_down", rows, inter, a->hidden, g);
-    em_act_free(b, rd * inter * b->ab);
+    return swiglu_mlp(b, &MLP_EXPERTS, rows, inter, g);
 }
 
-void layer_moe_routed_local(bld *b, int64_t m, int64_t inter)
+em_tensor layer_moe_routed_local(bld *b, int64_t m, int64_t inter)
 {
     const arch *a = b->a;
     int64_t R = m * a->top_k;
     double row = (double)a->hidden * b->ab;
-    em_act_alloc(b, (double)R * row);
+    em_tensor sorted = em_act_alloc(b, (double)R * row);
     moe_permute(b, m);
-    moe_experts(b, R, a->experts, inter);
-    em_act_free(b, (double)R * row); /* sorted rows */
-    em_act_alloc(b, (double)m * row);
+    em_tensor experts = moe_experts(b, R, a->experts, inter);
+    em_free(b, &sorted);
+    em_tensor out = em_act_alloc(b, (double)m * row);
     moe_unpermute(b, m);
-    em_act_free(b, (double)R * row); /* expert outputs */
+    em_free(b, &experts);
+    return out;
 }
 
-void layer_moe_routed_ep(bld *b, int64_t m)
+em_tensor layer_moe_routed_ep(bld *b, int64_t m)
 {
     const arch *a = b->a;
     int64_t h = a->hidden, k = a->top_k, e_local = a->experts / b->ep;
@@ -167,20 +178,20 @@ void layer_moe_routed_ep(bld *b, int64_t m)
     /* the rank receives, from all ep ranks, its experts' rows: as many as it
      * sends on average, more on the most loaded rank */
     int64_t rows = moe_rank_rows(b, out, e_local, b->ep);
-    double in = (double)rows * row;
-    em_act_alloc(b, out * row);
+    em_tensor sorted = em_act_alloc(b, out * row);
     moe_permute(b, m);
-    em_buf_alloc(b, in);
+    em_tensor received = em_buf_alloc(b, (double)rows * row);
     em_coll(b, "moe_dispatch", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
-    em_act_free(b, out * row);
-    moe_experts(b, rows, e_local, a->moe_intermediate);
-    em_buf_free(b, in); /* received rows */
-    em_buf_alloc(b, out * row);
+    em_free(b, &sorted);
+    em_tensor experts = moe_experts(b, rows, e_local, a->moe_intermediate);
+    em_free(b, &received);
+    em_tensor combined = em_buf_alloc(b, out * row);
     em_coll(b, "moe_combine", CK_ALL_TO_ALL, G_EP, out * row, shp(2, m * k, h, 0));
-    em_act_free(b, in); /* expert outputs, sent back */
-    em_act_alloc(b, (double)m * row);
+    em_free(b, &experts); /* sent back */
+    em_tensor res = em_act_alloc(b, (double)m * row);
     moe_unpermute(b, m);
-    em_buf_free(b, out * row); /* combined rows */
+    em_free(b, &combined);
+    return res;
 }
 
 void layer_moe_shared(bld *b, int64_t m, int64_t inter)
@@ -188,23 +199,23 @@ void layer_moe_shared(bld *b, int64_t m, int64_t inter)
     const arch *a = b->a;
     if (a->shared_intermediate <= 0)
         return;
-    layer_mlp(b, &MLP_SHARED, m, inter);
+    em_tensor out = layer_mlp(b, &MLP_SHARED, m, inter);
+    /* reads the routed and the shared rows (2 h), one add per output element */
     em_elementwise(b, "shared_add", KC_ELEMENTWISE, m, 2 * a->hidden, a->hidden, 1.0);
-    em_act_free(b, (double)m * (double)a->hidden * b->ab);
+    em_free(b, &out); /* added into the routed output */
 }
 
-/* MoE block on the rank's t tokens; leaves the output [t, h] allocated and
- * reduced.  With EP the tokens a rank holds are also held by the other
- * members of its TP group; the members of the EP group that hold the same
- * tokens ("sharers") each route a 1/sharers slice of them.  An EP group
- * inside a TP group (ep divides tp) shares all its tokens; one that spans
- * whole TP groups of several SP ranks (cp-exchange.md "MoE under SP")
- * shares them only within each TP group, whose token sets differ.  The
- * dispatch/combine all-to-alls are sized from the tokens this rank routes;
- * an all-gather over the sharers restores the TP-replicated layout.
- * Without EP every rank runs its 1/tp slice of every expert on all t
- * tokens. */
-void layer_moe(bld *b, int64_t t)
+/* MoE block on the rank's t tokens; returns the output [t, h], reduced.
+ * With EP the tokens a rank holds are also held by the other members of its
+ * TP group; the members of the EP group that hold the same tokens
+ * ("sharers") each route a 1/sharers slice of them.  An EP group inside a
+ * TP group (ep divides tp) shares all its tokens; one that spans whole TP
+ * groups of several SP ranks (cp-exchange.md "MoE under SP") shares them
+ * only within each TP group, whose token sets differ.  The dispatch/combine
+ * all-to-alls are sized from the tokens this rank routes; an all-gather over
+ * the sharers restores the TP-replicated layout.  Without EP every rank runs
+ * its 1/tp slice of every expert on all t tokens. */
+em_tensor layer_moe(bld *b, int64_t t)
 {
     const arch *a = b->a;
     int64_t h = a->hidden;
@@ -213,31 +224,29 @@ void layer_moe(bld *b, int64_t t)
     int sharers = inside_tp ? ep : b->tp;
     plan_group gather = inside_tp ? G_EP : G_TP;
     int64_t tl = ep > 1 ? (t + sharers - 1) / sharers : t;
-    double tld = (double)tl, row = (double)h * b->ab;
+    double row = (double)h * b->ab;
 
     layer_moe_route(b, tl);
-    if (ep > 1)
-        layer_moe_routed_ep(b, tl);
-    else
-        layer_moe_routed_local(b, tl, a->moe_intermediate / b->tp);
+    em_tensor routed = ep > 1 ? layer_moe_routed_ep(b, tl)
+                              : layer_moe_routed_local(b, tl, a->moe_intermediate / b->tp);
     layer_moe_shared(b, tl, ep > 1 ? a->shared_intermediate : a->shared_intermediate / b->tp);
-    if (ep > 1) {
-        em_act_alloc(b, (double)t * row);
-        em_coll(b, "moe_all_gather", CK_ALL_GATHER, gather, (double)t * row, shp(2, t, h, 0));
-        em_act_free(b, tld * row);
-    } else {
+    if (ep <= 1) {
         em_coll(b, "moe_all_reduce", CK_ALL_REDUCE, G_TP, (double)t * row, shp(2, t, h, 0));
+        return routed;
     }
+    em_tensor out = em_act_alloc(b, (double)t * row);
+    em_coll(b, "moe_all_gather", CK_ALL_GATHER, gather, (double)t * row, shp(2, t, h, 0));
+    em_free(b, &routed); /* the rank's slice, gathered */
+    return out;
 }
 
-void layer_ffn(bld *b, int64_t t)
+em_tensor layer_ffn(bld *b, int64_t t)
 {
     const arch *a = b->a;
-    if (a->layer_moe[b->layer]) {
-        layer_moe(b, t);
-        return;
-    }
-    layer_mlp(b, &MLP_DENSE, t, a->intermediate / b->tp);
+    if (a->layer_moe[b->layer])
+        return layer_moe(b, t);
+    em_tensor out = layer_mlp(b, &MLP_DENSE, t, a->intermediate / b->tp);
     em_coll(b, "mlp_all_reduce", CK_ALL_REDUCE, G_TP, (double)t * a->hidden * b->ab,
             shp(2, t, a->hidden, 0));
+    return out;
 }

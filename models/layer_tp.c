@@ -18,19 +18,20 @@ void layer_embed(bld *b, int64_t t)
     const arch *a = b->a;
     int64_t h = a->hidden;
     double th = (double)t * h * b->ab;
-    em_act_alloc(b, th); /* residual stream */
-    em_act_alloc(b, th); /* layer output / embedding */
+    b->residual = em_act_alloc(b, th);
+    b->hidden = em_act_alloc(b, th); /* the embedding */
+    /* a gather: reads each looked-up row of the table, writes it (2 t h) */
     em_compute(b, "embedding", KC_EMBEDDING, 0, 2.0 * th, shp(1, t, 0, 0),
                shp(2, a->vocab / b->tp, h, 0), shp(2, t, h, 0));
     em_coll(b, "embed_all_reduce", CK_ALL_REDUCE, G_TP, th, shp(2, t, h, 0));
 }
 
-void layer_final_norm(bld *b, int64_t t)
+em_tensor layer_final_norm(bld *b, int64_t t)
 {
-    double th = (double)t * b->a->hidden * b->ab;
-    em_act_alloc(b, th);
+    em_tensor normed = em_act_alloc(b, (double)t * b->a->hidden * b->ab);
     em_rms_norm(b, "final_norm", t, b->a->hidden, 1);
-    em_act_free(b, th); /* last layer output */
+    em_free(b, &b->hidden); /* last layer output */
+    return normed;
 }
 
 void layer_lm_head(bld *b)
@@ -40,24 +41,25 @@ void layer_lm_head(bld *b)
                        computes logits only where it samples) */
         return;
     int64_t v = a->vocab / b->tp;
-    em_act_alloc(b, (double)v * 4.0);
+    /* logits in fp32, 4 B each (vLLM's v1 Sampler converts them to float32) */
+    double logits = (double)a->vocab * 4.0;
+    em_tensor slice = em_act_alloc(b, (double)v * 4.0);
     em_gemm(b, "lm_head", 1, a->hidden, v, 1);
-    em_act_alloc(b, (double)a->vocab * 4.0);
-    em_coll(b, "logits_all_gather", CK_ALL_GATHER, G_TP, (double)a->vocab * 4.0,
-            shp(2, 1, a->vocab, 0));
-    em_compute(b, "sample", KC_TOPK, (double)a->vocab, (double)a->vocab * 4.0,
-               shp(2, 1, a->vocab, 0), shp(0, 0, 0, 0), shp(1, 1, 0, 0));
-    em_act_free(b, (double)a->vocab * 4.0);
-    em_act_free(b, (double)v * 4.0);
+    em_tensor all = em_act_alloc(b, logits);
+    em_coll(b, "logits_all_gather", CK_ALL_GATHER, G_TP, logits, shp(2, 1, a->vocab, 0));
+    /* reads each fp32 logit once; about one flop (a compare) per logit */
+    em_compute(b, "sample", KC_TOPK, (double)a->vocab, logits, shp(2, 1, a->vocab, 0),
+               shp(0, 0, 0, 0), shp(1, 1, 0, 0));
+    em_free(b, &all);
+    em_free(b, &slice);
 }
 
 void layer_final(bld *b, int64_t t)
 {
-    double th = (double)t * b->a->hidden * b->ab;
-    layer_final_norm(b, t);
+    em_tensor normed = layer_final_norm(b, t);
     layer_lm_head(b);
-    em_act_free(b, th); /* normalized final hidden */
-    em_act_free(b, th); /* residual */
+    em_free(b, &normed); /* normalized final hidden */
+    em_free(b, &b->residual);
 }
 
 void layer_decoder(bld *b, int64_t tl, int64_t t, int64_t prefix, layer_attn_fn attn)
@@ -65,23 +67,23 @@ void layer_decoder(bld *b, int64_t tl, int64_t t, int64_t prefix, layer_attn_fn 
     int64_t h = b->a->hidden;
     double th = (double)tl * h * b->ab;
     b->phase = PH_ATTN;
-    em_act_alloc(b, th);
+    em_tensor normed = em_act_alloc(b, th);
     em_rms_norm(b, "input_norm", tl, h, b->layer > 0);
-    em_act_free(b, th); /* previous layer output (or embedding) */
-    attn(b, t, prefix);
-    em_act_free(b, th); /* normalized input, consumed by the projections */
+    em_free(b, &b->hidden); /* previous layer output (or embedding) */
+    em_tensor attn_out = attn(b, t, prefix);
+    em_free(b, &normed); /* normalized input, consumed by the projections */
     b->phase = PH_FFN;
-    em_act_alloc(b, th);
+    em_tensor ffn_in = em_act_alloc(b, th);
     em_rms_norm(b, "post_attn_norm", tl, h, 1);
-    em_act_free(b, th); /* attention output */
-    layer_ffn(b, tl);
-    em_act_free(b, th); /* normalized FFN input */
+    em_free(b, &attn_out);
+    b->hidden = layer_ffn(b, tl);
+    em_free(b, &ffn_in); /* normalized FFN input */
     b->phase = PH_OTHER;
 }
 
 /* ---- GQA attention ------------------------------------------------------------ */
 
-void layer_gqa_qkv(bld *b, int64_t t)
+em_tensor layer_gqa_qkv(bld *b, int64_t t)
 {
     const arch *a = b->a;
     int64_t h = a->hidden, d = a->head_dim;
@@ -90,13 +92,14 @@ void layer_gqa_qkv(bld *b, int64_t t)
     int64_t qkv_w = (hq + 2 * hkv) * d;
     double td = (double)t;
 
-    em_act_alloc(b, td * qkv_w * b->ab);
+    em_tensor qkv = em_act_alloc(b, td * qkv_w * b->ab);
     em_gemm(b, "qkv_proj", t, h, qkv_w, 1);
-    if (a->qk_norm)
+    if (a->qk_norm) /* per-head RMSNorm of q and k in place, as em_rms_norm */
         em_compute(b, "qk_norm", KC_NORM, 4.0 * td * (hq + hkv) * d,
                 2.0 * td * (hq + hkv) * d * b->ab, shp(3, t, hq + hkv, d),
                 shp(1, d, 0, 0), shp(3, t, hq + hkv, d));
     em_rope(b, "rope", t, hq + hkv, d);
+    return qkv;
 }
 
 void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads)
@@ -105,6 +108,8 @@ void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads)
         return;
     int64_t d = b->a->head_dim;
     double td = (double)n;
+    /* K and V (2) per head into the cache, kv_cache dtype; reads them in the
+     * activation dtype */
     double kv_bytes = td * (2.0 * (double)kv_heads * (double)d * b->kvb);
     em_compute(b, "kv_write", KC_KV_WRITE, 0, td * 2.0 * kv_heads * d * b->ab + kv_bytes,
             shp(3, n, 2 * kv_heads, d), shp(0, 0, 0, 0), shp(3, n, 2 * kv_heads, d));
@@ -114,32 +119,45 @@ void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads)
 uint32_t layer_gqa_attend(bld *b, const char *name, const plan_attn *at)
 {
     double dsum = (double)(at->d_qk + at->d_v);
+    /* per (query, key) pair and head: q.k over d_qk and p.v over d_v, a
+     * multiply-add (2 flops) per element; bytes: q and the output once,
+     * k and v once per KV head (the flash kernel's minimum traffic) */
     double flops = 2.0 * at->pairs * (double)at->heads * dsum;
     double bytes = ((double)at->q_len * at->heads * dsum +
                     (double)at->kv_len * at->kv_heads * dsum) * b->ab;
     return em_attention(b, name, KC_ATTENTION, at, flops, bytes);
 }
 
-void layer_gqa_out(bld *b, int64_t t)
+em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at)
+{
+    double q = (double)at->q_len;
+    em_tensor out = em_act_alloc(b, q * (double)(at->heads * at->d_v) * b->ab);
+    em_tensor lse = em_lse_alloc(b, at->q_len, at->heads);
+    layer_gqa_attend(b, "attention", at);
+    em_free(b, &lse);
+    return out;
+}
+
+em_tensor layer_gqa_out(bld *b, int64_t t, em_tensor *attn)
 {
     const arch *a = b->a;
     int64_t h = a->hidden, hq = a->heads / b->tp;
     double td = (double)t;
-    em_act_alloc(b, td * h * b->ab);
+    em_tensor out = em_act_alloc(b, td * h * b->ab);
     em_gemm(b, "o_proj", t, hq * a->head_dim, h, 1);
-    em_act_free(b, td * hq * a->head_dim * b->ab);
+    em_free(b, attn);
     em_coll(b, "attn_all_reduce", CK_ALL_REDUCE, G_TP, td * h * b->ab, shp(2, t, h, 0));
+    return out;
 }
 
-void layer_attention_gqa(bld *b, int64_t t, int64_t prefix)
+em_tensor layer_attention_gqa(bld *b, int64_t t, int64_t prefix)
 {
     const arch *a = b->a;
     int64_t d = a->head_dim;
     int64_t hq = a->heads / b->tp;
     int64_t hkv = mem_kv_heads_per_rank(a, b->tp);
-    double td = (double)t;
 
-    layer_gqa_qkv(b, t);
+    em_tensor qkv = layer_gqa_qkv(b, t);
     layer_gqa_kv_write(b, t, hkv);
     /* a sliding-window layer: each query sees at most the window; a decode
      * call reads only the window's keys */
@@ -148,10 +166,7 @@ void layer_attention_gqa(bld *b, int64_t t, int64_t prefix)
     plan_attn at = {.q_len = t, .kv_len = kv, .heads = hq, .kv_heads = hkv,
                     .d_qk = d, .d_v = d, .causal = 1,
                     .pairs = em_causal_pairs(t, prefix, win)};
-    em_act_alloc(b, td * hq * d * b->ab);
-    em_act_alloc(b, td * hq * 4.0); /* softmax log-sum-exp, fp32 per head and row */
-    layer_gqa_attend(b, "attention", &at);
-    em_act_free(b, td * hq * 4.0);
-    em_act_free(b, td * ((hq + 2 * hkv) * d) * b->ab);
-    layer_gqa_out(b, t);
+    em_tensor out = layer_gqa_attend_out(b, &at);
+    em_free(b, &qkv);
+    return layer_gqa_out(b, t, &out);
 }

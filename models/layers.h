@@ -1,6 +1,7 @@
 /* layers: the pieces of a decoder layer as plan builders (emit.h).  Each
  * piece consumes its normalized input and leaves its output [t, h]
- * allocated and reduced over its group; the driver (build.c) frees it.
+ * allocated and reduced over its group: it returns the output's handle
+ * (emit.h "tensor memory"), which the caller then owns and frees.
  */
 #ifndef CP_LAYERS_H
 #define CP_LAYERS_H
@@ -14,17 +15,17 @@ typedef struct mlp_names {
 
 extern const mlp_names MLP_DENSE, MLP_SHARED;
 
-/* SwiGLU MLP on m tokens with intermediate width `inter` on this rank; the
- * output [m, h] is left allocated (caller frees). */
-void layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter);
+/* SwiGLU MLP on m tokens with intermediate width `inter` on this rank;
+ * returns the output [m, h] (the caller frees it). */
+em_tensor layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter);
 
 /* GQA attention over heads/tp on `t` new tokens after `prefix` cached ones:
  * qkv_proj (column), q/k norm, rope, KV write, causal flash attention,
- * o_proj (row), all-reduce over TP. */
-void layer_attention_gqa(bld *b, int64_t t, int64_t prefix);
+ * o_proj (row), all-reduce over TP; returns the output [t, h]. */
+em_tensor layer_attention_gqa(bld *b, int64_t t, int64_t prefix);
 
-/* MLA attention over heads/tp (layer_mla.c). */
-void layer_attention_mla(bld *b, int64_t t, int64_t prefix);
+/* MLA attention over heads/tp (layer_mla.c); returns the output [t, h]. */
+em_tensor layer_attention_mla(bld *b, int64_t t, int64_t prefix);
 
 /* ---- the MoE block (models/layer_moe.c) ------------------------------------ */
 
@@ -37,59 +38,65 @@ void layer_moe_topk(bld *b, int64_t m);
 int64_t moe_rank_rows(const bld *b, double mean_rows, int64_t experts_local, int ranks);
 /* Routed experts on this rank for m tokens, every expert local with
  * intermediate width `inter` (its TP slice): permute, grouped gate_up,
- * SwiGLU, grouped down, unpermute; leaves [m, h] allocated. */
-void layer_moe_routed_local(bld *b, int64_t m, int64_t inter);
+ * SwiGLU, grouped down, unpermute; returns the output [m, h]. */
+em_tensor layer_moe_routed_local(bld *b, int64_t m, int64_t inter);
 /* Routed experts by EP for m tokens: permute, all-to-all dispatch, the
  * rank's E/ep experts on the rows it receives, all-to-all combine,
- * unpermute; leaves [m, h] allocated. */
-void layer_moe_routed_ep(bld *b, int64_t m);
-/* Shared experts on m rows of width `inter`, added to the routed output
- * [m, h] (which it frees: the sum is the block's output). */
+ * unpermute; returns the output [m, h]. */
+em_tensor layer_moe_routed_ep(bld *b, int64_t m);
+/* Shared experts on m rows of width `inter`, added into the routed output
+ * [m, h] (the sum is the block's output); frees their own output. */
 void layer_moe_shared(bld *b, int64_t m, int64_t inter);
 
-/* MoE block on t tokens (router, top-k, experts, shared experts). */
-void layer_moe(bld *b, int64_t t);
+/* MoE block on t tokens (router, top-k, experts, shared experts); returns
+ * the output [t, h]. */
+em_tensor layer_moe(bld *b, int64_t t);
 
-/* The FFN of the current layer: dense MLP or MoE, reduced over TP. */
-void layer_ffn(bld *b, int64_t t);
+/* The FFN of the current layer: dense MLP or MoE, reduced over TP; returns
+ * the output [t, h]. */
+em_tensor layer_ffn(bld *b, int64_t t);
 
 /* ---- pieces of the tensor-parallel layer (models/layer_tp.c) --------------
  * Shared by the tensor-parallel scheme (build.c) and the exchange scheme
  * (exchange.c). */
 
 /* Vocabulary-parallel embedding of t tokens (lookup + all-reduce over TP);
- * leaves the residual stream and the embedding [t, h] allocated. */
+ * allocates the residual stream (b->residual) and the embedding [t, h]
+ * (b->hidden, the first layer's input). */
 void layer_embed(bld *b, int64_t t);
-/* Final norm of t rows; frees the last layer's output, leaves the
- * normalized rows allocated. */
-void layer_final_norm(bld *b, int64_t t);
+/* Final norm of t rows; frees the last layer's output (b->hidden), returns
+ * the normalized rows (the caller frees them). */
+em_tensor layer_final_norm(bld *b, int64_t t);
 /* LM head on the last token, logits all-gathered over TP, sampling. */
 void layer_lm_head(bld *b);
 /* layer_final_norm + layer_lm_head, then frees the normalized rows and the
  * residual stream (the tensor-parallel final). */
 void layer_final(bld *b, int64_t t);
 
-/* An attention block: consumes the normalized input and leaves the
- * attention output [tokens of the rank, h] allocated. */
-typedef void (*layer_attn_fn)(bld *b, int64_t t, int64_t prefix);
+/* An attention block: consumes the normalized input and returns the
+ * attention output [tokens of the rank, h]. */
+typedef em_tensor (*layer_attn_fn)(bld *b, int64_t t, int64_t prefix);
 /* One decoder layer on tl rows of the rank (input norm, attn(t, prefix),
- * post-attention norm, FFN on tl rows); consumes the previous layer's
- * output and leaves its own [tl, h] allocated. */
+ * post-attention norm, FFN on tl rows); frees the previous layer's output
+ * (b->hidden) and leaves its own [tl, h] there. */
 void layer_decoder(bld *b, int64_t tl, int64_t t, int64_t prefix, layer_attn_fn attn);
 
 /* GQA front on t rows: qkv_proj (column parallel, heads/tp q heads and the
- * rank's KV heads), q/k norm, RoPE; leaves qkv [t, (hq + 2 hkv) d]
- * allocated. */
-void layer_gqa_qkv(bld *b, int64_t t);
+ * rank's KV heads), q/k norm, RoPE; returns qkv [t, (hq + 2 hkv) d]. */
+em_tensor layer_gqa_qkv(bld *b, int64_t t);
 /* Paged KV write of n tokens of kv_heads heads and its KV-cache bytes
  * (nothing when n is 0). */
 void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads);
 /* A flash-attention call described by *at (flops from at->pairs, bytes:
  * q and output rows plus the keys and values read). */
 uint32_t layer_gqa_attend(bld *b, const char *name, const plan_attn *at);
-/* o_proj (row parallel) on t rows: frees the attention output
- * [t, heads/tp * d], leaves [t, h] allocated and all-reduced over TP. */
-void layer_gqa_out(bld *b, int64_t t);
+/* A plain call ("attention") with its buffers: allocates the output
+ * [q_len, heads, d_v] (returned, consumed by o_proj or an exchange) and the
+ * fp32 LSE (freed after the call). */
+em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at);
+/* o_proj (row parallel) on t rows: frees the attention output *attn
+ * [t, heads/tp * d], returns [t, h] all-reduced over TP. */
+em_tensor layer_gqa_out(bld *b, int64_t t, em_tensor *attn);
 
 /* How a forward pass is laid out: the pieces the driver (build.c) calls
  * before the layers, for each layer (b->layer set), and after them.  The

@@ -35,7 +35,7 @@ double mem_kv_bytes_per_token_layer(const arch *a, int tp, cp_dtype kvdt)
             b += (double)a->index_head_dim * e; /* indexer key cache */
         return b;
     }
-    return 2.0 * (double)mem_kv_heads_per_rank(a, tp) * (double)a->head_dim * e;
+    return 2.0 * (double)mem_kv_heads_per_rank(a, tp) * (double)a->head_dim * e; /* K and V */
 }
 
 /* ---- the tensor list ------------------------------------------------------ */

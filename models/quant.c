@@ -227,7 +227,7 @@ static void add_aux(qpass *q, const mem_tensor *t, quant_type ty, mem_local l,
 {
     double out = l.rows * l.frac, in = l.cols * l.frac;
     if (ty == QT_FP8_BLOCK) {
-        if (q->upto >= QS_FP32)
+        if (q->upto >= QS_FP32) /* an fp32 scale per 128 x 128 block (weight_block_size) */
             cat[QC_FP32] += ceil(l.rows / 128.0) * ceil(l.cols / 128.0) * l.frac * 4.0;
         return;
     }
@@ -359,7 +359,7 @@ void quant_account(const struct scenario *s, const quant_desc *d, quant_report *
     out->shard = q->shard;
     out->sharded = q->sharded;
     out->shard_k = q->shard_k;
-    out->window = 2.0 * fmax(q->win_max, q->win_cur);
+    out->window = 2.0 * fmax(q->win_max, q->win_cur); /* the layer in use, the one arriving */
     out->load_transient = q->load_transient;
     for (int l = 0; q->shard_k > 1 && l < a->layers; l++)
         out->shard_layers += l % q->shard_k == 0;

@@ -89,13 +89,18 @@ static void to_reduce_scatter(bld *b, uint32_t from, const char *name, int64_t n
 }
 
 /* All-gather of a normalized output (output 0 of the fused add+norm) to
- * the padded T' = n*tp rows; leaves them allocated.  Returns the op. */
-static uint32_t gather_normalized(bld *b, const char *name, int64_t n)
+ * the padded T' = n*tp rows; returns them, the all-gather into *op (NULL:
+ * not wanted). */
+static em_tensor gather_normalized(bld *b, const char *name, int64_t n, uint32_t *op)
 {
     int64_t full = n * b->tp;
-    em_act_alloc(b, hid(b, full));
+    em_tensor rows = em_act_alloc(b, hid(b, full));
     b->layout = TL_FULL;
-    return em_coll(b, name, CK_ALL_GATHER, G_TP, hid(b, full), shp(2, full, b->a->hidden, 0));
+    uint32_t i = em_coll(b, name, CK_ALL_GATHER, G_TP, hid(b, full),
+                         shp(2, full, b->a->hidden, 0));
+    if (op)
+        *op = i;
+    return rows;
 }
 
 /* ---- layer sharding ---------------------------------------------------------- */
@@ -119,11 +124,18 @@ static void post_broadcasts(bld *b, int32_t l, uint32_t after)
     uint32_t bits = seqpar_sharded(b->s);
     if (!bits || l >= b->a->layers)
         return;
+    em_bcasts *bc = &b->bcasts; /* the previous layer took what was posted before */
+    bc->layer = l;
+    bc->step = b->step;
+    for (int p = 0; p < MP_COUNT; p++)
+        bc->window[p] = EM_TENSOR_NONE;
     for (int p = MP_Q_A; p < MP_COUNT; p++) {
         if (!(bits & (1u << p)))
             continue;
         double bytes = quant_proj_bytes(b->s, l, (mem_proj)p);
-        em_mem(b, MC_WEIGHTS, bytes, ST_COMM2);
+        bc->window[p] = em_alloc(b, MC_WEIGHTS, bytes, ST_COMM2);
+        /* the window's alloc starts after `after` too (an empty window emits no
+         * alloc, and then this dependency lands on the op before it) */
         if (after != EM_NONE)
             plan_dep(b->pg, b->pg->nops - 1, after);
         plan_op o = {0};
@@ -137,30 +149,27 @@ static void post_broadcasts(bld *b, int32_t l, uint32_t after)
         o.layout = TL_NONE;
         o.comm_bytes = bytes;
         o.out = shp(1, (int64_t)bytes, 0, 0);
-        uint32_t i = em_emit(b, &o);
+        bc->op[p] = em_emit(b, &o);
         if (after != EM_NONE)
-            plan_dep(b->pg, i, after);
+            plan_dep(b->pg, bc->op[p], after);
     }
 }
 
 /* The broadcasts that bring the current layer's projections (posted in
- * the previous layer, or with the embedding) and their windows. */
+ * the previous layer of this step, or with its embedding) and their
+ * windows, which c then owns. */
 static void take_broadcasts(bld *b, mla_cp *c)
 {
-    uint32_t bits = seqpar_sharded(b->s);
-    for (int p = 0; p < MP_COUNT; p++)
+    em_bcasts *bc = &b->bcasts;
+    int posted = bc->layer == b->layer && bc->step == b->step;
+    for (int p = 0; p < MP_COUNT; p++) {
         c->bcast[p] = EM_NONE;
-    for (uint32_t i = b->pg->nops; bits && i-- > 0;) {
-        const plan_op *o = &b->pg->ops[i];
-        if (o->step != b->step || o->layer < b->layer - 1)
-            break;
-        if (o->kind != OPK_COLL || o->coll != CK_BROADCAST || o->layer != b->layer - 1)
-            continue;
-        for (int p = MP_Q_A; p < MP_COUNT; p++)
-            if (o->name == bcast_names[p] && c->bcast[p] == EM_NONE) {
-                c->bcast[p] = i;
-                c->window[p] = o->comm_bytes;
-            }
+        c->window[p] = EM_TENSOR_NONE;
+        if (posted && bc->window[p].state == EMT_LIVE) {
+            c->bcast[p] = bc->op[p];
+            c->window[p] = bc->window[p];
+        }
+        bc->window[p] = EM_TENSOR_NONE;
     }
 }
 
@@ -169,22 +178,23 @@ static void take_broadcasts(bld *b, mla_cp *c)
 /* Routed experts sharded by TP (ep = 1) for the n local rows: the rows and
  * their top-k ids and weights are all-gathered (vLLM's all-gather MoE
  * dispatch), every rank runs its intermediate slice of every expert on the
- * T' rows, and a reduce-scatter returns the n rows.  Leaves [n, h]. */
-static void routed_gathered(bld *b, int64_t n)
+ * T' rows, and a reduce-scatter returns the n rows.  Returns [n, h]. */
+static em_tensor routed_gathered(bld *b, int64_t n)
 {
     const arch *a = b->a;
     int64_t h = a->hidden, k = a->top_k, full = n * b->tp;
     double row = (double)h * b->ab, fd = (double)full;
-    double gathered = fd * (row + (double)k * 8.0); /* rows + int32 ids, fp32 weights */
-    em_act_alloc(b, gathered);
+    double bytes = fd * (row + (double)k * 8.0); /* rows + int32 ids, fp32 weights */
+    em_tensor gathered = em_act_alloc(b, bytes);
     b->layout = TL_FULL;
-    em_coll(b, "moe_dispatch_all_gather", CK_ALL_GATHER, G_TP, gathered, shp(2, full, h, 0));
-    layer_moe_routed_local(b, full, a->moe_intermediate / b->tp);
-    em_act_free(b, gathered);
-    em_act_alloc(b, (double)n * row);
+    em_coll(b, "moe_dispatch_all_gather", CK_ALL_GATHER, G_TP, bytes, shp(2, full, h, 0));
+    em_tensor routed = layer_moe_routed_local(b, full, a->moe_intermediate / b->tp);
+    em_free(b, &gathered);
+    em_tensor out = em_act_alloc(b, (double)n * row);
     em_coll(b, "moe_reduce_scatter", CK_REDUCE_SCATTER, G_TP, fd * row, shp(2, n, h, 0));
     b->layout = TL_LOCAL;
-    em_act_free(b, fd * row);
+    em_free(b, &routed);
+    return out;
 }
 
 /* Shared experts on m rows, sharded by TP in the intermediate dimension;
@@ -196,27 +206,26 @@ static void shared_experts(bld *b, int64_t m)
     const arch *a = b->a;
     if (a->shared_intermediate <= 0)
         return;
-    double rows = hid(b, m);
-    layer_mlp(b, &MLP_SHARED, m, a->shared_intermediate / b->tp);
-    em_coll(b, "shared_all_reduce", CK_ALL_REDUCE, G_TP, rows, shp(2, m, a->hidden, 0));
+    em_tensor out = layer_mlp(b, &MLP_SHARED, m, a->shared_intermediate / b->tp);
+    em_coll(b, "shared_all_reduce", CK_ALL_REDUCE, G_TP, hid(b, m), shp(2, m, a->hidden, 0));
+    /* reads the routed and the shared rows (2 h), one add per output element */
     em_elementwise(b, "shared_add", KC_ELEMENTWISE, m, 2 * a->hidden, a->hidden, 1.0);
-    em_act_free(b, rows);
+    em_free(b, &out); /* added into the routed output */
 }
 
 /* MoE of a split step on the n local rows: router, top-k, routed and
- * shared experts all local (RFC 3.3.1). */
-static void moe_local(bld *b, int64_t n)
+ * shared experts all local (RFC 3.3.1); returns the output [n, h]. */
+static em_tensor moe_local(bld *b, int64_t n)
 {
     b->layout = TL_LOCAL;
     layer_moe_route(b, n);
-    if (b->ep > 1)
-        layer_moe_routed_ep(b, n);
-    else
-        routed_gathered(b, n);
+    em_tensor routed = b->ep > 1 ? layer_moe_routed_ep(b, n) : routed_gathered(b, n);
     shared_experts(b, n);
+    return routed;
 }
 
-/* A KC_COPY of [m, w] into [m_out, w] (pad or slice). */
+/* A KC_COPY of [m, w] into [m_out, w] (pad or slice), eb bytes per
+ * element; the rows both sides hold are read once and written once. */
 static void copy_rows(bld *b, const char *name, int64_t m, int64_t m_out, int64_t w, double eb)
 {
     double moved = (double)(m < m_out ? m : m_out) * (double)w * eb;
@@ -229,39 +238,41 @@ static void copy_rows(bld *b, const char *name, int64_t m, int64_t m_out, int64_
  * to a multiple of tp and each TP rank keeps its slice for top-k and the
  * EP dispatch; the routed outputs are all-gathered back and the padding
  * dropped; the shared experts run on the t tokens (TP-sharded,
- * all-reduced).  Leaves [t, h]. */
-static void moe_decode(bld *b, int64_t t)
+ * all-reduced).  Returns [t, h]. */
+static em_tensor moe_decode(bld *b, int64_t t)
 {
     const arch *a = b->a;
     int64_t h = a->hidden, E = a->experts, pad = seqpar_local_tokens(t, b->tp) * b->tp;
     int64_t ts = pad / b->tp;
-    double lg = (double)E * 4.0, row = (double)h * b->ab;
+    double lg = (double)E * 4.0, row = (double)h * b->ab; /* logits: fp32, 4 B each */
     b->layout = TL_FULL;
-    em_act_alloc(b, (double)t * lg);
+    em_tensor logits = em_act_alloc(b, (double)t * lg);
     em_gemm_float(b, "router", t, h, E);
-    em_act_alloc(b, (double)pad * lg);
-    copy_rows(b, "router_pad", t, pad, E, 4.0);
-    em_act_free(b, (double)t * lg);
-    em_act_alloc(b, (double)pad * row);
+    em_tensor logits_pad = em_act_alloc(b, (double)pad * lg);
+    copy_rows(b, "router_pad", t, pad, E, 4.0); /* fp32 logits */
+    em_free(b, &logits);
+    em_tensor rows_pad = em_act_alloc(b, (double)pad * row);
     copy_rows(b, "moe_pad", t, pad, h, b->ab);
     b->layout = TL_LOCAL;
-    em_act_alloc(b, (double)ts * lg);
-    copy_rows(b, "router_slice", pad, ts, E, 4.0);
-    em_act_free(b, (double)pad * lg);
-    em_act_alloc(b, (double)ts * row);
+    em_tensor logits_slice = em_act_alloc(b, (double)ts * lg);
+    copy_rows(b, "router_slice", pad, ts, E, 4.0); /* fp32 logits */
+    em_free(b, &logits_pad);
+    em_tensor slice = em_act_alloc(b, (double)ts * row);
     copy_rows(b, "moe_slice", pad, ts, h, b->ab);
-    em_act_free(b, (double)pad * row);
+    em_free(b, &rows_pad);
     layer_moe_topk(b, ts);
-    em_act_free(b, (double)ts * lg);
-    layer_moe_routed_ep(b, ts);
-    em_act_free(b, (double)ts * row); /* the slice, dispatched */
+    em_free(b, &logits_slice);
+    em_tensor routed = layer_moe_routed_ep(b, ts);
+    em_free(b, &slice); /* dispatched */
     b->layout = TL_FULL;
-    em_act_alloc(b, (double)pad * row);
+    em_tensor out = em_act_alloc(b, (double)pad * row);
     em_coll(b, "moe_finalize_all_gather", CK_ALL_GATHER, G_TP, (double)pad * row,
             shp(2, pad, h, 0));
-    em_act_free(b, (double)ts * row); /* routed output of the slice */
-    em_act_free(b, (double)(pad - t) * row); /* padding rows: the output is a view */
+    em_free(b, &routed); /* routed output of the slice */
+    em_tensor padding = em_split(&out, (double)(pad - t) * row);
+    em_free(b, &padding); /* the output is a view of the t first rows */
     shared_experts(b, t);
+    return out;
 }
 
 /* ---- the schemes ------------------------------------------------------------- */
@@ -270,77 +281,75 @@ static void moe_decode(bld *b, int64_t t)
  * reduce-scatters the partial rows (the SP rewrite of the embedding
  * all-reduce) into the local residual stream.  Posts layer 0's weight
  * broadcasts. */
-static void sp_embed(bld *b, int64_t t)
+static void seqpar_embed(bld *b, int64_t t)
 {
     if (!split_step(b)) {
         layer_embed(b, t);
     } else {
         const arch *a = b->a;
         int64_t n = seqpar_local_tokens(t, b->tp), full = n * b->tp;
-        em_act_alloc(b, hid(b, n)); /* residual stream */
-        em_act_alloc(b, hid(b, full)); /* partial rows of the vocabulary slice */
+        b->residual = em_act_alloc(b, hid(b, n));
+        em_tensor partial = em_act_alloc(b, hid(b, full)); /* rows of the vocabulary slice */
         b->layout = TL_FULL;
+        /* reads the looked-up rows, writes them: 2 t h elements */
         em_compute(b, "embedding", KC_EMBEDDING, 0, 2.0 * hid(b, t), shp(1, t, 0, 0),
                    shp(2, a->vocab / b->tp, a->hidden, 0), shp(2, t, a->hidden, 0));
-        em_act_alloc(b, hid(b, n)); /* layer input */
+        b->hidden = em_act_alloc(b, hid(b, n)); /* layer input */
         em_coll(b, "embed_reduce_scatter", CK_REDUCE_SCATTER, G_TP, hid(b, full),
                 shp(2, n, a->hidden, 0));
         b->layout = TL_LOCAL;
-        em_act_free(b, hid(b, full));
+        em_free(b, &partial);
     }
     post_broadcasts(b, 0, b->last_compute);
 }
 
 /* Attention of the plain SP pass: the tensor-parallel piece on the full
- * tokens, its all-reduce rewritten into the reduce-scatter; leaves [n, h]. */
-static void attention_tp(bld *b, int64_t t, int64_t prefix, int64_t n, int split)
+ * tokens, its all-reduce rewritten into the reduce-scatter; returns [n, h]. */
+static em_tensor attention_tp(bld *b, int64_t t, int64_t prefix, int64_t n, int split)
 {
     uint32_t from = b->pg->nops;
     b->layout = TL_FULL;
-    if (b->a->attn == ATTN_MLA)
-        layer_attention_mla(b, t, prefix);
-    else
-        layer_attention_gqa(b, t, prefix);
+    em_tensor out = b->a->attn == ATTN_MLA ? layer_attention_mla(b, t, prefix)
+                                           : layer_attention_gqa(b, t, prefix);
     if (!split)
-        return;
+        return out;
     to_reduce_scatter(b, from, "attn_reduce_scatter", n);
     b->layout = TL_LOCAL;
-    em_act_alloc(b, hid(b, n));
-    em_act_free(b, hid(b, t)); /* o_proj partial sums of the full tokens */
+    em_tensor local = em_act_alloc(b, hid(b, n));
+    em_free(b, &out); /* o_proj partial sums of the full tokens */
+    return local;
 }
 
-/* FFN of a split step on the n local rows; leaves [n, h]. */
-static void ffn_split(bld *b, int64_t n)
+/* FFN of a split step on the n local rows; returns [n, h]. */
+static em_tensor ffn_split(bld *b, int64_t n)
 {
     const arch *a = b->a;
-    if (a->layer_moe[b->layer]) {
-        moe_local(b, n);
-        return;
-    }
+    if (a->layer_moe[b->layer])
+        return moe_local(b, n);
     /* dense MLP sharded by TP: its consumer needs the full tokens */
     int64_t full = n * b->tp;
-    gather_normalized(b, "mlp_input_all_gather", n);
-    layer_mlp(b, &MLP_DENSE, full, a->intermediate / b->tp);
-    em_act_alloc(b, hid(b, n));
+    em_tensor in = gather_normalized(b, "mlp_input_all_gather", n, NULL);
+    em_tensor mlp = layer_mlp(b, &MLP_DENSE, full, a->intermediate / b->tp);
+    em_tensor out = em_act_alloc(b, hid(b, n));
     em_coll(b, "mlp_reduce_scatter", CK_REDUCE_SCATTER, G_TP, hid(b, full),
             shp(2, n, a->hidden, 0));
     b->layout = TL_LOCAL;
-    em_act_free(b, hid(b, full)); /* MLP output, partial sums */
-    em_act_free(b, hid(b, full)); /* gathered input */
+    em_free(b, &mlp); /* partial sums */
+    em_free(b, &in);
+    return out;
 }
 
-/* FFN of a decode step on the t packed tokens; leaves [t, h]. */
-static void ffn_decode(bld *b, int64_t t)
+/* FFN of a decode step on the t packed tokens; returns [t, h]. */
+static em_tensor ffn_decode(bld *b, int64_t t)
 {
     if (b->a->layer_moe[b->layer] && b->ep > 1)
-        moe_decode(b, t);
-    else
-        layer_ffn(b, t);
+        return moe_decode(b, t);
+    return layer_ffn(b, t);
 }
 
-/* One decoder layer of either scheme; consumes the previous layer's output
- * and leaves its own [n, h] allocated. */
-static void sp_layer(bld *b, int64_t t, int64_t prefix)
+/* One decoder layer of either scheme; frees the previous layer's output
+ * (b->hidden) and leaves its own [n, h] there. */
+static void seqpar_layer(bld *b, int64_t t, int64_t prefix)
 {
     const arch *a = b->a;
     int split = split_step(b), cp = wl_dsa_cp(b->s);
@@ -352,64 +361,64 @@ static void sp_layer(bld *b, int64_t t, int64_t prefix)
         take_broadcasts(b, &c);
     b->layout = local;
     b->phase = PH_ATTN;
-    em_act_alloc(b, hid(b, n));
+    em_tensor normed = em_act_alloc(b, hid(b, n));
     em_rms_norm(b, "input_norm", n, h, b->layer > 0);
-    em_act_free(b, hid(b, n)); /* previous layer output (or embedding) */
+    em_free(b, &b->hidden); /* previous layer output (or embedding) */
     /* vLLM-Ascend's layout projects the local rows and gathers only the
      * fused [nope | rope | index-k] rows (layer_mla.c): no input gather */
     int gather = split && !(cp && c.layout == DSA_LAYOUT_VLLM_ASCEND);
-    uint32_t input = gather ? gather_normalized(b, "attn_input_all_gather", n) : EM_NONE;
+    uint32_t input = EM_NONE;
+    em_tensor gathered = gather ? gather_normalized(b, "attn_input_all_gather", n, &input)
+                                : EM_TENSOR_NONE;
+    em_tensor attn_out;
     if (cp) {
         /* the attention starts once its input is gathered */
         post_broadcasts(b, b->layer + 1, input != EM_NONE ? input : b->last_compute);
-        layer_attention_mla_cp(b, &c);
+        attn_out = layer_attention_mla_cp(b, &c);
     } else {
-        attention_tp(b, t, prefix, n, split);
+        attn_out = attention_tp(b, t, prefix, n, split);
     }
-    if (gather)
-        em_act_free(b, hid(b, n * b->tp)); /* gathered attention input */
+    em_free(b, &gathered); /* gathered attention input */
     b->layout = local;
-    em_act_free(b, hid(b, n)); /* normalized input */
+    em_free(b, &normed); /* normalized input */
     b->phase = PH_FFN;
-    em_act_alloc(b, hid(b, n));
+    em_tensor ffn_in = em_act_alloc(b, hid(b, n));
     em_rms_norm(b, "post_attn_norm", n, h, 1);
-    em_act_free(b, hid(b, n)); /* attention output */
-    if (split)
-        ffn_split(b, n);
-    else
-        ffn_decode(b, t);
+    em_free(b, &attn_out);
+    b->hidden = split ? ffn_split(b, n) : ffn_decode(b, t);
     b->layout = local;
-    em_act_free(b, hid(b, n)); /* normalized FFN input */
+    em_free(b, &ffn_in); /* normalized FFN input */
     b->phase = PH_OTHER;
 }
 
 /* Final norm on the rank's rows; a split step gathers the last row of
  * every rank (the LM head needs the prompt's last token, held by the last
  * rank), then the LM head. */
-static void sp_final(bld *b, int64_t t)
+static void seqpar_final(bld *b, int64_t t)
 {
-    int64_t n = rows_of(b, t), h = b->a->hidden;
-    layer_final_norm(b, n);
+    int64_t h = b->a->hidden;
+    em_tensor normed = layer_final_norm(b, rows_of(b, t));
+    em_tensor last = EM_TENSOR_NONE; /* the last row of every rank */
     if (split_step(b)) {
-        em_act_alloc(b, hid(b, b->tp));
+        last = em_act_alloc(b, hid(b, b->tp));
         em_coll(b, "final_token_all_gather", CK_ALL_GATHER, G_TP, hid(b, b->tp),
                 shp(2, b->tp, h, 0));
         b->layout = TL_FULL;
     }
     layer_lm_head(b);
-    if (split_step(b))
-        em_act_free(b, hid(b, b->tp));
-    em_act_free(b, hid(b, n)); /* normalized final rows */
-    em_act_free(b, hid(b, n)); /* residual */
+    em_free(b, &last);
+    em_free(b, &normed); /* normalized final rows */
+    em_free(b, &b->residual);
 }
 
-static const layer_scheme SP_SCHEME = {"sequence_parallel", sp_embed, sp_layer, sp_final,
-                                       split_step};
-static const layer_scheme DSA_CP_SCHEME = {"dsa_cp", sp_embed, sp_layer, sp_final, split_step};
+static const layer_scheme SEQPAR_SCHEME = {"sequence_parallel", seqpar_embed, seqpar_layer,
+                                           seqpar_final, split_step};
+static const layer_scheme SEQPAR_DSA_CP_SCHEME = {"dsa_cp", seqpar_embed, seqpar_layer,
+                                                  seqpar_final, split_step};
 
 const layer_scheme *seqpar_scheme(const scenario *s)
 {
     if (s->par.sp > 1 || !seqpar_on(s))
         return NULL;
-    return wl_dsa_cp(s) ? &DSA_CP_SCHEME : &SP_SCHEME;
+    return wl_dsa_cp(s) ? &SEQPAR_DSA_CP_SCHEME : &SEQPAR_SCHEME;
 }

@@ -56,7 +56,8 @@ int64_t seqpar_local_tokens(int64_t t, int tp);
 
 /* DSA CP attention of one layer (layer_mla.c): from the normalized input
  * (full tokens: gathered when the step is split) to the o_proj output
- * [tl, h], left allocated. */
+ * [tl, h], returned; frees the windows of c (after each projection's last
+ * kernel). */
 typedef struct mla_cp {
     int64_t t, prefix;          /* the step's new tokens, cached tokens before them */
     int64_t tl;                 /* rows of this rank's shard (t when not split) */
@@ -64,9 +65,10 @@ typedef struct mla_cp {
     wl_dsa_layout layout;       /* parallel.dsa_cp_layout */
     uint32_t bcast[MP_COUNT];   /* layer sharding: the broadcast delivering this
                                    layer's projection (EM_NONE: resident) */
-    double window[MP_COUNT];    /* its window bytes, freed after the last use */
+    em_tensor window[MP_COUNT]; /* the window it fills, freed after the last use
+                                   (EM_TENSOR_NONE: resident) */
 } mla_cp;
 
-void layer_attention_mla_cp(bld *b, const mla_cp *c);
+em_tensor layer_attention_mla_cp(bld *b, mla_cp *c);
 
 #endif
