@@ -97,10 +97,15 @@ static int read_row(const calib_table *t, int i, int c_op, int c_p, int c_size, 
     r->bytes = calib_num(t, i, c_size);
     r->time_s = calib_num(t, i, c_time) * 1e-6; /* README: microseconds */
     r->line = i;
-    if (!(r->bytes > 0))
-        return cp_fail_at(err, calib_loc(t, i, c_size), "size_bytes: expected > 0");
-    if (!(r->time_s > 0))
-        return cp_fail_at(err, calib_loc(t, i, c_time), "time_us: expected > 0");
+    /* bounds of our own: a collective of up to 1e15 bytes taking up to
+     * 1e9 us (17 minutes); beyond, a cell is a typo, and a time of 1e308
+     * would make every cost infinite */
+    if (!(r->bytes > 0 && r->bytes <= 1e15))
+        return cp_fail_at(err, calib_loc(t, i, c_size), "size_bytes: expected a number in "
+                          "(0, 1e15], got %g", r->bytes);
+    if (!(r->time_s > 0 && r->time_s <= 1e3))
+        return cp_fail_at(err, calib_loc(t, i, c_time), "time_us: expected a number in "
+                          "(0, 1e9], got %g", r->time_s * 1e6);
     return 0;
 }
 
@@ -117,7 +122,10 @@ static int read_rows(const calib_table *t, fit_row **rows, int *nrows, cp_err *e
     if (c_p < 0 && err->code)
         return -1;
     int n = calib_rows(t);
-    fit_row *r = calloc((size_t)(n > 0 ? n : 1), sizeof *r);
+    if (n == 0)
+        return cp_fail(err, CP_EXIT_INPUT, "calibration table %s has no data rows",
+                       calib_path(t));
+    fit_row *r = calloc((size_t)n, sizeof *r);
     if (!r)
         abort(); /* out of host memory: nothing sensible to report */
     for (int i = 0; i < n; i++) {

@@ -76,6 +76,24 @@ int interf_load(interf_model *m, const platform *p, cp_err *err)
         return -1;
     }
     int rows = calib_rows(t);
+    /* every used cell: a size of up to 1e15 bytes, times of up to 1e6 ms
+     * (bounds of our own; beyond, a cell is a typo) */
+    const int cols[] = {c_size, c_ca, c_ma, c_cc, c_mc};
+    for (int i = 0; i < rows; i++)
+        for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
+            double v = calib_num(t, i, cols[c]), hi = c == 0 ? 1e15 : 1e6;
+            if (!(v > 0 && v <= hi)) {
+                cp_fail_at(err, calib_loc(t, i, cols[c]), "expected a number in (0, %g], "
+                           "got %g", hi, v);
+                calib_free(t);
+                return -1;
+            }
+        }
+    if (rows == 0) {
+        cp_fail(err, CP_EXIT_INPUT, "calibration table %s has no data rows", calib_path(t));
+        calib_free(t);
+        return -1;
+    }
     double *fc = calloc((size_t)rows + 1, sizeof *fc), *fm = calloc((size_t)rows + 1, sizeof *fm);
     if (!fc || !fm)
         abort();

@@ -145,5 +145,28 @@ EOT
 done
 [ "$ncase" -ge 25 ] || fail "bad-input corpus has only $ncase cases"
 
+# calibration tables that would change answers without a word are refused:
+# a copy of the h200 profile in a data directory of its own, spoilt a table
+# at a time
+dd="$tmp/datadir"
+mkdir -p "$dd/platforms/calibration"
+ln -s "$top_srcdir/models" "$dd/models"
+ln -s "$top_srcdir/workloads" "$dd/workloads"
+for f in "$top_srcdir"/platforms/*.yaml; do ln -s "$f" "$dd/platforms/"; done
+prof="$dd/platforms/calibration/h200"
+spoil() { # TABLE MESSAGE AWK-PROGRAM: rewrite TABLE.csv, expect MESSAGE, restore
+    rm -rf "$prof" && cp -r "$top_srcdir/platforms/calibration/h200" "$prof"
+    awk -F, -v OFS=, "$3" "$top_srcdir/platforms/calibration/h200/$1.csv" >"$prof/$1.csv"
+    expect 2 "$2" -- env CPSIM_DATADIR="$dd" "$CPSIM" run --quiet --platform h200-sxm-8 \
+        --out "$tmp/spoilt"
+}
+spoil nccl "nccl.csv has no data rows" 'NR == 1'
+spoil nccl "nccl.csv:2:32: time_us: expected a number in (0, 1e9], got 1e+308" \
+    'NR == 2 { $7 = "1e308" } { print }'
+spoil overlap "overlap.csv has no data rows" 'NR == 1'
+spoil overlap "overlap.csv:3:26: expected a number in (0, 1e+06], got -31" \
+    'NR == 3 { $3 = "-31" } { print }'
+spoil gemm "gemm.csv has no data rows" 'NR == 1'
+
 [ "$fails" -eq 0 ] && echo "cli.sh: all checks passed ($ncase corpus cases)"
 [ "$fails" -eq 0 ]

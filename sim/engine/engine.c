@@ -392,6 +392,11 @@ void eng_init(int *argc, char **argv)
     if (!user_log)
         xbt_log_control_set("root.thres:warning");
     simgrid_init(argc, argv);
+#if defined(__SANITIZE_ADDRESS__)
+    /* AddressSanitizer cannot follow the stack switches of SimGrid's raw and
+     * ucontext actors (make check-asan): actors run on threads there */
+    sg_cfg_set_string("contexts/factory", "thread");
+#endif
 }
 
 static int write_platform(const platform *pl, char *path, size_t len, cp_err *err)
