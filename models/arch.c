@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "workloads/datadir.h"
 
@@ -205,8 +206,9 @@ static int opt_dtype(const cfg *c, arch *a)
         snprintf(a->torch_dtype, sizeof a->torch_dtype, "%s", json_string_value(v));
         return 0;
     }
-    return cp_fail_at(c->err, at(c), "field \"%s\" must be a dtype name such as \"bfloat16\", got %s",
-                      qname, show(v, got, sizeof got));
+    return cp_fail_at(c->err, at(c),
+                      "field \"%s\" must be a dtype name such as \"bfloat16\", got %s", qname,
+                      show(v, got, sizeof got));
 }
 
 /* Follow thinker_config.text_config, else text_config, when present. */
@@ -1100,6 +1102,13 @@ static json_t *load_json(const char *path, cp_err *err)
     FILE *f = fopen(path, "r");
     if (!f) {
         cp_fail_at(err, (cp_loc){path, 0, 0}, "cannot open model config: %s", strerror(errno));
+        return NULL;
+    }
+    struct stat st = {0};
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        cp_fail_at(err, (cp_loc){path, 0, 0}, "a model config is a JSON file (config.json); "
+                   "this is %s", S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
         return NULL;
     }
     json_error_t je;

@@ -457,7 +457,8 @@ void plan_vseq_build(const plan_prog *pg, plan_vseq *v)
     }
     v->deps = cp_xcalloc(ndeps, sizeof *v->deps);
     /* the last copy of op t: what ops outside its region wait for */
-#define LAST(t) (rg[t] < 0 ? base[t] : base[t] + (pg->regions[rg[t]].repeat - 1) * pg->regions[rg[t]].nops)
+#define LAST(t)                                                                                    \
+    (rg[t] < 0 ? base[t] : base[t] + (pg->regions[rg[t]].repeat - 1) * pg->regions[rg[t]].nops)
     uint32_t nd = 0;
     for (uint32_t e = 0; e < v->n; e++) {
         v->dep_first[e] = nd;

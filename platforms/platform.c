@@ -210,10 +210,11 @@ static int read_device(const ynode *root, platform *p, cp_err *err)
         only_known(dev, "device", device_keys, err) < 0 ||
         get_str(dev, "device", "model", 1, p->device, sizeof p->device, err) < 0 ||
         read_peaks(dev, p, err) < 0 ||
-        get_num(dev, "device", "vector_flops", 1, PLAT_FLOPS_MIN, 0, PLAT_FLOPS_MAX, &p->vector_flops,
-                err) < 0 ||
+        get_num(dev, "device", "vector_flops", 1, PLAT_FLOPS_MIN, 0, PLAT_FLOPS_MAX,
+                &p->vector_flops, err) < 0 ||
         get_num(dev, "device", "hbm_bytes", 1, 0, 1, PLAT_HBM_MAX, &p->hbm_bytes, err) < 0 ||
-        get_num(dev, "device", "hbm_bandwidth", 1, PLAT_BW_MIN, 0, PLAT_BW_MAX, &p->hbm_bw, err) < 0 ||
+        get_num(dev, "device", "hbm_bandwidth", 1, PLAT_BW_MIN, 0, PLAT_BW_MAX, &p->hbm_bw,
+                err) < 0 ||
         get_num(dev, "device", "reserved_bytes", 0, 0, 0, PLAT_HBM_MAX, &p->reserved_bytes,
                 err) < 0 ||
         get_num(dev, "device", "workspace_bytes", 0, 0, 0, PLAT_HBM_MAX, &p->workspace_bytes,
@@ -225,10 +226,11 @@ static int read_device(const ynode *root, platform *p, cp_err *err)
         get_map(dev, "device", "efficiency", 1, &eff, err) < 0 ||
         only_known(eff, "device.efficiency", eff_keys, err) < 0 ||
         get_num(eff, "device.efficiency", "gemm", 1, PLAT_EFF_MIN, 0, 1, &p->eff_gemm, err) < 0 ||
-        get_num(eff, "device.efficiency", "attention", 1, PLAT_EFF_MIN, 0, 1, &p->eff_attention, err) < 0 ||
-        get_num(eff, "device.efficiency", "memory", 1, PLAT_EFF_MIN, 0, 1, &p->eff_memory, err) < 0 ||
-        get_str(dev, "device", "calibration", 0, p->calibration, sizeof p->calibration,
-                err) < 0)
+        get_num(eff, "device.efficiency", "attention", 1, PLAT_EFF_MIN, 0, 1, &p->eff_attention,
+                err) < 0 ||
+        get_num(eff, "device.efficiency", "memory", 1, PLAT_EFF_MIN, 0, 1, &p->eff_memory,
+                err) < 0 ||
+        get_str(dev, "device", "calibration", 0, p->calibration, sizeof p->calibration, err) < 0)
         return -1;
     if (p->calibration[0] && check_calibration(dev, p->calibration, err) < 0)
         return -1;

@@ -485,20 +485,22 @@ static int read_device(const char *path, const raw_host *h, const platform *dflt
     double vdflt = p->peak_flops[DT_FP32] > 0 ? p->peak_flops[DT_FP32]
                                               : p->peak_flops[DT_BF16] / 14.8;
     double link_eff = -1, sm;
-    if (num_prop(path, h, "vector_flops", 0, PLAT_FLOPS_MIN, 1, fmax, vdflt, &p->vector_flops, err) < 0 ||
-        num_prop(path, h, "launch_eager", 0, 0, 1, 1, dflt->launch_eager, &p->launch_eager,
+    if (num_prop(path, h, "vector_flops", 0, PLAT_FLOPS_MIN, 1, fmax, vdflt, &p->vector_flops,
                  err) < 0 ||
-        num_prop(path, h, "launch_graph", 0, 0, 1, 1, dflt->launch_graph, &p->launch_graph,
-                 err) < 0 ||
+        num_prop(path, h, "launch_eager", 0, 0, 1, 1, dflt->launch_eager, &p->launch_eager, err) <
+            0 ||
+        num_prop(path, h, "launch_graph", 0, 0, 1, 1, dflt->launch_graph, &p->launch_graph, err) <
+            0 ||
         num_prop(path, h, "collective_latency_eager", 0, 0, 1, 1, dflt->coll_latency_eager,
                  &p->coll_latency_eager, err) < 0 ||
         num_prop(path, h, "collective_latency_graph", 0, 0, 1, 1, dflt->coll_latency_graph,
                  &p->coll_latency_graph, err) < 0 ||
-        num_prop(path, h, "efficiency_gemm", 0, PLAT_EFF_MIN, 1, 1, dflt->eff_gemm, &p->eff_gemm, err) < 0 ||
+        num_prop(path, h, "efficiency_gemm", 0, PLAT_EFF_MIN, 1, 1, dflt->eff_gemm, &p->eff_gemm,
+                 err) < 0 ||
         num_prop(path, h, "efficiency_attention", 0, PLAT_EFF_MIN, 1, 1, dflt->eff_attention,
                  &p->eff_attention, err) < 0 ||
-        num_prop(path, h, "efficiency_memory", 0, PLAT_EFF_MIN, 1, 1, dflt->eff_memory, &p->eff_memory,
-                 err) < 0 ||
+        num_prop(path, h, "efficiency_memory", 0, PLAT_EFF_MIN, 1, 1, dflt->eff_memory,
+                 &p->eff_memory, err) < 0 ||
         num_prop(path, h, "link_efficiency", 0, PLAT_EFF_MIN, 1, 1, -1, &link_eff, err) < 0 ||
         num_prop(path, h, "allreduce_oneshot_max", 0, 0, 1, PLAT_ONESHOT_MAX,
                  dflt->allreduce_oneshot_max, &p->allreduce_oneshot_max, err) < 0 ||

@@ -134,8 +134,10 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
     eng_mem *m = malloc((r->nmem + 1) * sizeof *m);
     if (!m)
         abort();
-    memcpy(m, r->mem, r->nmem * sizeof *m);
-    qsort(m, r->nmem, sizeof *m, cmp_mem);
+    if (r->nmem > 0) { /* r->mem may be NULL without samples */
+        memcpy(m, r->mem, r->nmem * sizeof *m);
+        qsort(m, r->nmem, sizeof *m, cmp_mem);
+    }
     double cur[MC_COUNT];
     int rank = -1;
     for (size_t i = 0; i < r->nmem; i++) {
@@ -509,7 +511,8 @@ int rep_write_json(json_t *j, const char *path, cp_err *err)
     rep_file rf;
     if (rep_open(&rf, path, err) != 0)
         return -1;
-    int ok = json_dumpf(j, rf.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) == 0;
+    int ok =
+        json_dumpf(j, rf.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) == 0;
     fputc('\n', rf.f);
     return rep_close(&rf, ok, err);
 }

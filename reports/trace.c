@@ -88,16 +88,19 @@ static void write_metadata(FILE *f, const scenario *s, const plan *p, int *first
     int nodes = (p->nranks + dpn - 1) / dpn;
     for (int n = 0; n < nodes; n++) {
         int pid = pid_of(n * dpn, dpn);
-        fprintf(f, "%s{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"node %d\"}}",
-                *first ? "" : ",\n", pid, n);
+        fprintf(f, "%s{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\","
+                   "\"args\":{\"name\":\"node %d\"}}", *first ? "" : ",\n", pid, n);
         *first = 0;
-        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}", pid, n);
+        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_sort_index\","
+                   "\"args\":{\"sort_index\":%d}}", pid, n);
     }
     for (int r = 0; r < p->nranks; r++) {
         for (int st = 0; st < ST_COUNT; st++) {
-            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"rank %d %s\"}}",
+            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+                       "\"args\":{\"name\":\"rank %d %s\"}}",
                     pid_of(r, dpn), tid_of(r, st), r, plan_stream_name(st));
-            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
+                       "\"args\":{\"sort_index\":%d}}",
                     pid_of(r, dpn), tid_of(r, st), tid_of(r, st));
         }
     }

@@ -21,10 +21,12 @@ while [ $i -lt $runs ]; do
 done
 median=$(sort -g "$tmp/times" | sed -n "$(((runs + 1) / 2))p")
 line=$(grep 'simulated' "$tmp/table")
-events=$(echo "$line" | sed 's/.*simulated \([0-9]*\) events, \([0-9]*\) messages in \([0-9.]*\) s.*/\1/')
-msgs=$(echo "$line" | sed 's/.*simulated \([0-9]*\) events, \([0-9]*\) messages in \([0-9.]*\) s.*/\2/')
-sim=$(echo "$line" | sed 's/.*simulated \([0-9]*\) events, \([0-9]*\) messages in \([0-9.]*\) s.*/\3/')
+pattern='.*simulated \([0-9]*\) events, \([0-9]*\) messages in \([0-9.]*\) s.*'
+events=$(echo "$line" | sed "s/$pattern/\\1/")
+msgs=$(echo "$line" | sed "s/$pattern/\\2/")
+sim=$(echo "$line" | sed "s/$pattern/\\3/")
 printf 'default workload: median wall %.3f s over %d runs (target < 0.5 s)\n' "$median" "$runs"
+rate=$(awk -v e="$events" -v m="$msgs" -v s="$sim" 'BEGIN { print (e + m) / s }')
 printf '  last run: %s events + %s messages simulated in %s s of simgrid_run (%.0f events/s)\n' \
-    "$events" "$msgs" "$sim" "$(awk -v e="$events" -v m="$msgs" -v s="$sim" 'BEGIN { print (e + m) / s }')"
+    "$events" "$msgs" "$sim" "$rate"
 "$top_builddir/tests/bench_collectives"

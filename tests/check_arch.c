@@ -256,8 +256,8 @@ START_TEST(test_ffn_per_layer)
     ck_assert_int_eq(arch_ffn_params(&a, 2), INT64_C(3) * 6144 * 12288);
     /* derived: router 256 * 6144 + experts 256 * 3 * 6144 * 2048
      * + shared 3 * 6144 * 2048 */
-    ck_assert_int_eq(arch_ffn_params(&a, 3),
-                     INT64_C(256) * 6144 + INT64_C(256) * 3 * 6144 * 2048 + INT64_C(3) * 6144 * 2048);
+    ck_assert_int_eq(arch_ffn_params(&a, 3), INT64_C(256) * 6144 + INT64_C(256) * 3 * 6144 * 2048 +
+                                                 INT64_C(3) * 6144 * 2048);
     ck_assert_int_eq(arch_ffn_params(&a, -1), 0);
     ck_assert_int_eq(arch_ffn_params(&a, 78), 0);
 }

@@ -264,8 +264,10 @@ START_TEST(test_sparse_attention_table)
     char dir[] = "/tmp/cpsim-cost-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/platforms/calibration && cp -r %s/platforms/calibration/h200 "
-             "%s/platforms/calibration/", dir, CP_SRCDIR, dir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/platforms/calibration && cp -r %s/platforms/calibration/h200 "
+             "%s/platforms/calibration/",
+             dir, CP_SRCDIR, dir);
     ck_assert_int_eq(system(cmd), 0);
     /* the data directory is chosen, and a profile read, once per process:
      * the analytic times come from an uncalibrated model (the same device) */

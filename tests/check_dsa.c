@@ -531,7 +531,8 @@ START_TEST(glm_w8a8_accounting)
                             78 * (cp_attn - tp_attn), 1.0);
     /* shared experts by TP instead of replicated (ep > 1): 15/16 of them go */
     double shared = 75 * 3 * 2048.0 * 6144;
-    ck_assert_double_lt(r.step_total[QS_SHARED_TP] - r.step_total[QS_DERIVED], -0.9 * shared * 15 / 16);
+    ck_assert_double_lt(r.step_total[QS_SHARED_TP] - r.step_total[QS_DERIVED],
+                        -0.9 * shared * 15 / 16);
     ck_assert_double_eq_tol(r.total - tp_total,
                             r.step_total[QS_FULL_ATTN] - r.step_total[QS_DERIVED], 1.0);
     ck_assert_double_eq_tol(quant_resident_bytes(&s), r.total, 1.0);

@@ -190,7 +190,8 @@ START_TEST(rows_summary)
     int n = 0, row;
     char c[64], m[64];
     double size, ec, em;
-    while (n < 2 * NROWS && fscanf(f, "%d %63s %63s %lf %lf %lf", &row, c, m, &size, &ec, &em) == 6) {
+    while (n < 2 * NROWS &&
+           fscanf(f, "%d %63s %63s %lf %lf %lf", &row, c, m, &size, &ec, &em) == 6) {
         err[n++] = ec;
         err[n++] = em;
     }

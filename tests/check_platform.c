@@ -548,7 +548,7 @@ static void mesh_routes(void)
     expect_route("n0g6", "n0g7", "mesh_n0_6_7_UP", 0.5e-6, 28e9 * 0.7);
     /* all-to-all from one device: 7 links in parallel, no shared port */
     xfer out[7];
-    char dst[8][8];
+    char dst[8][16];
     for (int j = 1; j < 8; j++) {
         snprintf(dst[j], sizeof dst[j], "n0g%d", j);
         xfer_start(&out[j - 1], "n0g0", dst[j], 1e9);
@@ -579,7 +579,8 @@ static void grouped_routes(void)
 {
     /* 130 nodes: groups of 64 nodes; same latency and bandwidth inside a
      * group and across groups */
-    expect_route("n0g0", "n63g7", "nic_n0g0_UP spine_n0 spine_n63 nic_n63g7_DOWN", 3e-6, 50e9 * 0.94);
+    expect_route("n0g0", "n63g7", "nic_n0g0_UP spine_n0 spine_n63 nic_n63g7_DOWN", 3e-6,
+                 50e9 * 0.94);
     expect_route("n0g0", "n129g7", "nic_n0g0_UP spine_n0 xg_0_2 spine_n129 nic_n129g7_DOWN",
                  3e-6, 50e9 * 0.94);
     expect_route("n129g7", "n64g1", "nic_n129g7_UP spine_n129 xg_1_2 spine_n64 nic_n64g1_DOWN",

@@ -434,12 +434,13 @@ START_TEST(scenario_hash_reads_the_files_it_names)
     write_file("q2/x/w.yaml", yaml);
     write_file("q3/w.yaml", yaml);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "sh %s/tests/quant/dsa-w8a8-description.sh > %s/q1/d.json && "
-             "cp %s/q1/d.json %s/q2/x/d.json && "
-             "sed 's/\\(experts\\.[0-9]*\\.[a-z_]*\\.weight\\)\": \"W8A8_DYNAMIC\"/\\1\": \"W8A8\"/'"
-             " %s/q1/d.json > %s/q3/d.json",
-             CP_SRCDIR, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir);
+    snprintf(
+        cmd, sizeof cmd,
+        "sh %s/tests/quant/dsa-w8a8-description.sh > %s/q1/d.json && "
+        "cp %s/q1/d.json %s/q2/x/d.json && "
+        "sed 's/\\(experts\\.[0-9]*\\.[a-z_]*\\.weight\\)\": \"W8A8_DYNAMIC\"/\\1\": \"W8A8\"/'"
+        " %s/q1/d.json > %s/q3/d.json",
+        CP_SRCDIR, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir);
     ck_assert_int_eq(system(cmd), 0);
     uint64_t a = hash_of("q1/w.yaml", NULL, 0);
     ck_assert(hash_of("q2/x/w.yaml", NULL, 0) == a);
@@ -619,12 +620,12 @@ static json_t *result(int index, int tp, int sp, const char *exchange, long long
                      " s:s, s:I}}, s:f, s:[{s:I, s:b}], s:f, s:f, s:f, s:b}}",
                      "index", index, "id", id, "params", "parallel.tp", tp, "parallel.sp", sp,
                      "parallel.exchange", exchange, "parallel.min_tokens", (json_int_t)min_tokens,
-                     "requests.0.prompt_tokens", (json_int_t)prompt, "scenario_hash", "h",
-                     "status", "ok", "summary", "scenario", "parallel", "tp", tp, "sp", sp,
-                     "exchange", exchange, "kv_storage", "by_position", "min_tokens",
-                     (json_int_t)min_tokens, "ttft_s", ttft, "requests", "prompt_tokens",
-                     (json_int_t)prompt, "split", split, "overlap_fraction", 0.25, "peak_bytes_max", 5e10,
-                     "capacity_bytes", 8e10, "oom", oom);
+                     "requests.0.prompt_tokens", (json_int_t)prompt, "scenario_hash", "h", "status",
+                     "ok", "summary", "scenario", "parallel", "tp", tp, "sp", sp, "exchange",
+                     exchange, "kv_storage", "by_position", "min_tokens", (json_int_t)min_tokens,
+                     "ttft_s", ttft, "requests", "prompt_tokens", (json_int_t)prompt, "split",
+                     split, "overlap_fraction", 0.25, "peak_bytes_max", 5e10, "capacity_bytes",
+                     8e10, "oom", oom);
 }
 
 /* Synthetic sweep: ring on TP4 x SP2 splits (min_tokens 0) or copies

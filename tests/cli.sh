@@ -88,7 +88,8 @@ expect 0 "OUT OF MEMORY" -- "$CPSIM" run --set platform.device.hbm_bytes=4e9 --o
 grep -q '"oom": true' "$tmp/oom/summary.json" || fail "OOM verdict missing from summary"
 
 # SimGrid's options pass through
-expect 0 "" -- "$CPSIM" run --quiet --cfg=maxmin/precision:1e-9 --log=root.thres:critical --out "$tmp/q"
+expect 0 "" -- "$CPSIM" run --quiet --cfg=maxmin/precision:1e-9 --log=root.thres:critical \
+    --out "$tmp/q"
 # --trace-gz: the trace as gzip, the same events; the plain one of an
 # earlier run goes
 "$CPSIM" run --quiet --out "$tmp/gz" || fail "run exited $?"
@@ -140,7 +141,8 @@ EOT
     [ "$got" -eq "${code:-2}" ] || fail "$f: exit $got, expected ${code:-2}: $(cat "$tmp/stderr")"
     [ "$got" -ge 128 ] && fail "$f: crashed with signal $((got - 128))"
     sed -n 's/^# expect: *//p' "$f" | while IFS= read -r want; do
-        grep -qF -- "$want" "$tmp/stderr" || echo "FAIL: $f: message lacks \"$want\": $(cat "$tmp/stderr")"
+        grep -qF -- "$want" "$tmp/stderr" ||
+            echo "FAIL: $f: message lacks \"$want\": $(cat "$tmp/stderr")"
     done | grep FAIL && fails=$((fails + 1))
 done
 [ "$ncase" -ge 25 ] || fail "bad-input corpus has only $ncase cases"

@@ -10,7 +10,8 @@ tmp=$(mktemp -d /tmp/cpsim-inst-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-make -s -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/log" 2>&1 || { cat "$tmp/log"; exit 1; }
+make -s -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log"; exit 1; }
 bin=$(find "$tmp/root" -type f -name cpsim -perm -u+x | head -n 1)
 data=$(find "$tmp/root" -type d -path '*/share/cpsim' | head -n 1)
 [ -n "$bin" ] && [ -n "$data" ] || { echo "FAIL: install tree lacks the binary or data"; exit 1; }
@@ -41,12 +42,15 @@ grep -q "\"workload\": \"$data/workloads/examples/sp-ring.yaml\"" "$tmp/ring/sum
     workloads/examples/sp-ulysses.yaml >/dev/null || fail "installed --platform example path"
 "$bin" sweep workloads/sweeps/thinker-sweep.yaml --list >"$tmp/list" ||
     fail "installed sweep --list of workloads/sweeps/thinker-sweep.yaml"
-[ "$(wc -l <"$tmp/list")" -eq 1120 ] || fail "thinker-sweep lists $(wc -l <"$tmp/list") points, not 1120"
+[ "$(wc -l <"$tmp/list")" -eq 1120 ] ||
+    fail "thinker-sweep lists $(wc -l <"$tmp/list") points, not 1120"
 "$bin" sweep workloads/sweeps/glm51-dsa-cp-sweep.yaml --list >/dev/null ||
     fail "installed sweep --list of workloads/sweeps/glm51-dsa-cp-sweep.yaml"
 [ -e "$tmp/elsewhere/out" ] && fail "--list wrote an output folder"
 "$bin" validate workloads/examples/nope.yaml >/dev/null 2>"$tmp/err" && fail "a missing file ran"
-grep -q "workloads/examples/nope.yaml" "$tmp/err" || fail "a missing file is not named: $(cat "$tmp/err")"
+grep -q "workloads/examples/nope.yaml" "$tmp/err" ||
+    fail "a missing file is not named: $(cat "$tmp/err")"
 
-[ "$fails" -eq 0 ] && echo "install.sh: installed binary runs from installed data, documented paths resolve"
+[ "$fails" -eq 0 ] &&
+    echo "install.sh: installed binary runs from installed data, documented paths resolve"
 [ "$fails" -eq 0 ]

@@ -285,7 +285,8 @@ int cli_sweep(const cli_opts *a)
     cp_err err = {0};
     int rc;
     if (a->merge) {
-        rc = sweep_merge((char *const *)a->args, a->nargs, a->out_dir, a->quiet ? NULL : stdout, &err);
+        rc = sweep_merge((char *const *)a->args, a->nargs, a->out_dir, a->quiet ? NULL : stdout,
+                         &err);
         if (rc == 0 && a->plots)
             rc = sweep_plot_dir(a->out_dir, &err);
         return rc < 0 ? fail(&err) : CP_EXIT_OK;

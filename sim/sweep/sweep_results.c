@@ -157,7 +157,8 @@ static int cmp_line(const void *a, const void *b)
 
 int sweep_lines_normalize(sweep_lines *l, cp_err *err)
 {
-    qsort(l->line, l->n, sizeof *l->line, cmp_line);
+    if (l->n > 1)
+        qsort(l->line, l->n, sizeof *l->line, cmp_line);
     size_t k = 0;
     for (size_t i = 0; i < l->n; i++) {
         if (k > 0 && cmp_line(&l->line[k - 1], &l->line[i]) == 0) {
