@@ -18,7 +18,7 @@
 #include "workloads/datadir.h"
 
 const char *const arch_bundled[] = {
-    "qwen3-omni-30b-a3b-thinker", "qwen3-32b", "qwen3-30b-a3b", "llama-3.1-70b",
+    "qwen3-omni-30b-a3b-thinker", "qwen3-32b", "qwen3-30b-a3b", "llama-3.1-70b", "llama-3.1-405b",
     "deepseek-v3", "deepseek-v3.2-exp", "glm-5", "glm-5.1", NULL,
 };
 

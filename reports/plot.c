@@ -1,9 +1,10 @@
-/* plot: the figure set and its drawing: plots.gp, gnuplot, index.html
- * (see plot_fig.h). */
+/* plot: the figure set and its drawing: plots.gp, gnuplot, index.html, and
+ * the colours and markers every picture family shares (see plot_fig.h). */
 #include "reports/plot_fig.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* ---- styles ------------------------------------------------------------------------ */
+
+const char *const plot_colors[PLOT_NCOLORS] = {"#4477aa", "#ee7733", "#228833", "#aa3377",
+                                               "#66ccee", "#ccbb44", "#000000", "#009988",
+                                               "#ee3377", "#777777", "#332288", "#882255"};
+/* gnuplot's point types: filled circle, square, triangles up and down,
+ * diamond, pentagon, the same open, then a star */
+const int plot_markers[PLOT_NMARKERS] = {7, 5, 9, 11, 13, 15, 6, 4, 8, 10, 12, 14, 3};
+
 /* ---- figures and the script ----------------------------------------------------- */
 
-
-plot_figure *plot_fig_add(plot_figset *fs, const char *name, const char *title, int w, int h)
+plot_figure *plot_fig_add(plot_figset *fs, const char *name, const char *data,
+                          const char *title, int w, int h)
 {
     if (fs->n == fs->cap) {
         fs->cap = fs->cap ? 2 * fs->cap : 8;
@@ -28,7 +38,18 @@ plot_figure *plot_fig_add(plot_figset *fs, const char *name, const char *title, 
     snprintf(f->title, sizeof f->title, "%s", title);
     f->w = w;
     f->h = h;
+    if (data)
+        plot_fig_data(f, data);
     return f;
+}
+
+void plot_fig_data(plot_figure *f, const char *stem)
+{
+    for (int i = 0; i < f->ndata; i++)
+        if (strcmp(f->data[i], stem) == 0)
+            return;
+    if (f->ndata < PLOT_FIG_MAX_DATA)
+        snprintf(f->data[f->ndata++], sizeof f->data[0], "%s", stem);
 }
 
 void plot_figset_free(plot_figset *fs)
@@ -38,11 +59,25 @@ void plot_figset_free(plot_figset *fs)
     free(fs->fig);
 }
 
+int plot_multiplot(char *buf, size_t len, int n)
+{
+    int cols = 1;
+    while (cols * cols < n)
+        cols++;
+    int rows = (n + cols - 1) / cols;
+    snprintf(buf, len, "set multiplot layout %d,%d title", rows, cols);
+    return rows;
+}
+
 /* A string as a gnuplot double-quoted literal. */
 void plot_gp_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
+        if (*s == '\n') {
+            fputs("\\n", f);
+            continue;
+        }
         if (*s == '"' || *s == '\\')
             fputc('\\', f);
         fputc(*s, f);
@@ -50,13 +85,26 @@ void plot_gp_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-FILE *plot_body_open(char **buf, size_t *len)
+FILE *plot_fig_body(const plot_figset *fs, plot_figure *f, const char *cmd, const char *fmt,
+                    ...)
 {
-    FILE *m = open_memstream(buf, len);
+    FILE *m = open_memstream(&f->body, &f->body_len);
     if (!m)
         abort();
     /* each figure starts from gnuplot's defaults; labels are literal text */
     fputs("reset\nset encoding utf8\n", m);
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        text[0] = '\0';
+    size_t used = strlen(text);
+    snprintf(text + used, sizeof text - used, "\n%s", fs->what);
+    fprintf(m, "%s ", cmd);
+    plot_gp_str(m, text);
+    fputc('\n', m);
     return m;
 }
 
@@ -76,24 +124,70 @@ static void write_script(const plot_figset *fs, FILE *f)
     }
 }
 
+/* Text for HTML: &, <, > and " escaped. */
+static void html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
+        }
+    }
+}
+
+/* Every figure with its caption (title, the workload and platform, what it
+ * shows) and links to its PNG, SVG and data files: every link names a file
+ * this folder holds once plot_draw has run. */
 static void write_index(const plot_figset *fs, const char *heading, FILE *f)
 {
-    fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>", f);
-    fputs(heading, f);
-    fputs("</title>\n<style>body{font-family:sans-serif;margin:2em}img{max-width:100%;"
-          "border:1px solid #ccc}</style></head>\n<body>\n<h1>", f);
-    fputs(heading, f);
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>", f);
+    html_text(f, heading);
+    fputs("</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:1700px}"
+          "img{max-width:100%;height:auto;border:1px solid #ccc}figure{margin:2em 0}"
+          "figcaption{margin-top:.4em;color:#333}</style></head>\n<body>\n<h1>", f);
+    html_text(f, heading);
     fputs("</h1>\n", f);
     if (fs->n == 0)
         fputs("<p>Nothing to draw: no point of this sweep ran.</p>\n", f);
     for (int i = 0; i < fs->n; i++) {
         const plot_figure *fg = &fs->fig[i];
-        fprintf(f, "<h2>%s</h2>\n<p><img src=\"%s.png\" width=\"%d\" height=\"%d\" alt=\"%s\">"
-                   "</p>\n<p><a href=\"%s.svg\">SVG</a> &middot; <a href=\"%s.dat\">data</a>"
-                   "</p>\n", fg->title, fg->name, fg->w, fg->h, fg->name, fg->name, fg->name);
+        fprintf(f, "<figure id=\"%s\">\n<h2>", fg->name);
+        html_text(f, fg->title);
+        fprintf(f, "</h2>\n<a href=\"%s.svg\"><img src=\"%s.png\" width=\"%d\" height=\"%d\" "
+                   "alt=\"", fg->name, fg->name, fg->w, fg->h);
+        html_text(f, fg->title);
+        fputs("\"></a>\n<figcaption><b>", f);
+        html_text(f, fg->title);
+        fputs("</b>: ", f);
+        html_text(f, fs->what);
+        if (fg->desc[0]) {
+            fputs(". ", f);
+            html_text(f, fg->desc);
+        }
+        fprintf(f, "<br>\n<a href=\"%s.png\">PNG</a> &middot; <a href=\"%s.svg\">SVG</a>",
+                fg->name, fg->name);
+        for (int d = 0; d < fg->ndata; d++)
+            fprintf(f, " &middot; <a href=\"%s.dat\">%s.dat</a>", fg->data[d], fg->data[d]);
+        fputs("</figcaption>\n</figure>\n", f);
     }
-    fputs("<p>Drawn by gnuplot from <a href=\"plots.gp\">plots.gp</a>.</p>\n</body></html>\n",
-          f);
+    fputs("<p>Drawn by gnuplot from <a href=\"plots.gp\">plots.gp</a> (run <code>gnuplot "
+          "plots.gp</code> in this folder to draw them again", f);
+    /* gnuplot runs, and writes its log, only when there is a figure */
+    if (fs->n > 0)
+        fputs("; its messages: <a href=\"gnuplot.log\">gnuplot.log</a>", f);
+    fputs(").</p>\n</body></html>\n", f);
 }
 
 /* gnuplot from PATH, or 0 when there is none. */

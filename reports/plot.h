@@ -2,26 +2,46 @@
  * and SVG, from the files the run or sweep wrote.  Never re-simulates.
  *
  * Into DIR/plots/:
- *   a run folder (summary.json, trace.json, memory.csv):
+ *   a run folder (summary.json, trace.json or trace.json.gz, memory.csv):
+ *     breakdown  per rank, the makespan as stacked bars: compute alone by
+ *                kernel class, communication under compute (overlapped),
+ *                communication alone (exposed), idle; every bar sums to
+ *                the makespan (plot_breakdown.c)
  *     timeline   one row per rank and stream, ops coloured by class (GEMM,
- *                attention, indexer, MoE, collective, hop, other), over the
- *                whole run or a window of layers
+ *                attention, indexer, MoE GEMM, MoE routing, memory-bound,
+ *                collective, hop, other), over the whole run or the window
+ *                plot_opts picks (plot_timeline.c)
  *     memory     per rank (ranks with equal timelines share a panel), bytes
- *                held stacked by category over time, with the capacity line
+ *                held stacked by category over time, the capacity line and,
+ *                when the run ran out of memory, the OOM point
+ *                (plot_memory.c)
  *   a sweep folder (the lines of results.jsonl, sim/sweep/sweep.h):
  *     ttft       TTFT against prompt length per strategy (log axes), OOM
- *                points marked
- *     overlap    overlap fraction against prompt length per strategy
- *     heatmap-L  per prompt length L, a TP x SP map of the best TTFT (OOM and
- *                failed cells marked)
- *   each as NAME.png and NAME.svg, the data behind it as NAME.dat, the
- *   gnuplot script (plots.gp, rerunnable by hand), gnuplot's messages
- *   (gnuplot.log) and index.html, which shows them all.
+ *                points circled; overlap: the overlap fraction likewise
+ *                (plot_strategies.c); both only with 2+ prompt lengths
+ *     bars       one prompt length: TTFT per strategy as bars grouped by
+ *                TP x SP shape, peak memory beside it with the capacity line,
+ *                OOM bars hatched (plot_bars.c)
+ *     heatmap-L  per prompt length L, a TP x SP map: each cell's winning
+ *                exchange, its TTFT and its margin over the runner-up, OOM
+ *                cells hatched; heatmap: the same by shape x prompt length
+ *                (plot_heatmap.c)
+ *     pareto-L   per prompt length L, TTFT against peak memory of every
+ *                point, the Pareto front of the points that fit highlighted
+ *                (plot_pareto.c)
+ *     crossover  per exchange and shape with SP, split and copied TTFT
+ *                against prompt length, the crossing split.csv reports
+ *                marked (plot_crossover.c)
+ *   each as NAME.png and NAME.svg, the data behind it as .dat files, the
+ *   gnuplot script (plots.gp, rerunnable by hand: restyle it there),
+ *   gnuplot's messages (gnuplot.log) and index.html, which shows them all
+ *   with captions naming the workload and platform (plot.c).
  *
  * A strategy is a point's grid parameters other than the prompt length
  * (keys ending in prompt_tokens) and min_tokens; at each prompt length it
  * shows its best point that fits in memory (over min_tokens), or its best
- * point marked OOM when none fits.
+ * point marked OOM when none fits.  Each strategy keeps one colour and one
+ * marker in every sweep picture.
  */
 #ifndef CP_PLOT_H
 #define CP_PLOT_H
@@ -37,8 +57,16 @@
 #define PLOT_TIMELINE_WIDTH 1600
 #define PLOT_TIMELINE_HEIGHT 900
 
+/* What the timeline of a run shows; the other run pictures cover the whole
+ * run.  Zeroed but for layer_lo = step = -1: the whole run. */
 typedef struct plot_opts {
-    int layer_lo, layer_hi;   /* timeline window; layer_lo < 0: the whole run */
+    int layer_lo, layer_hi;   /* --layers: the window of these layers' ops (in
+                                 the first step that has them unless step is
+                                 set); layer_lo < 0: any layer */
+    int step;                 /* --step: the window of this step's ops; < 0: any */
+    double win_lo, win_hi;    /* --window, simulated ms; win_hi <= win_lo: none */
+    const char *ranks;        /* --ranks "0,2,4-7": the rows of these ranks;
+                                 NULL: every rank */
 } plot_opts;
 
 /* Plots of a run folder (opts NULL: the whole run). */
@@ -46,6 +74,11 @@ int plot_run_dir(const char *dir, const plot_opts *opts, cp_err *err);
 
 /* Plots of a sweep folder from its result lines (sorted by index). */
 int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err);
+
+/* A rank list "0,2,4-7" (ascending or not, ranges inclusive): sel[r] = 1
+ * for every rank listed, which must be < nranks; sel NULL: the syntax only.
+ * Errors name the option --ranks. */
+int plot_ranks_parse(const char *s, unsigned char *sel, int nranks, cp_err *err);
 
 /* A sweep result line as plots and tables read it: from the summary when
  * the point ran, else from its parameters (unknown fields: -1, 0 or ""). */
@@ -67,6 +100,8 @@ typedef struct plot_point {
                                   copied: 0; -1 when sp <= 1 or not known */
     char label[256];           /* strategy: "tp=4 sp=2 exchange=ring" */
     char shape[256];           /* the label without exchange and kv_storage */
+    char rest[256];            /* the label's exchange and kv_storage only ("all":
+                                  none) */
 } plot_point;
 
 void plot_point_of(json_t *line, plot_point *pt);

@@ -1,6 +1,6 @@
-/* plot_sweep: the plots of a sweep folder from its result lines: TTFT and
- * overlap against prompt length per strategy, TP x SP heat maps (see
- * plot.h). */
+/* plot_sweep: the plots of a sweep folder from its result lines: the points
+ * as plots and tables read them, the strategies with their colours and
+ * markers, and the picture families in order (see plot.h). */
 #include "reports/plot_fig.h"
 
 #include <math.h>
@@ -46,10 +46,11 @@ static char *label_value(json_t *v)
     return text;
 }
 
-/* label and shape from the parameters, keys shortened to their last part */
+/* label, shape and rest from the parameters, keys shortened to their last
+ * part */
 static void point_labels(json_t *params, plot_point *pt)
 {
-    size_t ol = 0, os = 0;
+    size_t ol = 0, os = 0, orr = 0;
     const char *k;
     json_t *v;
     json_object_foreach(params, k, v) {
@@ -60,15 +61,21 @@ static void point_labels(json_t *params, plot_point *pt)
         if (ol < sizeof pt->label)
             ol += (size_t)snprintf(pt->label + ol, sizeof pt->label - ol, "%s%s=%s",
                                    ol ? " " : "", short_k, text);
-        if (!ends_with(k, "exchange") && !ends_with(k, "kv_storage") && os < sizeof pt->shape)
+        int rest = ends_with(k, "exchange") || ends_with(k, "kv_storage");
+        if (!rest && os < sizeof pt->shape)
             os += (size_t)snprintf(pt->shape + os, sizeof pt->shape - os, "%s%s=%s",
                                    os ? " " : "", short_k, text);
+        if (rest && orr < sizeof pt->rest)
+            orr += (size_t)snprintf(pt->rest + orr, sizeof pt->rest - orr, "%s%s=%s",
+                                    orr ? " " : "", short_k, text);
         free(text);
     }
     if (!ol)
         snprintf(pt->label, sizeof pt->label, "all");
     if (!os)
         snprintf(pt->shape, sizeof pt->shape, "all");
+    if (!orr)
+        snprintf(pt->rest, sizeof pt->rest, "all");
 }
 
 static long long param_int(json_t *params, const char *key, long long dflt)
@@ -125,7 +132,55 @@ void plot_point_of(json_t *line, plot_point *pt)
         pt->split = json_is_true(split);
 }
 
-/* ---- sweep: strategies against prompt length ------------------------------------------------ */
+/* ---- what the pictures share ------------------------------------------------------- */
+
+const plot_point *plot_shown(const plot_sweepset *ss, const char *label, long long L)
+{
+    const plot_point *best = NULL;
+    for (size_t i = 0; i < ss->n; i++) {
+        const plot_point *p = &ss->p[i];
+        if (!p->ok || p->prompt != L || strcmp(p->label, label) != 0)
+            continue;
+        if (!best || (best->oom && !p->oom) || (best->oom == p->oom && p->ttft_s < best->ttft_s))
+            best = p;
+    }
+    return best;
+}
+
+void plot_prompt_tics(FILE *b, const long long *L, size_t nl)
+{
+    fputs("set xtics (", b);
+    for (size_t q = 0; q < nl; q++) {
+        if (L[q] % 1024 == 0)
+            fprintf(b, "%s\"%lldK\" %lld", q ? ", " : "", L[q] / 1024, L[q]);
+        else
+            fprintf(b, "%s\"%lld\" %lld", q ? ", " : "", L[q], L[q]);
+    }
+    fputs(")\n", b);
+}
+
+/* A key entry at font 8 takes ~13 px; 150 px go to the title and margins. */
+static int key_rows(int h)
+{
+    int rows = (h - 150) / 13;
+    return rows < 4 ? 4 : rows;
+}
+
+void plot_key_right(FILE *b, int h)
+{
+    fprintf(b, "set key outside right top vertical maxrows %d font \",8\" spacing 1.0 "
+               "samplen 2\n", key_rows(h));
+}
+
+/* A column of keys is ~320 px wide (labels of ~45 characters); the first
+ * fits in PLOT_WIDTH. */
+int plot_width_for_key(size_t entries, int h)
+{
+    size_t cols = (entries + (size_t)key_rows(h) - 1) / (size_t)key_rows(h);
+    return PLOT_WIDTH + (cols > 1 ? (int)(cols - 1) * 320 : 0);
+}
+
+/* ---- the sweep ------------------------------------------------------------------------- */
 
 static int cmp_ll(const void *a, const void *b)
 {
@@ -143,254 +198,152 @@ static size_t distinct_ll(long long *v, size_t n)
     return m;
 }
 
-/* The point a strategy shows at a prompt length: its best that fits, else
- * its best out of memory; NULL when none ran. */
-static const plot_point *shown(const plot_point *p, size_t n, const char *label, long long L)
+/* The index of s in v[0..*n), appended when new. */
+static size_t intern(const char **v, size_t *n, const char *s)
 {
-    const plot_point *best = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!p[i].ok || p[i].prompt != L || strcmp(p[i].label, label) != 0)
-            continue;
-        if (!best || (best->oom && !p[i].oom) ||
-            (best->oom == p[i].oom && p[i].ttft_s < best->ttft_s))
-            best = &p[i];
-    }
-    return best;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(v[i], s) == 0)
+            return i;
+    v[*n] = s;
+    return (*n)++;
 }
 
-static void prompt_tics(FILE *b, const long long *L, size_t nl)
+/* Colour and marker per strategy.  When the strategies vary both in shape
+ * and in exchange (a few of each), the colour says the exchange and the
+ * marker the shape, so every strategy has a pair of its own that reads;
+ * otherwise strategy k takes colour k % 12 and marker k % 13: pairs of
+ * their own for the first 156, and neighbours apart in both. */
+static void assign_styles(plot_sweepset *ss, const plot_point *const *first)
 {
-    fputs("set xtics (", b);
-    for (size_t q = 0; q < nl; q++) {
-        if (L[q] % 1024 == 0)
-            fprintf(b, "%s\"%lldK\" %lld", q ? ", " : "", L[q] / 1024, L[q]);
-        else
-            fprintf(b, "%s\"%lld\" %lld", q ? ", " : "", L[q], L[q]);
-    }
-    fputs(")\n", b);
-}
-
-/* strategies.dat: one block per strategy (prompt ttft_s overlap_pct oom
- * index); ttft and overlap draw from it. */
-static int plot_strategies(plot_figset *fs, const plot_point *p, size_t n, const long long *L,
-                           size_t nl, cp_err *err)
-{
-    const char **labels = malloc((n + 1) * sizeof *labels);
-    if (!labels)
+    const char **rests = malloc((ss->ns + 1) * sizeof *rests);
+    const char **shapes = malloc((ss->ns + 1) * sizeof *shapes);
+    size_t *ri = malloc((ss->ns + 1) * sizeof *ri), *si = malloc((ss->ns + 1) * sizeof *si);
+    if (!rests || !shapes || !ri || !si)
         abort();
-    size_t ns = 0;
+    size_t nr = 0, nsh = 0;
+    for (size_t k = 0; k < ss->ns; k++) {
+        ri[k] = intern(rests, &nr, first[k]->rest);
+        si[k] = intern(shapes, &nsh, first[k]->shape);
+    }
+    ss->factored = nr > 1 && nsh > 1 && nr <= PLOT_NCOLORS && nsh <= PLOT_NMARKERS;
+    for (size_t k = 0; k < ss->ns; k++) {
+        ss->color[k] = (int)((ss->factored ? ri[k] : k) % PLOT_NCOLORS);
+        ss->marker[k] = plot_markers[(ss->factored ? si[k] : k) % PLOT_NMARKERS];
+    }
+    free(rests);
+    free(shapes);
+    free(ri);
+    free(si);
+}
+
+/* Up to three distinct values of a scenario field, joined: "a, b and 2 more". */
+static void distinct_text(const plot_point *p, json_t *const *lines, size_t n, const char *key,
+                          int base_name, char *buf, size_t len)
+{
+    const char *seen[3];
+    size_t ns = 0, more = 0, off = 0;
+    buf[0] = '\0';
     for (size_t i = 0; i < n; i++) {
+        if (!p[i].ok)
+            continue;
+        const char *v = json_string_value(json_object_get(
+            json_object_get(json_object_get(lines[i], "summary"), "scenario"), key));
+        if (!v)
+            continue;
+        if (base_name && strrchr(v, '/'))
+            v = strrchr(v, '/') + 1;
         size_t k = 0;
-        while (k < ns && strcmp(labels[k], p[i].label) != 0)
+        while (k < ns && strcmp(seen[k], v) != 0)
             k++;
-        if (k == ns && p[i].ok && p[i].prompt >= 0)
-            labels[ns++] = p[i].label;
-    }
-    rep_file rf;
-    int rc = plot_data_open(fs, "strategies", &rf, err), any_oom = 0;
-    for (size_t k = 0; rc == 0 && k < ns; k++) {
-        fprintf(rf.f, "%s# %s: prompt_tokens ttft_s overlap_pct oom index\n", k ? "\n\n" : "",
-                labels[k]);
-        for (size_t q = 0; q < nl; q++) {
-            const plot_point *s = shown(p, n, labels[k], L[q]);
-            if (s)
-                fprintf(rf.f, "%lld %.9g %.6f %d %d\n", L[q], s->ttft_s, 100 * s->overlap,
-                        s->oom, s->index);
-            any_oom |= s && s->oom;
-        }
-    }
-    if (rc == 0)
-        rc = rep_close(&rf, 1, err);
-    for (int which = 0; rc == 0 && which < 2; which++) {
-        plot_figure *f = which ? plot_fig_add(fs, "overlap", "overlap per strategy", PLOT_WIDTH,
-                                    PLOT_HEIGHT)
-                          : plot_fig_add(fs, "ttft", "TTFT against prompt length", PLOT_WIDTH,
-                                    PLOT_HEIGHT);
-        size_t len;
-        FILE *b = plot_body_open(&f->body, &len);
-        /* a quarter octave of margin keeps the end points off the frame */
-        fprintf(b, "set title \"%s per strategy%s\"\nset xlabel \"prompt tokens\"\n"
-                   "set ylabel \"%s\"\nset logscale x 2\nset xrange [%.6g:%.6g]\n%sset grid\n"
-                   "set key below font \",8\"\n",
-                which ? "share of communication time under compute" : "time to first token",
-                any_oom ? " (out-of-memory points circled)" : "",
-                which ? "overlap (%)" : "TTFT (s)", (double)L[0] / 1.19, (double)L[nl - 1] * 1.19,
-                which ? "set yrange [0:100]\n" : "set logscale y\n");
-        prompt_tics(b, L, nl);
-        fputs("plot", b);
-        for (size_t k = 0; k < ns; k++) {
-            fprintf(b, "%s \"strategies.dat\" index %zu using 1:%d with linespoints pt 7 ps 0.8 "
-                       "title ", k ? ", \\\n    " : "", k, which ? 3 : 2);
-            plot_gp_str(b, labels[k]);
-        }
-        if (any_oom)
-            for (size_t k = 0; k < ns; k++)
-                fprintf(b, ", \\\n    \"strategies.dat\" index %zu using 1:($4 > 0 ? $%d : 1/0) "
-                           "with points pt 6 ps 2.5 lw 2 lc rgb \"#cc0000\" %s", k,
-                        which ? 3 : 2, k ? "notitle" : "title \"out of memory\"");
-        fputc('\n', b);
-        fclose(b);
-    }
-    free(labels);
-    return rc;
-}
-
-/* ---- sweep: TP x SP heat maps ---------------------------------------------------------------- */
-
-enum { CELL_NONE, CELL_FITS, CELL_OOM, CELL_FAILED };
-
-typedef struct cell {
-    int state;
-    double ttft;
-} cell;
-
-static int index_of(const long long *v, size_t n, long long x)
-{
-    for (size_t i = 0; i < n; i++)
-        if (v[i] == x)
-            return (int)i;
-    return -1;
-}
-
-static void fill_cells(const plot_point *p, size_t n, long long L, const long long *tps,
-                       size_t ntp, const long long *sps, size_t nsp, cell *c)
-{
-    for (size_t i = 0; i < ntp * nsp; i++)
-        c[i] = (cell){CELL_NONE, 0};
-    for (size_t i = 0; i < n; i++) {
-        int x = index_of(tps, ntp, p[i].tp), y = index_of(sps, nsp, p[i].sp);
-        if (p[i].prompt != L || x < 0 || y < 0)
+        if (k < ns)
             continue;
-        cell *k = &c[(size_t)y * ntp + (size_t)x];
-        int st = !p[i].ok ? CELL_FAILED : p[i].oom ? CELL_OOM : CELL_FITS;
-        /* fits beats OOM beats failed; a faster point beats one of its kind */
-        int better = k->state == CELL_NONE || (st != CELL_FAILED && k->state == CELL_FAILED) ||
-                     (st == CELL_FITS && k->state == CELL_OOM) ||
-                     (st == k->state && st != CELL_FAILED && p[i].ttft_s < k->ttft);
-        if (better)
-            *k = (cell){st, p[i].ttft_s};
+        if (ns == 3) {
+            more++;
+            continue;
+        }
+        seen[ns++] = v;
+        if (off < len)
+            off += (size_t)snprintf(buf + off, len - off, "%s%s", ns > 1 ? ", " : "", v);
     }
+    if (more && off < len)
+        snprintf(buf + off, len - off, " and %zu more", more);
+    if (!ns)
+        snprintf(buf, len, "?");
 }
 
-static void axis_tics(FILE *b, const char *axis, const long long *v, size_t n)
+/* "sweep NAME: model (base.yaml) on platform" */
+static void sweep_what(const char *dir, const plot_point *p, json_t *const *lines, size_t n,
+                       char *buf, size_t len)
 {
-    fprintf(b, "set %stics (", axis);
-    for (size_t i = 0; i < n; i++)
-        fprintf(b, "%s\"%lld\" %zu", i ? ", " : "", v[i], i);
-    fputs(")\n", b);
-}
-
-static int plot_heatmap(plot_figset *fs, const plot_point *p, size_t n, long long L,
-                        const long long *tps, size_t ntp, const long long *sps, size_t nsp,
-                        cp_err *err)
-{
-    cell *c = malloc(ntp * nsp * sizeof *c);
-    if (!c)
-        abort();
-    fill_cells(p, n, L, tps, ntp, sps, nsp, c);
-    char name[64];
-    snprintf(name, sizeof name, "heatmap-%lld", L);
-    rep_file rf;
-    int rc = plot_data_open(fs, name, &rf, err), block[4] = {-1, -1, -1, -1}, nb = 0;
-    double lo = INFINITY, hi = 0;
-    static const char *const state_name[] = {"", "fits", "out of memory", "failed"};
-    for (int st = CELL_FITS; rc == 0 && st <= CELL_FAILED; st++) {
-        for (size_t i = 0; i < ntp * nsp; i++) {
-            if (c[i].state != st)
-                continue;
-            if (block[st] < 0) {
-                fprintf(rf.f, "%s# %s: tp_index sp_index ttft_s tp sp\n", nb ? "\n\n" : "",
-                        state_name[st]);
-                block[st] = nb++;
-            }
-            fprintf(rf.f, "%zu %zu %.9g %lld %lld\n", i % ntp, i / ntp,
-                    st == CELL_FAILED ? 0.0 : c[i].ttft, tps[i % ntp], sps[i / ntp]);
-            if (st == CELL_FITS) {
-                lo = fmin(lo, c[i].ttft);
-                hi = fmax(hi, c[i].ttft);
-            }
-        }
-    }
-    if (rc == 0)
-        rc = rep_close(&rf, 1, err);
-    if (rc == 0 && nb > 0) {
-        char title[128];
-        snprintf(title, sizeof title, "TP x SP, prompt %lld tokens", L);
-        plot_figure *f = plot_fig_add(fs, name, title, PLOT_WIDTH, PLOT_HEIGHT);
-        size_t len;
-        FILE *b = plot_body_open(&f->body, &len);
-        fprintf(b, "set title \"best TTFT (s) by TP x SP, prompt of %lld tokens\"\n"
-                   "set xlabel \"TP\"\nset ylabel \"SP\"\nset xrange [-0.5:%zu.5]\n"
-                   "set yrange [-0.5:%zu.5]\nset style fill solid 1.0 border lc rgb \"white\"\n"
-                   "unset key\nset cblabel \"TTFT (s)\"\nset format cb \"%%.3g\"\n"
-                   "set palette defined (0 \"#1a9850\", 1 \"#fee08b\", 2 \"#d73027\")\n",
-                L, ntp - 1, nsp - 1);
-        /* a 10 % margin keeps a single value from collapsing the colour
-         * range; a log scale once the values span a decade */
-        if (block[CELL_FITS] >= 0)
-            fprintf(b, "%sset cbrange [%.9g:%.9g]\n", hi > 10 * lo ? "set logscale cb\n" : "",
-                    lo * 0.9, hi * 1.1);
-        axis_tics(b, "x", tps, ntp);
-        axis_tics(b, "y", sps, nsp);
-        fputs("plot", b);
-        const char *sep = "";
-        if (block[CELL_FITS] >= 0) {
-            fprintf(b, " \"%s.dat\" index %d using 1:2:(0.5):(0.5):3 with boxxyerror fc palette "
-                       "notitle, \\\n    \"%s.dat\" index %d using 1:2:(sprintf(\"%%.4g s\", $3)) "
-                       "with labels notitle", name, block[CELL_FITS], name, block[CELL_FITS]);
-            sep = ", \\\n   ";
-        }
-        if (block[CELL_OOM] >= 0) {
-            fprintf(b, "%s \"%s.dat\" index %d using 1:2:(0.5):(0.5) with boxxyerror fc rgb "
-                       "\"#777777\" notitle, \\\n    \"%s.dat\" index %d using "
-                       "1:2:(sprintf(\"OOM\\n%%.4g s\", $3)) with labels tc rgb \"white\" notitle",
-                    sep, name, block[CELL_OOM], name, block[CELL_OOM]);
-            sep = ", \\\n   ";
-        }
-        if (block[CELL_FAILED] >= 0)
-            fprintf(b, "%s \"%s.dat\" index %d using 1:2:(0.5):(0.5) with boxxyerror fc rgb "
-                       "\"#dddddd\" notitle, \\\n    \"%s.dat\" index %d using "
-                       "1:2:(\"failed\") with labels notitle", sep, name, block[CELL_FAILED],
-                    name, block[CELL_FAILED]);
-        fputc('\n', b);
-        fclose(b);
-    }
-    free(c);
-    return rc;
+    char path[4200], model[120], wl[120], plat[120];
+    snprintf(path, sizeof path, "%s/sweep.json", dir);
+    json_t *meta = json_load_file(path, 0, NULL);
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!name)     /* no sweep.json: the folder's name */
+        name = strrchr(dir, '/') && strrchr(dir, '/')[1] ? strrchr(dir, '/') + 1 : dir;
+    distinct_text(p, lines, n, "model", 0, model, sizeof model);
+    distinct_text(p, lines, n, "workload", 1, wl, sizeof wl);
+    distinct_text(p, lines, n, "platform", 0, plat, sizeof plat);
+    snprintf(buf, len, "sweep %s: %s (%s) on %s", name, model, wl, plat);
+    json_decref(meta);
 }
 
 int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err)
 {
     plot_point *p = malloc((n + 1) * sizeof *p);
-    long long *L = malloc((n + 1) * sizeof *L), *tps = malloc((n + 1) * sizeof *tps),
-              *sps = malloc((n + 1) * sizeof *sps);
-    if (!p || !L || !tps || !sps)
+    const plot_point **first = malloc((n + 1) * sizeof *first);
+    plot_sweepset ss = {.p = p, .n = n, .dir = dir};
+    ss.L = malloc((n + 1) * sizeof *ss.L);
+    ss.tps = malloc((n + 1) * sizeof *ss.tps);
+    ss.sps = malloc((n + 1) * sizeof *ss.sps);
+    ss.labels = malloc((n + 1) * sizeof *ss.labels);
+    ss.color = malloc((n + 1) * sizeof *ss.color);
+    ss.marker = malloc((n + 1) * sizeof *ss.marker);
+    if (!p || !first || !ss.L || !ss.tps || !ss.sps || !ss.labels || !ss.color || !ss.marker)
         abort();
-    size_t nl = 0, ntp = 0, nsp = 0;
     for (size_t i = 0; i < n; i++) {
         plot_point_of(lines[i], &p[i]);
-        if (p[i].ok && p[i].prompt >= 0)
-            L[nl++] = p[i].prompt;
+        if (p[i].ok && p[i].prompt >= 0) {
+            ss.L[ss.nl++] = p[i].prompt;
+            size_t k = ss.ns;
+            if (intern(ss.labels, &ss.ns, p[i].label) == k && ss.ns > k)
+                first[k] = &p[i];
+        }
         if (p[i].tp > 0 && p[i].sp > 0 && p[i].prompt >= 0) {
-            tps[ntp++] = p[i].tp;
-            sps[nsp++] = p[i].sp;
+            ss.tps[ss.ntp++] = p[i].tp;
+            ss.sps[ss.nsp++] = p[i].sp;
         }
     }
-    nl = distinct_ll(L, nl);
-    ntp = distinct_ll(tps, ntp);
-    nsp = distinct_ll(sps, nsp);
+    ss.nl = distinct_ll(ss.L, ss.nl);
+    ss.ntp = distinct_ll(ss.tps, ss.ntp);
+    ss.nsp = distinct_ll(ss.sps, ss.nsp);
+    assign_styles(&ss, first);
     plot_figset fs;
     int rc = plot_dir_open(dir, &fs, err);
-    if (rc == 0 && nl > 0)
-        rc = plot_strategies(&fs, p, n, L, nl, err);
-    for (size_t q = 0; rc == 0 && q < nl && ntp > 0; q++)
-        rc = plot_heatmap(&fs, p, n, L[q], tps, ntp, sps, nsp, err);
     if (rc == 0)
-        rc = plot_draw(&fs, "cpsim sweep", err);
+        sweep_what(dir, p, lines, n, fs.what, sizeof fs.what);
+    if (rc == 0 && ss.nl > 1)
+        rc = plot_strategies(&fs, &ss, err);
+    if (rc == 0 && ss.nl == 1)
+        rc = plot_bars(&fs, &ss, err);
+    if (rc == 0 && ss.nl > 0 && ss.ntp > 0)
+        rc = plot_heatmaps(&fs, &ss, err);
+    if (rc == 0 && ss.nl > 1)
+        rc = plot_crossover(&fs, &ss, err);
+    if (rc == 0 && ss.nl > 0)
+        rc = plot_paretos(&fs, &ss, err);
+    char heading[700];
+    snprintf(heading, sizeof heading, "cpsim %s", fs.what);
+    if (rc == 0)
+        rc = plot_draw(&fs, heading, err);
     plot_figset_free(&fs);
     free(p);
-    free(L);
-    free(tps);
-    free(sps);
+    free(first);
+    free(ss.L);
+    free(ss.tps);
+    free(ss.sps);
+    free(ss.labels);
+    free(ss.color);
+    free(ss.marker);
     return rc;
 }

@@ -62,7 +62,7 @@ START_TEST(test_bundled_all_load)
         ck_assert_int_gt(arch_total_params(&a), 0);
         ck_assert_str_eq(a.torch_dtype, "bfloat16");
     }
-    ck_assert_int_eq(n, 8); /* the eight files of models/configs/ */
+    ck_assert_int_eq(n, 9); /* the nine files of models/configs/ */
 }
 END_TEST
 
@@ -220,6 +220,10 @@ static const struct {
     /* 30.5 B: https://apxml.com/models/qwen3-30b-a3b ("30.5 billion
      * parameters in total"), the Qwen3-30B-A3B model card figure */
     {"qwen3-30b-a3b", 30.5e9, 0, 0, 0},
+    /* the Llama 3.1 405B model card's "405B" (to the 0.5 % of ck_near);
+     * attention per layer: q and o 16384^2 each, k and v 16384 x 1024 each
+     * (8 KV heads of 128) */
+    {"llama-3.1-405b", 405.85e9, 2.0 * 16384 * 16384 + 2.0 * 16384 * 1024, 0, 0},
 };
 
 START_TEST(test_param_counts)
@@ -1181,7 +1185,8 @@ END_TEST
 START_TEST(test_unknown_bundled)
 {
     const char *list = "bundled models: qwen3-omni-30b-a3b-thinker, qwen3-32b, qwen3-30b-a3b, "
-                       "llama-3.1-70b, deepseek-v3, deepseek-v3.2-exp, glm-5, glm-5.1";
+                       "llama-3.1-70b, llama-3.1-405b, deepseek-v3, deepseek-v3.2-exp, glm-5, "
+                       "glm-5.1";
     char want[512];
     snprintf(want, sizeof want, "unknown model \"qwen3-33b\" (did you mean \"qwen3-32b\"?); %s",
              list);

@@ -7,7 +7,8 @@
 #     none twice, results identical to the uninterrupted run;
 #   - the same sweep in 3 shards through GNU parallel, merged: identical;
 #   - the plots of the sweep and of a run: valid PNG/SVG of the documented
-#     sizes, their data files agreeing with results and summary;
+#     sizes, their data files agreeing with results and summary, index.html's
+#     links resolving (tests/plots.sh checks each picture in depth);
 #   - refusals: existing results without --resume, another sweep's folder,
 #     a bad `where`, gnuplot missing.
 # Exit 77 (skipped) when GNU parallel is missing and all else passed.
@@ -19,6 +20,7 @@ tmp=$(mktemp -d /tmp/cpsim-sweep-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$top_srcdir/tests/plot_checks.sh"
 
 cat >"$tmp/base.yaml" <<'EOF'
 model: qwen3-omni-30b-a3b-thinker
@@ -79,13 +81,6 @@ before=$(wc -l <"$tmp/killed/results.jsonl")
 [ "$before" -ge 3 ] && [ "$before" -lt $total ] ||
     fail "the kill should come mid-run ($before of $total lines)"
 sleep 0.3  # the orphaned child finishes and dies on its closed pipe
-expect_refusal() {
-    msg=$1; shift
-    "$@" >"$tmp/r.out" 2>&1
-    rc=$?
-    [ $rc -eq 2 ] || fail "$*: exited $rc, expected 2"
-    grep -qF -- "$msg" "$tmp/r.out" || fail "$*: lacks \"$msg\": $(head -c 300 "$tmp/r.out")"
-}
 expect_refusal "add --resume" "$CPSIM" sweep "$tmp/s.yaml" --out "$tmp/killed"
 "$CPSIM" sweep "$tmp/s.yaml" -j 2 --resume --out "$tmp/killed" >/dev/null 2>"$tmp/resume.err" ||
     fail "resume exited $?: $(cat "$tmp/resume.err")"
@@ -136,40 +131,15 @@ else
 fi
 
 # ---- plots ---------------------------------------------------------------------------
-# check_png FILE W H / check_svg FILE W H: the format and the canvas size
-check_png() {
-    [ -s "$1" ] || { fail "$1 missing"; return; }
-    sig=$(od -An -tx1 -N8 "$1" | tr -d ' \n')
-    [ "$sig" = 89504e470d0a1a0a ] || fail "$1: not a PNG"
-    [ "$(od -An -tx1 -j12 -N4 "$1" | tr -d ' \n')" = 49484452 ] || fail "$1: no IHDR"
-    wh=$(od -An -tu1 -j16 -N8 "$1" |
-        awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4,
-                     $5 * 16777216 + $6 * 65536 + $7 * 256 + $8 }')
-    [ "$wh" = "$2 $3" ] || fail "$1: $wh, expected $2 $3"
-}
-check_svg() {
-    [ -s "$1" ] || { fail "$1 missing"; return; }
-    root=$(tr '\n' ' ' <"$1" | grep -o '<svg[^>]*>' | head -1)
-    case $root in
-        *"width=\"$2\""*"height=\"$3\""*) ;;
-        *) fail "$1: root element $root, expected width $2 height $3" ;;
-    esac
-    tail -c 20 "$1" | grep -q '</svg>' || fail "$1: not closed"
-}
 P="$tmp/merged/plots"
 for f in ttft overlap heatmap-1024 heatmap-2048 heatmap-4096; do
-    check_png "$P/$f.png" 1200 750
-    check_svg "$P/$f.svg" 1200 750
-    grep -q "src=\"$f.png\"" "$P/index.html" || fail "index.html does not show $f"
+    check_pic "$P" $f 1200 750
 done
+check_index "$P" "sweep small:" qwen3-omni-30b-a3b-thinker h100-sxm-8
 # the TTFT drawn for tp=8 at 2048 tokens is the one in results.csv
 want=$(awk -F, '$3 == 8 && $4 == 2048 { print $9; exit }' "$tmp/single/results.csv")
 got=$(awk '/^# tp=8:/ { on = 1; next } /^#/ { on = 0 } on && $1 == 2048 { print $2 }' \
     "$P/strategies.dat")
-# near A B: equal to a relative 1e-6 (the data files print 9 digits)
-near() {
-    awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && (a - b) / a < 1e-6 && (b - a) / a < 1e-6) }'
-}
 near "$want" "$got" ||
     fail "strategies.dat TTFT $got, results.csv $want"
 # the heat map cell of tp 8 holds the best TTFT of its prompt length
@@ -181,11 +151,10 @@ near "$best" "$cell" ||
 # a run: timeline and memory
 "$CPSIM" run "$tmp/base.yaml" --quiet --out "$tmp/run" || fail "run exited $?"
 "$CPSIM" plot "$tmp/run" >/dev/null || fail "plot of a run exited $?"
-check_png "$tmp/run/plots/timeline.png" 1600 900
-check_svg "$tmp/run/plots/timeline.svg" 1600 900
-check_png "$tmp/run/plots/memory.png" 1200 750
-check_svg "$tmp/run/plots/memory.svg" 1200 750
-grep -q 'src="memory.png"' "$tmp/run/plots/index.html" || fail "run index.html lacks memory"
+check_pic "$tmp/run/plots" timeline 1600 900
+check_pic "$tmp/run/plots" memory 1200 750
+check_pic "$tmp/run/plots" breakdown 1200 750
+check_index "$tmp/run/plots" qwen3-omni-30b-a3b-thinker h100-sxm-8
 # the memory stack tops out at the summary's peak (GB), the timeline ends
 # at the makespan (ms)
 peak=$(grep -m1 '"peak_bytes_max"' "$tmp/run/summary.json" | sed 's/.*: \([0-9.e+]*\).*/\1/')

@@ -72,6 +72,9 @@ typedef struct cli_opts {
     int no_share;                      /* --no-share (sweep) */
     int merge;                         /* --merge (sweep): args are shard folders */
     int layer_lo, layer_hi;            /* --layers A-B (plot); -1: the whole run */
+    int step, has_step;                /* --step N (plot); has_step 0: not given */
+    double window_lo, window_hi;       /* --window T0:T1 (plot), simulated ms; 0:0: none */
+    const char *ranks;                 /* --ranks LIST (plot): "0,2,4-7"; NULL: all */
     int help;                          /* --help, -h */
     int version;                       /* --version */
     unsigned long long given;          /* bit i: the option cli_options[i] was given */

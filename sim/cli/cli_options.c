@@ -10,6 +10,7 @@
 
 #include <sys/stat.h>
 
+#include "reports/plot.h"
 #include "sim/sweep/sweep.h"
 #include "workloads/datadir.h"
 
@@ -43,6 +44,46 @@ static int set_layers(cli_opts *o, const char *v, cp_err *err)
         return cp_fail(err, CP_EXIT_INPUT, "--layers %s: expected A-B with 0 <= A <= B", v);
     o->layer_lo = (int)a;
     o->layer_hi = (int)b;
+    return 0;
+}
+
+/* N: a step of the run (plot --step). */
+static int set_step(cli_opts *o, const char *v, cp_err *err)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    /* 1e6: far beyond any run's step count; bounds the int conversion */
+    if (end == v || *end || errno || n < 0 || n > 1000000)
+        return cp_fail(err, CP_EXIT_INPUT, "--step %s: expected a whole number in [0, 1000000]",
+                       v);
+    o->step = (int)n;
+    o->has_step = 1;
+    return 0;
+}
+
+/* "T0:T1": a window of simulated time in ms, 0 <= T0 < T1. */
+static int set_window(cli_opts *o, const char *v, cp_err *err)
+{
+    char *end, *end2 = NULL;
+    errno = 0;
+    double a = strtod(v, &end), b = -1;
+    if (end != v && *end == ':')
+        b = strtod(end + 1, &end2);
+    if (end == v || *end != ':' || !end2 || end2 == end + 1 || *end2 || errno ||
+        !isfinite(a) || !isfinite(b) || a < 0 || b <= a)
+        return cp_fail(err, CP_EXIT_INPUT, "--window %s: expected T0:T1 in ms with "
+                       "0 <= T0 < T1", v);
+    o->window_lo = a;
+    o->window_hi = b;
+    return 0;
+}
+
+static int set_ranks(cli_opts *o, const char *v, cp_err *err)
+{
+    if (plot_ranks_parse(v, NULL, 0, err) != 0)
+        return -1;
+    o->ranks = v;
     return 0;
 }
 
@@ -106,7 +147,16 @@ const cli_option cli_options[] = {
     {.name = "--merge", .cmds = SWEEP, .type = CLI_FLAG, .off = OFF(merge),
      .help = "the arguments are shard folders of one sweep: join them into --out DIR"},
     {.name = "--layers", .cmds = PLOT, .type = CLI_CALL, .set = set_layers, .value = "A-B",
-     .help = "the timeline shows layers A to B only (A or A-A: one layer)"},
+     .help = "the timeline shows layers A to B only (A or A-A: one layer), in the first step "
+             "that has them unless --step says which"},
+    {.name = "--step", .cmds = PLOT, .type = CLI_CALL, .set = set_step, .value = "N",
+     .help = "the timeline shows step N of the run only (0: the first prefill step; the "
+             "trace's args.step)"},
+    {.name = "--window", .cmds = PLOT, .type = CLI_CALL, .set = set_window, .value = "T0:T1",
+     .help = "the timeline shows simulated time T0 to T1 ms only (with --step or --layers: "
+             "within their window)"},
+    {.name = "--ranks", .cmds = PLOT, .type = CLI_CALL, .set = set_ranks, .value = "LIST",
+     .help = "the timeline shows these ranks only: a list of ranks and ranges, 0,2,4-7"},
     {.name = "--cfg", .cmds = RUN, .type = CLI_SIMGRID, .value = "KEY:VALUE",
      .help = "a SimGrid configuration item (--cfg=maxmin/precision:1e-9), checked and "
              "passed to SimGrid; cpsim sets the network model itself",
@@ -164,10 +214,13 @@ const cli_command cli_commands[CLI_NCMDS] = {
         "the tables."},
     [CMD_PLOT] = {
         "plot", "DIR", NULL, "gnuplot pictures of a run or sweep folder",
-        "Draws the plots of a run folder (summary.json, trace.json, memory.csv: timeline and "
-        "memory) or of a sweep folder (results.jsonl: TTFT and overlap against prompt length "
-        "per strategy, TP x SP heat maps) with gnuplot, as PNG and SVG, into DIR/plots, with "
-        "an index.html that shows them all."},
+        "Draws the plots of a run folder (summary.json, trace.json, memory.csv: the per-rank "
+        "breakdown, the timeline, memory by category) or of a sweep folder (results.jsonl: "
+        "TTFT and overlap against prompt length per strategy, or bars of TTFT and peak memory "
+        "for one prompt length, TP x SP heat maps of the winning exchange, Pareto plots of "
+        "TTFT against peak memory, split against copied steps) with gnuplot, as PNG and SVG, "
+        "into DIR/plots, with their data, the script plots.gp and an index.html that shows "
+        "them all."},
 };
 
 /* ---- the parser ------------------------------------------------------------------------ */
@@ -460,7 +513,7 @@ static int given(const cli_opts *o, const char *name)
 /* The command's arguments and the options that go only together. */
 static int check_command(cli_opts *o, cp_err *err)
 {
-    const char *cmd = cli_commands[o->cmd].name;
+    const char *cmd = o->cmd == CMD_NONE ? "" : cli_commands[o->cmd].name;
     const char *extra = o->nargs > 1 ? o->args[1] : NULL;
     switch (o->cmd) {
     case CMD_RUN:

@@ -1,5 +1,7 @@
-/* cli_plot: `cpsim plot DIR [--layers A-B]`: the plots of a run folder or
- * of a sweep folder (reports/plot.h), whichever DIR holds. */
+/* cli_plot: `cpsim plot DIR [--layers A-B] [--step N] [--window T0:T1]
+ * [--ranks LIST]`: the plots of a run folder or of a sweep folder
+ * (reports/plot.h), whichever DIR holds; the options pick the window of a
+ * run's timeline. */
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -15,16 +17,32 @@ static int exists(const char *dir, const char *file)
     return stat(path, &st) == 0;
 }
 
+/* The first timeline option given, NULL when none. */
+static const char *timeline_option(const cli_opts *o)
+{
+    return o->layer_lo >= 0                  ? "--layers"
+           : o->has_step                     ? "--step"
+           : o->window_hi > o->window_lo     ? "--window"
+           : o->ranks                        ? "--ranks"
+                                             : NULL;
+}
+
 int cli_plot(const cli_opts *o)
 {
     const char *dir = o->args[0];
-    plot_opts po = {.layer_lo = o->layer_lo, .layer_hi = o->layer_hi};
+    plot_opts po = {.layer_lo = o->layer_lo,
+                    .layer_hi = o->layer_hi,
+                    .step = o->has_step ? o->step : -1,
+                    .win_lo = o->window_lo,
+                    .win_hi = o->window_hi,
+                    .ranks = o->ranks};
     cp_err err = {0};
     int rc;
+    const char *tl = timeline_option(o);
     if (exists(dir, "results.jsonl"))
-        rc = o->layer_lo >= 0 ? cp_fail(&err, CP_EXIT_INPUT, "--layers: %s is a sweep folder; "
-                                        "--layers picks the layers of a run's timeline", dir)
-                              : sweep_plot_dir(dir, &err);
+        rc = tl ? cp_fail(&err, CP_EXIT_INPUT, "%s: %s is a sweep folder; %s picks the window "
+                          "of a run's timeline", tl, dir, tl)
+                : sweep_plot_dir(dir, &err);
     else if (exists(dir, "summary.json"))
         rc = plot_run_dir(dir, &po, &err);
     else

@@ -1,0 +1,200 @@
+/* plot_timeline: the timeline of a run: one row per rank and stream, ops
+ * coloured by class, over the whole run or the window that --step,
+ * --layers, --window and --ranks pick (see plot.h). */
+#include "reports/plot_fig.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/plan.h"
+
+int plot_ranks_parse(const char *s, unsigned char *sel, int nranks, cp_err *err)
+{
+    const char *p = s;
+    /* 1e6: far beyond any cluster; bounds the int conversion */
+    const long most = 1000000;
+    while (1) {
+        char *end;
+        errno = 0;
+        long a = strtol(p, &end, 10), b = a;
+        int ok = end != p && (*p >= '0' && *p <= '9') && !errno;
+        if (ok && *end == '-') {
+            const char *q = end + 1;
+            b = strtol(q, &end, 10);
+            ok = end != q && (*q >= '0' && *q <= '9') && !errno;
+        }
+        if (!ok || a > b || b > most || (*end && *end != ','))
+            return cp_fail(err, CP_EXIT_INPUT, "--ranks %s: expected a list of ranks and "
+                           "ranges such as 0,2,4-7", s);
+        if (sel && b >= nranks)
+            return cp_fail(err, CP_EXIT_INPUT, "--ranks %s: the run has %d rank%s (0-%d)", s,
+                           nranks, nranks == 1 ? "" : "s", nranks - 1);
+        for (long r = a; sel && r <= b; r++)
+            sel[r] = 1;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+/* Whether an op selects the window: its rank is shown, and it is of the
+ * step and layers asked for. */
+static int selects(const plot_event *e, const unsigned char *rsel, int step, const plot_opts *o)
+{
+    return rsel[e->rank] && (step < 0 || e->step == step) &&
+           (!o || o->layer_lo < 0 || (e->layer >= o->layer_lo && e->layer <= o->layer_hi));
+}
+
+/* The window in ms: the span of the selecting ops (--layers alone: in the
+ * first step that has those layers), cut to --window; *step the step that
+ * selected (-1: any). */
+static int tl_window(const plot_trace *tr, const unsigned char *rsel, const plot_opts *o,
+                     double *lo, double *hi, int *step, cp_err *err)
+{
+    *step = o && o->step >= 0 ? o->step : -1;
+    if (o && o->layer_lo >= 0 && *step < 0)
+        for (size_t i = 0; i < tr->n; i++)
+            if (selects(&tr->e[i], rsel, -1, o) && (*step < 0 || tr->e[i].step < *step))
+                *step = tr->e[i].step;
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    double run_lo = INFINITY, run_hi = -INFINITY;
+    for (size_t i = 0; i < tr->n; i++) {
+        const plot_event *e = &tr->e[i];
+        run_lo = fmin(run_lo, e->t0);
+        run_hi = fmax(run_hi, e->t1);
+        if (!selects(e, rsel, *step, o))
+            continue;
+        *lo = fmin(*lo, e->t0);
+        *hi = fmax(*hi, e->t1);
+    }
+    if (!(*hi >= *lo)) {
+        if (o && o->step >= 0)
+            return cp_fail(err, CP_EXIT_INPUT, "--step %d: the trace has no op in this step%s",
+                           o->step, o->layer_lo >= 0 ? " and these layers" : "");
+        if (o && o->layer_lo >= 0)
+            return cp_fail(err, CP_EXIT_INPUT, "--layers %d-%d: the trace has no op in these "
+                           "layers", o->layer_lo, o->layer_hi);
+        return cp_fail(err, CP_EXIT_INPUT, "the trace holds no op to draw");
+    }
+    if (o && o->win_hi > o->win_lo) {
+        *lo = fmax(*lo, o->win_lo);
+        *hi = fmin(*hi, o->win_hi);
+        if (!(*hi > *lo))
+            return cp_fail(err, CP_EXIT_INPUT, "--window %g:%g: no op of the selection in this "
+                           "window (the run's ops span %.3f-%.3f ms)", o->win_lo, o->win_hi,
+                           run_lo, run_hi);
+    }
+    return 0;
+}
+
+static void tl_yticks(FILE *b, const int *row_of, int nslots)
+{
+    fputs("set ytics (", b);
+    int first = 1;
+    for (int s = 0; s < nslots; s++) {
+        if (row_of[s] < 0)
+            continue;
+        fprintf(b, "%s\"r%d %s\" %d", first ? "" : ", ", s / ST_COUNT,
+                plan_stream_name(s % ST_COUNT), row_of[s]);
+        first = 0;
+    }
+    fputs(") font \",8\"\n", b);
+}
+
+/* "timeline, step 0, layers 2-3, ranks 0-3, 1.5-2.5 ms" */
+static void tl_title(const plot_opts *o, int step, char *buf, size_t len)
+{
+    size_t off = (size_t)snprintf(buf, len, "timeline");
+    if (step >= 0 && off < len)
+        off += (size_t)snprintf(buf + off, len - off, ", step %d", step);
+    if (o && o->layer_lo >= 0 && off < len)
+        off += (size_t)snprintf(buf + off, len - off, ", layers %d-%d", o->layer_lo,
+                                o->layer_hi);
+    if (o && o->ranks && off < len)
+        off += (size_t)snprintf(buf + off, len - off, ", ranks %s", o->ranks);
+    if (o && o->win_hi > o->win_lo && off < len)
+        snprintf(buf + off, len - off, ", %g-%g ms", o->win_lo, o->win_hi);
+}
+
+int plot_timeline(plot_figset *fs, const plot_run *run, const plot_opts *o, cp_err *err)
+{
+    const plot_trace *tr = &run->tr;
+    const plot_event *e = tr->e;
+    int nslots = tr->nranks * ST_COUNT;
+    unsigned char *rsel = calloc((size_t)tr->nranks + 1, 1);
+    int *row_of = malloc(((size_t)nslots + 1) * sizeof *row_of);
+    if (!rsel || !row_of)
+        abort();
+    int rc = 0;
+    if (o && o->ranks)
+        rc = plot_ranks_parse(o->ranks, rsel, tr->nranks, err);
+    else
+        memset(rsel, 1, (size_t)tr->nranks);
+    for (int s = 0; s < nslots; s++)
+        row_of[s] = -1;
+    for (size_t i = 0; i < tr->n; i++)
+        if (rsel[e[i].rank])
+            row_of[e[i].rank * ST_COUNT + e[i].stream] = 0;
+    int nrows = 0;
+    for (int s = 0; s < nslots; s++)
+        if (row_of[s] == 0)
+            row_of[s] = nrows++;
+    double lo = 0, hi = 0;
+    int step = -1;
+    if (rc == 0)
+        rc = tl_window(tr, rsel, o, &lo, &hi, &step, err);
+    rep_file rf;
+    if (rc == 0)
+        rc = plot_data_open(fs, "timeline", &rf, err);
+    int blocks[PLOT_CL_COUNT], nblocks = 0;
+    for (int c = 0; rc == 0 && c < PLOT_CL_COUNT; c++) {
+        blocks[c] = -1;
+        for (size_t i = 0; i < tr->n; i++) {
+            if (e[i].cl != c || !rsel[e[i].rank] || e[i].t1 <= lo || e[i].t0 >= hi)
+                continue;
+            if (blocks[c] < 0) {
+                fprintf(rf.f, "%s# class %s: start_ms end_ms row\n", nblocks ? "\n\n" : "",
+                        plot_class_name[c]);
+                blocks[c] = nblocks++;
+            }
+            fprintf(rf.f, "%.6f %.6f %d\n", fmax(e[i].t0, lo), fmin(e[i].t1, hi),
+                    row_of[e[i].rank * ST_COUNT + e[i].stream]);
+        }
+    }
+    if (rc == 0)
+        rc = rep_close(&rf, 1, err);
+    if (rc == 0) {
+        char title[256];
+        tl_title(o, step, title, sizeof title);
+        plot_figure *f = plot_fig_add(fs, "timeline", "timeline", title, PLOT_TIMELINE_WIDTH,
+                                      PLOT_TIMELINE_HEIGHT);
+        snprintf(f->desc, sizeof f->desc, "One row per rank and stream, every op coloured by "
+                 "its class, from %.3f to %.3f ms of simulated time (cpsim plot --step, "
+                 "--layers, --window and --ranks choose the window)", lo, hi);
+        FILE *b = plot_fig_body(fs, f, "set title", "%s", title);
+        fprintf(b, "set xlabel \"simulated time (ms)\"\nset xrange [%.6f:%.6f]\n"
+                   "set yrange [%d.5:-0.5]\nset key outside top center horizontal\n"
+                   "set style fill solid 1.0 noborder\nset grid xtics\n", lo, hi, nrows - 1);
+        tl_yticks(b, row_of, nslots);
+        fputs("plot", b);
+        for (int c = 0, first = 1; c < PLOT_CL_COUNT; c++) {
+            if (blocks[c] < 0)
+                continue;
+            fprintf(b, "%s \"timeline.dat\" index %d using (($1+$2)/2):3:(($2-$1)/2):(0.4) "
+                       "with boxxyerror lc rgb \"%s\" title \"%s\"", first ? "" : ", \\\n",
+                    blocks[c], plot_class_color[c], plot_class_name[c]);
+            first = 0;
+        }
+        if (nblocks == 0)   /* a window between ops: an empty frame */
+            fprintf(b, " %.6f notitle with lines lc rgb \"white\"", lo - 1);
+        fputc('\n', b);
+        fclose(b);
+    }
+    free(row_of);
+    free(rsel);
+    return rc;
+}

@@ -1,0 +1,343 @@
+#!/bin/sh
+# plots.sh: every picture of `cpsim plot` (reports/plot.h) with the binary,
+# its data checked against the run's summary or the sweep's tables:
+#   - the README's demo sweep (one prompt length): the bar chart of TTFT and
+#     peak memory, the TP x SP heat map's winner and margin, the Pareto front;
+#   - a sweep with a point out of memory: hatched bar and cell, OOM marks;
+#   - a sweep over prompt lengths, shapes, exchanges and min_tokens: TTFT and
+#     overlap, the heat maps, the split/copied crossover against split.csv;
+#   - 23 strategies (result lines made from the demo's): each its own colour
+#     and marker pair, a legend that holds them all;
+#   - a run with decode steps and one with overlap (ring): the per-rank
+#     breakdown sums to the makespan and agrees with the summary (from
+#     trace.json and trace.json.gz alike); the timeline's --step, --window,
+#     --ranks and --layers windows, their refusals; a run out of memory: the
+#     OOM point on the memory picture;
+#   - every index.html: links that resolve, captions naming the workload and
+#     platform, PNG and SVG of every picture.
+set -u
+: "${top_srcdir:=.}" "${top_builddir:=.}"
+CPSIM="$top_builddir/cpsim"
+case $CPSIM in /*) ;; *) CPSIM="$PWD/$CPSIM" ;; esac
+tmp=$(mktemp -d /tmp/cpsim-plots-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$top_srcdir/tests/plot_checks.sh"
+MODEL=qwen3-omni-30b-a3b-thinker
+PLAT=h100-sxm-8
+
+# csv FILE COLUMN WHERE: the column named COLUMN of the rows of a CSV file
+# (no quoted commas) for which the awk condition WHERE holds over columns
+# named c["name"]
+csv() {
+    awk -F, -v want="$2" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                          '"$3"' { print $c[want] }' "$1"
+}
+
+cat >"$tmp/base.yaml" <<'YAML'
+model: qwen3-omni-30b-a3b-thinker
+platform: h100-sxm-8
+parallel: {tp: 8, sp: 1, kv_storage: by_position, exchange: none, min_tokens: 0}
+engine: {graph: eager}
+requests:
+  - prompt_tokens: 1024
+YAML
+
+# ---- the demo sweep: one prompt length ---------------------------------------------
+D="$tmp/demo"
+"$CPSIM" sweep "$top_srcdir/workloads/sweeps/thinker-cp-demo.yaml" -j 2 --quiet --plots \
+    --out "$D" || fail "the demo sweep exited $?"
+P="$D/plots"
+check_pic "$P" bars 1200 750
+check_pic "$P" heatmap-65536 1200 750
+[ ! -e "$P/ttft.png" ] || fail "a one-length sweep draws bars, not TTFT against length"
+check_index "$P" "sweep thinker-cp-demo:" $MODEL $PLAT
+# a bar per point: its TTFT and peak memory those of results.csv
+n=0
+for i in $(csv "$D/results.csv" index 'NR > 1'); do
+    want=$(csv "$D/results.csv" ttft_s "\$c[\"index\"] == $i")
+    peak=$(csv "$D/results.csv" peak_bytes_max "\$c[\"index\"] == $i")
+    got=$(awk -v i="$i" '!/^#/ && $6 == i { print $2 }' "$P/bars.dat")
+    gpk=$(awk -v i="$i" '!/^#/ && $6 == i { printf "%.0f\n", $3 * 1e9 }' "$P/bars.dat")
+    near "$want" "$got" || fail "bars.dat: point $i TTFT $got, results.csv $want"
+    awk -v a="$peak" -v b="$gpk" 'BEGIN { exit !(a - b < 1e3 && b - a < 1e3) }' ||
+        fail "bars.dat: point $i peak $gpk, results.csv $peak"
+    n=$((n + 1))
+done
+[ "$n" -eq 4 ] && [ "$(grep -vc '^#' "$P/bars.dat")" -eq 4 ] || fail "bars.dat: not 4 bars"
+# bars of one shape side by side, the groups a bar apart
+xs=$(awk '!/^#/ { printf "%s ", $1 }' "$P/bars.dat")
+[ "$xs" = "0.0 2.0 3.0 4.0 " ] || fail "bars.dat: x positions $xs"
+# the heat map's TP4 x SP2 cell: best.csv's winner, its margin over the
+# other exchange from results.csv
+best=$(csv "$D/best.csv" ttft_s 'NR > 1')
+cell=$(awk '!/^#/ && $4 == 4 && $5 == 2' "$P/heatmap-65536.dat")
+set -- $cell
+near "$best" "$3" || fail "heat map cell TTFT $3, best.csv $best"
+win=$(csv "$D/best.csv" strategy 'NR > 1' | sed 's/.*exchange=//')
+[ "$6" = "$win" ] || fail "heat map winner $6, best.csv $win"
+next=$(csv "$D/results.csv" ttft_s "\$c[\"parallel.exchange\"] == \"$9\"")
+near "$next" "$7" || fail "heat map runner-up $9: $7, results.csv $next"
+awk -v m="$8" -v a="$3" -v b="$7" \
+    'BEGIN { d = m - 100 * (b / a - 1); exit !(d < 1e-4 && d > -1e-4) }' ||
+    fail "heat map margin $8 %"
+grep -q "next: $9 +" "$P/plots.gp" || fail "the heat map cell does not name its runner-up"
+grep -q 'not in the sweep' "$P/heatmap-65536.dat" || fail "cells left out are not marked"
+# the Pareto front: points that fit that no other point beats in both TTFT
+# and peak memory, from the least memory to the fastest (best.csv's)
+awk '/^# Pareto front/ { on = 1; next } on && NF' "$P/pareto-65536.dat" >"$tmp/front"
+awk '/^# Pareto front/ { exit } !/^#/ && NF && $3 == 0' "$P/pareto-65536.dat" >"$tmp/fits"
+nf=$(wc -l <"$tmp/front")
+[ "$nf" -ge 1 ] || fail "pareto-65536.dat: no front"
+check_pic "$P" pareto-65536 1200 $((750 + 14 * (nf + 1)))
+awk 'NR == FNR { m[NR] = $1; t[NR] = $2; n = NR; next }
+     { for (i = 1; i <= n; i++) if (m[i] <= $1 && t[i] <= $2 && (m[i] < $1 || t[i] < $2)) bad++ }
+     END { exit bad > 0 }' "$tmp/fits" "$tmp/front" || fail "a front point is dominated"
+awk 'NR == FNR { m[NR] = $1; t[NR] = $2; n = NR; next }
+     { dom = 0; for (i = 1; i <= n; i++) if (m[i] <= $1 && t[i] <= $2) dom = 1
+       if (!dom) bad++ }
+     END { exit bad > 0 }' "$tmp/front" "$tmp/fits" || fail "a point that fits is off the front"
+near "$best" "$(tail -1 "$tmp/front" | awk '{ print $2 }')" ||
+    fail "the front ends elsewhere than at best.csv's $best s"
+
+# ---- out of memory in a sweep: hatched bars and cells, crossed points ----------------
+cat >"$tmp/oom.yaml" <<'YAML'
+name: oom
+base: base.yaml
+set: {requests.0.prompt_tokens: 524288}
+grid:
+  parallel.tp: [8, 1]
+  parallel.sp: [1, 8]
+where:
+  - parallel.tp * parallel.sp == 8
+YAML
+"$CPSIM" sweep "$tmp/oom.yaml" -j 2 --quiet --plots --out "$tmp/oomsweep" ||
+    fail "the OOM sweep exited $?"
+P="$tmp/oomsweep/plots"
+check_pic "$P" bars 1200 750
+check_pic "$P" heatmap-524288 1200 750
+oom=$(csv "$tmp/oomsweep/results.csv" oom '$c["parallel.sp"] == 8')
+[ "$oom" = true ] || fail "tp=1 sp=8 at 512K tokens should run out of memory (oom $oom)"
+i=$(csv "$tmp/oomsweep/results.csv" index '$c["parallel.sp"] == 8')
+[ "$(awk -v i="$i" '!/^#/ && $6 == i { print $4 }' "$P/bars.dat")" = 1 ] ||
+    fail "bars.dat: point $i is not marked out of memory"
+cell=$(awk '/^# out of memory/ { on = 1; next } /^#/ { on = 0 } on && $4 == 1 && $5 == 8' \
+    "$P/heatmap-524288.dat")
+[ -n "$cell" ] || fail "heatmap-524288.dat: TP1 x SP8 is not an out-of-memory cell"
+sed -n '/^# ---- heatmap-524288$/,/^unset output$/p' "$P/plots.gp" >"$tmp/hm.gp"
+grep -q 'fs transparent pattern 4' "$tmp/hm.gp" || fail "the OOM cell is not hatched"
+grep -q 'OUT OF MEMORY' "$tmp/hm.gp" || fail "the OOM cell does not say so"
+sed -n '/^# ---- bars$/,/^unset output$/p' "$P/plots.gp" >"$tmp/bars.gp"
+grep -q 'pattern 4 lc rgb "#cc0000" notitle' "$tmp/bars.gp" || fail "OOM bars are not hatched"
+grep -q 'out of memory (hatched)' "$tmp/bars.gp" || fail "the bars' legend lacks the OOM mark"
+grep -q 'title "out of memory"' "$P/plots.gp" || fail "the Pareto plot lacks OOM marks"
+
+# ---- a sweep over prompt lengths: lines, heat maps, crossover --------------------------
+cat >"$tmp/len.yaml" <<'YAML'
+name: lengths
+base: base.yaml
+grid:
+  parallel.tp: [8, 4]
+  parallel.sp: [1, 2]
+  parallel.exchange: [none, ring]
+  parallel.min_tokens: [0, 1048576]
+  requests.0.prompt_tokens: [1024, 4096, 16384]
+where:
+  - parallel.tp * parallel.sp == 8
+  - parallel.sp == 2 || parallel.exchange == none
+YAML
+S="$tmp/len"
+"$CPSIM" sweep "$tmp/len.yaml" -j 2 --quiet --plots --out "$S" || fail "the length sweep exited $?"
+P="$S/plots"
+for f in ttft overlap heatmap-1024 heatmap-4096 heatmap-16384 crossover; do
+    check_pic "$P" $f 1200 750
+done
+check_pic "$P" heatmap 1200 750
+check_index "$P" "sweep lengths:" $MODEL $PLAT
+# each strategy its own colour and marker on the TTFT picture
+pairs=$(sed -n '/^# ---- ttft$/,/^unset output$/p' "$P/plots.gp" |
+    grep -o 'lc rgb "#[0-9a-f]*" pt [0-9]*' | sort)
+[ "$(echo "$pairs" | wc -l)" -eq 3 ] || fail "ttft: $(echo "$pairs" | wc -l) styles, 3 strategies"
+[ "$(echo "$pairs" | uniq -d | wc -l)" -eq 0 ] || fail "ttft: strategies share a style"
+# the crossover: split and copied TTFT are the best of results.csv, the
+# mark is split.csv's suggested min_tokens
+block=$(awk '/^# ring, tp=4 sp=2:/ { on = 1; print; next } /^#/ { on = 0 } on && NF' \
+    "$P/crossover.dat")
+[ -n "$block" ] || fail "crossover.dat lacks ring at tp=4 sp=2"
+sugg=$(csv "$S/split.csv" suggested_min_tokens '$c["exchange"] == "ring"')
+echo "$block" | head -1 | grep -q "(suggested min_tokens $sugg)" ||
+    fail "crossover.dat: $(echo "$block" | head -1), split.csv suggests $sugg"
+grep -q "set arrow 1 from $sugg, graph 0" "$P/plots.gp" || fail "the crossing is not marked"
+for L in 1024 4096 16384; do
+    row=$(echo "$block" | awk -v L=$L '$1 == L')
+    [ -n "$row" ] || { fail "crossover.dat: no row at $L"; continue; }
+    set -- $row
+    ring="\$c[\"parallel.exchange\"] == \"ring\" && \$c[\"prompt_tokens\"] == $L"
+    sp=$(csv "$S/results.csv" ttft_s "$ring && \$c[\"parallel.min_tokens\"] == 0")
+    cp=$(csv "$S/results.csv" ttft_s "$ring && \$c[\"parallel.min_tokens\"] == 1048576")
+    near "$sp" "$2" || fail "crossover at $L: split $2, results.csv $sp"
+    near "$cp" "$3" || fail "crossover at $L: copied $3, results.csv $cp"
+done
+# the shape x length map: the winner of each length is best.csv's (colour 1)
+for L in 1024 4096 16384; do
+    best=$(csv "$S/best.csv" ttft_s "\$c[\"prompt_tokens\"] == $L")
+    x=$(awk -v L=$L 'BEGIN { print (L == 1024 ? 0 : L == 4096 ? 1 : 2) }')
+    got=$(awk -v x=$x '!/^#/ && NF && $1 == x && $10 == 1 { print $3 }' "$P/heatmap.dat")
+    near "$best" "$got" || fail "heatmap.dat: the winner at $L is $got s, best.csv $best"
+done
+
+# ---- 20 strategies: a style of their own each, a legend that holds them -------------
+M="$tmp/many"
+mkdir -p "$M"
+line=$(head -1 "$D/results.jsonl")
+# point_line K PARAMS: the demo's first line as point K with these parameters
+point_line() {
+    echo "$line" | sed "s/\"index\":0,\"id\":\"[0-9a-f]*\"/\"index\":$1,\"id\":\"$1\"/;
+        s/\"params\":{[^}]*}/\"params\":$2/"
+}
+for k in $(seq 0 19); do
+    point_line $k "{\"parallel.exchange\":\"e$((k % 4))\",\"engine.variant\":$((k / 4))}"
+done >"$M/results.jsonl"
+for k in 20 21 22; do   # and 3 more with one exchange only: a colour and marker each
+    point_line $k "{\"engine.variant\":$k}"
+done >>"$M/results.jsonl"
+"$CPSIM" plot "$M" >/dev/null || fail "plot of 23 strategies exited $?"
+gp=$(sed -n '/^# ---- pareto-65536$/,/^unset output$/p' "$M/plots/plots.gp")
+pairs=$(echo "$gp" | grep -o 'lc rgb "#[0-9a-f]*" pt [0-9]*' | sort)
+[ "$(echo "$pairs" | wc -l)" -eq 23 ] || fail "pareto: $(echo "$pairs" | wc -l) of 23 styles"
+[ "$(echo "$pairs" | uniq -d | wc -l)" -eq 0 ] || fail "pareto: strategies share a style"
+rows=$(echo "$gp" | grep -o 'maxrows [0-9]*' | head -1 | cut -d' ' -f2)
+[ "${rows:-0}" -ge 26 ] || fail "pareto: a legend of ${rows:-no} rows for 26 entries"
+# colours by exchange, markers by the rest: e1 keeps one colour
+e1=$(echo "$gp" | grep -F 'title "exchange=e1' | grep -o 'lc rgb "#[0-9a-f]*"' | sort -u |
+    wc -l)
+[ "$e1" -eq 1 ] || fail "pareto: exchange e1 in $e1 colours"
+
+# ---- a run with decode steps -------------------------------------------------------
+R="$tmp/run"
+# half a node and two decode steps keep the trace small
+RUN_SETS="--set parallel.tp=4 --set platform.devices_per_node=4 --set requests.0.decode_tokens=2"
+"$CPSIM" run "$tmp/base.yaml" $RUN_SETS --quiet --plots --out "$R" || fail "run exited $?"
+check_pic "$R/plots" breakdown 1200 750
+check_pic "$R/plots" timeline 1600 900
+check_pic "$R/plots" memory 1200 750
+check_index "$R/plots" $MODEL $PLAT "base.yaml"
+# check_breakdown RUNDIR RANKS...: breakdown.dat against the summary: a row
+# sums to the makespan; overlapped, exposed and compute alone are the
+# summary's overlap_s, comm_s - overlap_s, compute_s - overlap_s (ms)
+check_breakdown() {
+    sj="$1/summary.json"
+    bd="$1/plots/breakdown.dat"
+    shift
+    span=$(grep -m1 '"makespan_s"' "$sj" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
+    hdr=$(grep '^# rank' "$bd")
+    cols='GEMM attention MoE_GEMM MoE_routing memory-bound overlapped_comm exposed_comm idle'
+    echo "$hdr" | grep -q "$cols" || fail "$bd columns: $hdr"
+    for r in "$@"; do
+        # the rank's object in summary.json: its fields, one a line
+        fields=$(awk -v r=$r '/"rank": / { on = ($2 == r ",") } on' "$sj")
+        get() { echo "$fields" | grep -m1 "\"$1\":" | sed 's/.*: \([0-9.e+-]*\).*/\1/'; }
+        row=$(awk -v r=$r '!/^#/ && $1 == r' "$bd")
+        echo "$hdr
+$row" | awk -v span="$span" -v cs="$(get compute_s)" -v ms="$(get comm_s)" \
+            -v os="$(get overlap_s)" '
+            NR == 1 { for (i = 3; i <= NF; i++) col[$i] = i - 1; next }
+            { tot = 0; for (i = 2; i <= NF; i++) tot += $i
+              alone = tot - $col["overlapped_comm"] - $col["exposed_comm"] - $col["idle"]
+              e = 1e-6 * span * 1e3
+              if ((tot - span * 1e3) ^ 2 > e ^ 2) { print "sum " tot " ms"; bad = 1 }
+              if (($col["overlapped_comm"] - os * 1e3) ^ 2 > e ^ 2) { print "overlap"; bad = 1 }
+              if (($col["exposed_comm"] - (ms - os) * 1e3) ^ 2 > e ^ 2) { print "exposed"; bad = 1 }
+              if ((alone - (cs - os) * 1e3) ^ 2 > e ^ 2) { print "compute " alone; bad = 1 } }
+            END { exit bad }' >"$tmp/bd.out" || fail "$bd rank $r: $(cat "$tmp/bd.out")"
+    done
+}
+check_breakdown "$R" 0 1 3
+# no communication runs under compute here: each class of rank 0 is the sum
+# of its ops' durations on rank 0's compute stream (tid 1) in trace.json, to
+# the trace's rounding to the nanosecond (a relative 1e-5)
+awk 'FNR == 1 && NR > 1 { f = 2 }
+     f != 2 && /"ph":"X"/ && /"tid":1,/ {
+         d = $0; sub(/.*"dur":/, "", d); sub(/,.*/, "", d)
+         c = $0; sub(/.*"cat":"/, "", c); sub(/".*/, "", c)
+         k = "memory-bound"
+         if (c ~ /^(gemm|grouped_gemm)$/) k = "GEMM"
+         if (c ~ /^(attention|sparse_attention|lse_merge)$/) k = "attention"
+         if (c == "indexer" || c == "moe_gemm") k = c == "indexer" ? "indexer" : "MoE_GEMM"
+         if (c ~ /^(topk|moe_permute|moe_unpermute)$/) k = "MoE_routing"
+         if (c ~ /^(step|all_reduce|all_gather|reduce_scatter|all_to_all|broadcast|hop)$/) k = ""
+         if (k != "") sum[k] += d / 1e3
+         next }
+     f == 2 && /^# rank/ { for (i = 3; i <= NF; i++) col[i - 1] = $i; next }
+     f == 2 && !/^#/ && $1 == 0 {
+         for (i = 2; i <= NF; i++) if (col[i] in sum) {
+             e = sum[col[i]] - $i; if (e < 0) e = -e
+             if (e > 1e-5 * sum[col[i]] + 1e-6) {
+                 printf "%s %.9f, trace %.9f\n", col[i], $i, sum[col[i]]; bad = 1 }
+             n++ }
+         if (n < 4) { print "only " n " classes"; bad = 1 } }
+     END { exit bad }' "$R/trace.json" "$R/plots/breakdown.dat" >"$tmp/cls.out" ||
+    fail "breakdown.dat's classes against trace.json: $(cat "$tmp/cls.out")"
+# a ring exchange overlaps hops with attention: the hatched part is there
+"$CPSIM" run "$top_srcdir/workloads/examples/sp-ring.yaml" --quiet --plots --out "$tmp/ring" \
+    --set 'requests=[{prompt_tokens: 16384}]' --set parallel.min_tokens=0 ||
+    fail "ring run exited $?"
+check_breakdown "$tmp/ring" 0 4 7
+awk '!/^#/ && $1 == 0 { exit !($7 > 1) }' "$tmp/ring/plots/breakdown.dat" ||
+    fail "ring: no overlapped communication in breakdown.dat"
+check_index "$tmp/ring/plots" $MODEL $PLAT sp-ring.yaml "TP4 SP2"
+# the same from trace.json.gz
+"$CPSIM" run "$tmp/base.yaml" $RUN_SETS --quiet --trace-gz --out "$tmp/rungz" ||
+    fail "run --trace-gz exited $?"
+"$CPSIM" plot "$tmp/rungz" >/dev/null || fail "plot of a run with trace.json.gz exited $?"
+cmp -s "$R/plots/breakdown.dat" "$tmp/rungz/plots/breakdown.dat" ||
+    fail "breakdown.dat differs between trace.json and trace.json.gz"
+# the timeline's windows: step 2 (the second decode step) lies after the
+# prefill (TTFT); --ranks keeps their rows; --window cuts; --layers alone
+# takes the first step
+ttft=$(grep -m1 '"ttft_s"' "$R/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
+tl() { awk -v f="$1" '!/^#/ && NF { if (lo == "" || $1 < lo) lo = $1; if ($2 > hi) hi = $2
+                                      if ($3 > row) row = $3 }
+                      END { print (f == "lo" ? lo : f == "hi" ? hi : row) }' \
+           "$R/plots/timeline.dat"; }
+"$CPSIM" plot "$R" --step 2 >/dev/null || fail "plot --step 2 exited $?"
+awk -v lo="$(tl lo)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
+    fail "--step 2 starts at $(tl lo) ms, before the TTFT $ttft s"
+grep -q 'set title "timeline, step 2\\n' "$R/plots/plots.gp" || fail "--step 2: no title"
+"$CPSIM" plot "$R" --ranks 0,2-3 >/dev/null || fail "plot --ranks exited $?"
+[ "$(tl row)" -eq 5 ] || fail "--ranks 0,2-3: rows up to $(tl row), expected 6 rows"
+grep -q '"r2 compute" 2' "$R/plots/plots.gp" || fail "--ranks 0,2-3: rank 2 not third"
+"$CPSIM" plot "$R" --window 1.5:2.5 >/dev/null || fail "plot --window exited $?"
+[ "$(tl lo)" = 1.500000 ] && [ "$(tl hi)" = 2.500000 ] ||
+    fail "--window 1.5:2.5 spans $(tl lo)-$(tl hi) ms"
+"$CPSIM" plot "$R" --layers 1-1 >/dev/null || fail "plot --layers exited $?"
+awk -v hi="$(tl hi)" -v t="$ttft" 'BEGIN { exit !(hi < t * 1e3 / 4) }' ||
+    fail "--layers 1-1 should stay in the prefill step, ends at $(tl hi) ms"
+"$CPSIM" plot "$R" --layers 1-1 --step 1 --ranks 1 >/dev/null || fail "combined options exited $?"
+awk -v lo="$(tl lo)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
+    fail "--layers 1-1 --step 1 starts at $(tl lo) ms"
+[ "$(tl row)" -eq 1 ] || fail "--ranks 1: rows up to $(tl row), expected 2 rows"
+expect_refusal "--step 9: the trace has no op in this step" "$CPSIM" plot "$R" --step 9
+expect_refusal "--ranks 4: the run has 4 ranks (0-3)" "$CPSIM" plot "$R" --ranks 4
+expect_refusal "--ranks 2-1: expected a list" "$CPSIM" plot "$R" --ranks 2-1
+expect_refusal "--window 5:1: expected T0:T1" "$CPSIM" plot "$R" --window 5:1
+expect_refusal "--window 9000:9001: no op" "$CPSIM" plot "$R" --window 9000:9001
+expect_refusal "--step: $D is a sweep folder" "$CPSIM" plot "$D" --step 0
+expect_refusal "--ranks: $D is a sweep folder" "$CPSIM" plot "$D" --ranks 0
+
+# ---- a run out of memory: the OOM point -----------------------------------------------
+O="$tmp/oom"
+"$CPSIM" run "$tmp/base.yaml" --set requests.0.prompt_tokens=1048576 --set parallel.tp=2 \
+    --set platform.devices_per_node=2 --quiet --plots --out "$O" || fail "OOM run exited $?"
+grep -q '"oom": true' "$O/summary.json" || fail "the OOM run fits"
+cap=$(grep -m1 '"capacity_bytes"' "$O/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
+pt=$(awk '/^# out of memory: rank 0,/ { getline; print $2 }' "$O/plots/memory.dat")
+awk -v g="${pt:-0}" -v c="$cap" 'BEGIN { exit !(g * 1e9 > c) }' ||
+    fail "memory.dat: the OOM point at ${pt:-none} GB, capacity $cap B"
+grep -q 'title "out of memory"' "$O/plots/plots.gp" || fail "the memory picture lacks the OOM point"
+check_pic "$O/plots" memory 1200 750
+check_index "$O/plots" $MODEL $PLAT
+
+[ $fails -eq 0 ] || exit 1
+exit 0
