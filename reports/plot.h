@@ -75,11 +75,6 @@ int plot_run_dir(const char *dir, const plot_opts *opts, cp_err *err);
 /* Plots of a sweep folder from its result lines (sorted by index). */
 int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err);
 
-/* A rank list "0,2,4-7" (ascending or not, ranges inclusive): sel[r] = 1
- * for every rank listed, which must be < nranks; sel NULL: the syntax only.
- * Errors name the option --ranks. */
-int plot_ranks_parse(const char *s, unsigned char *sel, int nranks, cp_err *err);
-
 /* A sweep result line as plots and tables read it: from the summary when
  * the point ran, else from its parameters (unknown fields: -1, 0 or ""). */
 typedef struct plot_point {

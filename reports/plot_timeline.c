@@ -11,35 +11,6 @@
 
 #include "models/plan.h"
 
-int plot_ranks_parse(const char *s, unsigned char *sel, int nranks, cp_err *err)
-{
-    const char *p = s;
-    /* 1e6: far beyond any cluster; bounds the int conversion */
-    const long most = 1000000;
-    while (1) {
-        char *end;
-        errno = 0;
-        long a = strtol(p, &end, 10), b = a;
-        int ok = end != p && (*p >= '0' && *p <= '9') && !errno;
-        if (ok && *end == '-') {
-            const char *q = end + 1;
-            b = strtol(q, &end, 10);
-            ok = end != q && (*q >= '0' && *q <= '9') && !errno;
-        }
-        if (!ok || a > b || b > most || (*end && *end != ','))
-            return cp_fail(err, CP_EXIT_INPUT, "--ranks %s: expected a list of ranks and "
-                           "ranges such as 0,2,4-7", s);
-        if (sel && b >= nranks)
-            return cp_fail(err, CP_EXIT_INPUT, "--ranks %s: the run has %d rank%s (0-%d)", s,
-                           nranks, nranks == 1 ? "" : "s", nranks - 1);
-        for (long r = a; sel && r <= b; r++)
-            sel[r] = 1;
-        if (!*end)
-            return 0;
-        p = end + 1;
-    }
-}
-
 /* Whether an op selects the window: its rank is shown, and it is of the
  * step and layers asked for. */
 static int selects(const plot_event *e, const unsigned char *rsel, int step, const plot_opts *o)
@@ -131,7 +102,7 @@ int plot_timeline(plot_figset *fs, const plot_run *run, const plot_opts *o, cp_e
         abort();
     int rc = 0;
     if (o && o->ranks)
-        rc = plot_ranks_parse(o->ranks, rsel, tr->nranks, err);
+        rc = rep_rank_list("--ranks", o->ranks, rsel, tr->nranks, err);
     else
         memset(rsel, 1, (size_t)tr->nranks);
     for (int s = 0; s < nslots; s++)

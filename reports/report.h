@@ -100,8 +100,25 @@ int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path
  * REP_TRACE_ID_BASE + r * ST_COUNT + st). */
 #define REP_TRACE_ID_BASE 1
 
+/* What trace.json holds (cpsim run --trace, --trace-ranks, --trace-layers):
+ * every op (full), one span per rank and step (steps), or no file (none);
+ * of the ranks of `ranks` ("0,2,4-7"; NULL: all) and, full, of decoder
+ * layers layer_lo..layer_hi (layer_lo < 0: all; the steps' markers stay). */
+typedef enum { REP_TRACE_FULL, REP_TRACE_STEPS, REP_TRACE_NONE } rep_trace_level;
+typedef struct rep_trace_opts {
+    rep_trace_level level;
+    const char *ranks;
+    int layer_lo, layer_hi;
+} rep_trace_opts;
+
+/* o NULL: the full trace of every rank. */
 int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
-                    const char *path, cp_err *err);
+                    const rep_trace_opts *o, const char *path, cp_err *err);
+
+/* A rank list "0,2,4-7" (ascending or not, ranges inclusive) given to the
+ * option `opt`: sel[r] = 1 for every rank listed, which must be < nranks;
+ * sel NULL: the syntax only.  Errors name the option. */
+int rep_rank_list(const char *opt, const char *s, unsigned char *sel, int nranks, cp_err *err);
 int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path,
                          cp_err *err);
 void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out);

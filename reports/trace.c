@@ -10,6 +10,7 @@
  * trace (Perfetto keeps integer nanoseconds and drops overlapping slices).
  * Process and thread ids start at REP_TRACE_ID_BASE (readers take id 0 for
  * "no process").  Every string is JSON-escaped. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -42,6 +43,35 @@ static void put_str(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+int rep_rank_list(const char *opt, const char *s, unsigned char *sel, int nranks, cp_err *err)
+{
+    const char *p = s;
+    /* 1e6: far beyond any cluster; bounds the int conversion */
+    const long most = 1000000;
+    while (1) {
+        char *end;
+        errno = 0;
+        long a = strtol(p, &end, 10), b = a;
+        int ok = end != p && (*p >= '0' && *p <= '9') && !errno;
+        if (ok && *end == '-') {
+            const char *q = end + 1;
+            b = strtol(q, &end, 10);
+            ok = end != q && (*q >= '0' && *q <= '9') && !errno;
+        }
+        if (!ok || a > b || b > most || (*end && *end != ','))
+            return cp_fail(err, CP_EXIT_INPUT, "%s %s: expected a list of ranks and ranges "
+                           "such as 0,2,4-7", opt, s);
+        if (sel && b >= nranks)
+            return cp_fail(err, CP_EXIT_INPUT, "%s %s: the run has %d rank%s (0-%d)", opt,
+                           s, nranks, nranks == 1 ? "" : "s", nranks - 1);
+        for (long r = a; sel && r <= b; r++)
+            sel[r] = 1;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
 }
 
 /* Simulated seconds to whole nanoseconds. */
@@ -82,7 +112,8 @@ static int pid_of(int rank, int dpn)
     return REP_TRACE_ID_BASE + rank / dpn;
 }
 
-static void write_metadata(FILE *f, const scenario *s, const plan *p, int *first)
+static void write_metadata(FILE *f, const scenario *s, const plan *p, const unsigned char *rsel,
+                           int *first)
 {
     int dpn = s->plat.devices_per_node > 0 ? s->plat.devices_per_node : 1;
     int nodes = (p->nranks + dpn - 1) / dpn;
@@ -95,7 +126,7 @@ static void write_metadata(FILE *f, const scenario *s, const plan *p, int *first
                    "\"args\":{\"sort_index\":%d}}", pid, n);
     }
     for (int r = 0; r < p->nranks; r++) {
-        for (int st = 0; st < ST_COUNT; st++) {
+        for (int st = 0; st < ST_COUNT && rsel[r]; st++) {
             fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
                        "\"args\":{\"name\":\"rank %d %s\"}}",
                     pid_of(r, dpn), tid_of(r, st), r, plan_stream_name(st));
@@ -134,6 +165,7 @@ static void write_op_args(FILE *f, const plan_op *o, int32_t layer)
 typedef struct counter_ctx {
     FILE *f;
     int dpn;
+    const unsigned char *rsel;
 } counter_ctx;
 
 static void counter_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
@@ -141,6 +173,8 @@ static void counter_fn(void *vctx, int rank, double t, const double cur[MC_COUNT
 {
     counter_ctx *cc = vctx;
     (void)last;
+    if (!cc->rsel[rank])
+        return;
     fprintf(cc->f, ",\n{\"ph\":\"C\",\"pid\":%d,\"name\":\"memory rank %d (GB)\",\"ts\":",
             pid_of(rank, cc->dpn), rank);
     put_us(cc->f, ns_of(t));
@@ -150,12 +184,61 @@ static void counter_fn(void *vctx, int rank, double t, const double cur[MC_COUNT
     fputs("}}", cc->f);
 }
 
-int rep_write_trace(const scenario *s, const plan *p, const eng_result *r, const char *path,
-                    cp_err *err)
+/* One complete event of t0..t1 (s) on the track of rank's stream. */
+static void put_span(FILE *f, int dpn, int rank, int stream, double t0_s, double t1_s)
 {
-    rep_file rf;
-    if (rep_open(&rf, path, err) != 0)
+    long long t0 = ns_of(t0_s), t1 = ns_of(t1_s);
+    fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid_of(rank, dpn),
+            tid_of(rank, stream));
+    put_us(f, t0);
+    fputs(",\"dur\":", f);
+    put_us(f, t1 - t0);
+}
+
+/* --trace steps: per rank and step one span on the compute track, from the
+ * step's start to its end on that rank. */
+static void write_steps(FILE *f, const plan *p, const eng_result *r, int dpn,
+                        const unsigned char *rsel)
+{
+    for (int rk = 0; rk < p->nranks; rk++) {
+        if (!rsel[rk])
+            continue;
+        for (int st = 0; st < r->nsteps; st++) {
+            size_t k = (size_t)rk * r->nsteps + st;
+            put_span(f, dpn, rk, ST_COMPUTE, r->step_start[k], r->step_end[k]);
+            fprintf(f, ",\"name\":\"step %d\",\"cat\":\"step\",\"args\":{\"step\":%d}}", st,
+                    st);
+        }
+    }
+}
+
+/* Whether event e is in the selection. */
+static int selected(const eng_event *e, const plan_op *o, const rep_trace_opts *so,
+                    const unsigned char *rsel)
+{
+    if (!rsel[e->rank])
+        return 0;
+    return so->layer_lo < 0 || o->kind == OPK_STEP ||
+           (e->layer >= so->layer_lo && e->layer <= so->layer_hi);
+}
+
+int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
+                    const rep_trace_opts *o, const char *path, cp_err *err)
+{
+    static const rep_trace_opts full = {REP_TRACE_FULL, NULL, -1, -1};
+    const rep_trace_opts *so = o ? o : &full;
+    unsigned char *rsel = cp_xcalloc((size_t)p->nranks, 1);
+    if (!so->ranks)
+        memset(rsel, 1, (size_t)p->nranks);
+    else if (rep_rank_list("--trace-ranks", so->ranks, rsel, p->nranks, err) < 0) {
+        free(rsel);
         return -1;
+    }
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0) {
+        free(rsel);
+        return -1;
+    }
     FILE *f = rf.f;
     int dpn = s->plat.devices_per_node > 0 ? s->plat.devices_per_node : 1;
     int first = 1;
@@ -163,26 +246,39 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r, const
     put_str(f, s->model.name);
     fputs(",\"platform\":", f);
     put_str(f, s->plat.name);
-    fputs("},\n\"traceEvents\":[\n", f);
-    write_metadata(f, s, p, &first);
-    for (size_t i = 0; i < r->nev; i++) {
-        const eng_event *e = &r->ev[i];
-        const plan_op *o = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
-        long long t0 = ns_of(e->t0), t1 = ns_of(e->t1);
-        fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid_of(e->rank, dpn),
-                tid_of(e->rank, e->stream));
-        put_us(f, t0);
-        fputs(",\"dur\":", f);
-        put_us(f, t1 - t0);
-        fputs(",\"name\":", f);
-        put_str(f, o->name);
-        fprintf(f, ",\"cat\":\"%s\",\"args\":{", op_category(o));
-        write_op_args(f, o, e->layer);
-        fputs("}}", f);
+    if (so->level != REP_TRACE_FULL || so->ranks || so->layer_lo >= 0) {
+        fprintf(f, ",\"selection\":{\"trace\":\"%s\"",
+                so->level == REP_TRACE_STEPS ? "steps" : "full");
+        if (so->ranks) {
+            fputs(",\"ranks\":", f);
+            put_str(f, so->ranks);
+        }
+        if (so->layer_lo >= 0)
+            fprintf(f, ",\"layers\":\"%d-%d\"", so->layer_lo, so->layer_hi);
+        fputc('}', f);
     }
-    /* memory counters: one series per rank, categories stacked */
-    counter_ctx cc = {f, dpn};
-    rep_mem_walk(r, 0, counter_fn, &cc);
+    fputs("},\n\"traceEvents\":[\n", f);
+    write_metadata(f, s, p, rsel, &first);
+    if (so->level == REP_TRACE_STEPS) {
+        write_steps(f, p, r, dpn, rsel);
+    } else {
+        for (size_t i = 0; i < r->nev; i++) {
+            const eng_event *e = &r->ev[i];
+            const plan_op *op = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
+            if (!selected(e, op, so, rsel))
+                continue;
+            put_span(f, dpn, e->rank, e->stream, e->t0, e->t1);
+            fputs(",\"name\":", f);
+            put_str(f, op->name);
+            fprintf(f, ",\"cat\":\"%s\",\"args\":{", op_category(op));
+            write_op_args(f, op, e->layer);
+            fputs("}}", f);
+        }
+        /* memory counters: one series per rank, categories stacked */
+        counter_ctx cc = {f, dpn, rsel};
+        rep_mem_walk(r, 0, counter_fn, &cc);
+    }
     fputs("\n]}\n", f);
+    free(rsel);
     return rep_close(&rf, 1, err);
 }

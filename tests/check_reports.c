@@ -178,7 +178,7 @@ START_TEST(trace_reads_in_every_viewer)
     char dir[] = "/tmp/cpsim-trace-XXXXXX", path[256];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/trace.json", dir);
-    ck_assert_int_eq(rep_write_trace(&s, &p, &r, path, &err), 0);
+    ck_assert_int_eq(rep_write_trace(&s, &p, &r, NULL, path, &err), 0);
     json_error_t je;
     json_t *j = json_load_file(path, 0, &je);
     ck_assert_msg(j != NULL, "trace: %s at %d:%d", je.text, je.line, je.column);
@@ -250,7 +250,7 @@ START_TEST(files_parse_and_are_atomic)
     json_decref(j);
 
     snprintf(path, sizeof path, "%s/trace.json", dir);
-    ck_assert_int_eq(rep_write_trace(&s, &p, &r, path, &err), 0);
+    ck_assert_int_eq(rep_write_trace(&s, &p, &r, NULL, path, &err), 0);
     j = json_load_file(path, 0, &je);
     ck_assert_msg(j != NULL, "trace: %s at %d:%d", je.text, je.line, je.column);
     json_t *evs = json_object_get(j, "traceEvents");

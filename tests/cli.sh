@@ -98,6 +98,25 @@ cp "$tmp/gz/trace.json" "$tmp/plain-trace.json"
 [ -e "$tmp/gz/trace.json" ] && fail "--trace-gz left the plain trace.json of the run before"
 gzip -dc "$tmp/gz/trace.json.gz" | cmp -s - "$tmp/plain-trace.json" ||
     fail "trace.json.gz does not hold the plain run's trace"
+# --trace steps | none, --trace-ranks, --trace-layers: what the trace holds
+"$CPSIM" run --quiet --trace steps --out "$tmp/tsteps" || fail "run --trace steps exited $?"
+nx=$(grep -c '"ph":"X"' "$tmp/tsteps/trace.json")
+[ "$nx" -eq 8 ] || fail "--trace steps: $nx spans, expected 8 (8 ranks x 1 step)"
+grep -q '"selection":{"trace":"steps"}' "$tmp/tsteps/trace.json" || fail "--trace steps unsaid"
+"$CPSIM" run --quiet --trace-ranks 3,5-6 --trace-layers 2-2 --out "$tmp/tsel" ||
+    fail "run --trace-ranks exited $?"
+tids='"tid":\(10\|11\|12\|16\|17\|18\|19\|20\|21\),' # ranks 3, 5, 6: 1 + 3 r + stream
+bad=$(grep '"ph":"X"' "$tmp/tsel/trace.json" | grep -vc "$tids")
+[ "$bad" -eq 0 ] || fail "--trace-ranks 3,5-6: $bad events on other ranks"
+layers=$(grep -o '"layer":-\?[0-9]*' "$tmp/tsel/trace.json" | sort -u | tr '\n' ' ')
+[ "$layers" = '"layer":-1 "layer":2 ' ] || fail "--trace-layers 2-2: layers $layers"
+cmp -s "$tmp/tsel/summary.json" "$tmp/tsteps/summary.json" ||
+    fail "the trace's selection changed the summary"
+"$CPSIM" run --quiet --trace none --out "$tmp/tsteps" || fail "run --trace none exited $?"
+[ -e "$tmp/tsteps/trace.json" ] && fail "--trace none left the trace of the run before"
+expect 2 "--trace-ranks 9: the run has 8 ranks (0-7)" -- "$CPSIM" run --trace-ranks 9 \
+    --out "$tmp/tsteps"
+expect 2 "--trace detailed: expected full, steps or none" -- "$CPSIM" run --trace detailed
 # a layout that leaves devices idle says so
 expect 0 "warning: parallel: tp*sp*dp = 4 uses 4 of the 8 devices of platform h100-sxm-8" -- \
     "$CPSIM" validate "$top_srcdir/workloads/default.yaml" --set parallel.tp=4

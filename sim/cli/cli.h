@@ -62,6 +62,9 @@ typedef struct cli_opts {
     int json;                          /* --json */
     int plots;                         /* --plots: gnuplot pictures */
     int trace_gz;                      /* --trace-gz: trace.json.gz */
+    int trace_level;                   /* --trace full|steps|none (rep_trace_level) */
+    const char *trace_ranks;           /* --trace-ranks LIST; NULL: all */
+    int trace_layer_lo, trace_layer_hi; /* --trace-layers A-B; -1: all */
     int accuracy;                      /* --accuracy (validate): the calibration rows,
                                           predicted against measured */
     const char *quant;                 /* --quant FILE (memory) */

@@ -10,7 +10,7 @@
 
 #include <sys/stat.h>
 
-#include "reports/plot.h"
+#include "reports/report.h"
 #include "sim/sweep/sweep.h"
 #include "workloads/datadir.h"
 
@@ -31,8 +31,8 @@ static int set_shard(cli_opts *o, const char *v, cp_err *err)
     return sweep_parse_shard(v, &o->shard_i, &o->shard_n, err);
 }
 
-/* "A-B" or "A": a window of decoder layers. */
-static int set_layers(cli_opts *o, const char *v, cp_err *err)
+/* "A-B" or "A": a window of decoder layers, for option opt. */
+static int layer_range(const char *opt, const char *v, int *lo, int *hi, cp_err *err)
 {
     char *end;
     errno = 0;
@@ -41,9 +41,38 @@ static int set_layers(cli_opts *o, const char *v, cp_err *err)
         b = strtol(end + 1, &end, 10);
     /* 1e6: far beyond any model's layer count; bounds the int conversion */
     if (end == v || *end || errno || a < 0 || b < a || b > 1000000)
-        return cp_fail(err, CP_EXIT_INPUT, "--layers %s: expected A-B with 0 <= A <= B", v);
-    o->layer_lo = (int)a;
-    o->layer_hi = (int)b;
+        return cp_fail(err, CP_EXIT_INPUT, "%s %s: expected A-B with 0 <= A <= B", opt, v);
+    *lo = (int)a;
+    *hi = (int)b;
+    return 0;
+}
+
+static int set_layers(cli_opts *o, const char *v, cp_err *err)
+{
+    return layer_range("--layers", v, &o->layer_lo, &o->layer_hi, err);
+}
+
+static int set_trace_layers(cli_opts *o, const char *v, cp_err *err)
+{
+    return layer_range("--trace-layers", v, &o->trace_layer_lo, &o->trace_layer_hi, err);
+}
+
+static int set_trace(cli_opts *o, const char *v, cp_err *err)
+{
+    static const char *const levels[] = {"full", "steps", "none", NULL}; /* rep_trace_level */
+    for (int i = 0; levels[i]; i++)
+        if (strcmp(levels[i], v) == 0) {
+            o->trace_level = i;
+            return 0;
+        }
+    return cp_fail(err, CP_EXIT_INPUT, "--trace %s: expected full, steps or none", v);
+}
+
+static int set_trace_ranks(cli_opts *o, const char *v, cp_err *err)
+{
+    if (rep_rank_list("--trace-ranks", v, NULL, 0, err) != 0)
+        return -1;
+    o->trace_ranks = v;
     return 0;
 }
 
@@ -81,7 +110,7 @@ static int set_window(cli_opts *o, const char *v, cp_err *err)
 
 static int set_ranks(cli_opts *o, const char *v, cp_err *err)
 {
-    if (plot_ranks_parse(v, NULL, 0, err) != 0)
+    if (rep_rank_list("--ranks", v, NULL, 0, err) != 0)
         return -1;
     o->ranks = v;
     return 0;
@@ -117,6 +146,14 @@ const cli_option cli_options[] = {
      .off = OFF(quiet), .help = "print nothing on success (sweep: no progress, no tables)"},
     {.name = "--plots", .cmds = RUN | SWEEP, .type = CLI_FLAG, .off = OFF(plots),
      .help = "also draw the plots (gnuplot) into DIR/plots, with an index.html"},
+    {.name = "--trace", .cmds = RUN, .type = CLI_CALL, .set = set_trace, .value = "LEVEL",
+     .help = "what trace.json holds: full (every op and the memory counters, the default), "
+             "steps (one span per rank and step) or none (no trace file)"},
+    {.name = "--trace-ranks", .cmds = RUN, .type = CLI_CALL, .set = set_trace_ranks,
+     .value = "LIST", .help = "the trace of these ranks only (0,2,4-7)"},
+    {.name = "--trace-layers", .cmds = RUN, .type = CLI_CALL, .set = set_trace_layers,
+     .value = "A-B", .help = "the trace's ops of decoder layers A to B only (the steps' "
+                             "markers and the memory counters stay)"},
     {.name = "--trace-gz", .cmds = RUN, .type = CLI_FLAG, .off = OFF(trace_gz),
      .help = "write the trace gzip-compressed, as trace.json.gz (Perfetto opens it as it is; "
              "a thirtieth of the size)"},
@@ -570,6 +607,7 @@ int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
     o->cmd = CMD_NONE;
     o->shard_n = 1;
     o->layer_lo = o->layer_hi = -1;
+    o->trace_layer_lo = o->trace_layer_hi = -1;
     o->args = calloc((size_t)argc + 1, sizeof *o->args);
     if (!o->args)
         abort();

@@ -45,6 +45,9 @@ int cli_run(const cli_opts *o, int *argc, char **argv)
 {
     cp_err err = {0};
     drv_req rq = request_of(o);
+    rep_trace_opts trace = {(rep_trace_level)o->trace_level, o->trace_ranks, o->trace_layer_lo,
+                            o->trace_layer_hi};
+    rq.trace = &trace;
     json_t *summary = NULL;
     eng_init(argc, argv);
     struct sigaction sa = {.sa_handler = on_stop};

@@ -25,6 +25,8 @@ typedef struct drv_req {
                                       (also simulation.fold_layers) */
     FILE *warn;                    /* the scenario's warnings go here (NULL: nowhere) */
     int trace_gz;                  /* 1: trace.json.gz (gzip) instead of trace.json */
+    const struct rep_trace_opts *trace; /* what trace.json holds (reports/report.h);
+                                           NULL: every op of every rank */
 } drv_req;
 
 /* Load, plan and price a scenario (no SimGrid).  On error returns -1 with

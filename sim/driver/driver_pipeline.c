@@ -43,8 +43,10 @@ static int write_outputs(const drv_req *rq, const scenario *s, const plan *p,
     /* one group: nothing is replaced unless all three were written, and
      * the summary, last, says the outputs beside it are complete */
     rep_group_begin();
+    int none = rq->trace && rq->trace->level == REP_TRACE_NONE, rc = 0;
     snprintf(path, sizeof path, "%s/trace.json%s", dir, rq->trace_gz ? ".gz" : "");
-    int rc = rep_write_trace(s, p, r, path, err);
+    if (!none)
+        rc = rep_write_trace(s, p, r, rq->trace, path, err);
     snprintf(path, sizeof path, "%s/memory.csv", dir);
     if (rc == 0)
         rc = rep_write_memory_csv(p, r, path, err);
@@ -52,10 +54,13 @@ static int write_outputs(const drv_req *rq, const scenario *s, const plan *p,
     if (rc == 0)
         rc = rep_write_json(summary, path, err);
     rc = rep_group_end(rc == 0, err);
-    /* the other form of the trace, from an earlier run, would not belong */
-    snprintf(path, sizeof path, "%s/trace.json%s", dir, rq->trace_gz ? "" : ".gz");
-    if (rc == 0)
-        unlink(path);
+    /* a trace of an earlier run (the other form, or any with --trace none)
+     * would not belong */
+    for (int gz = 0; gz < 2 && rc == 0; gz++) {
+        snprintf(path, sizeof path, "%s/trace.json%s", dir, gz ? ".gz" : "");
+        if (none || gz != rq->trace_gz)
+            unlink(path);
+    }
     return rc;
 }
 
