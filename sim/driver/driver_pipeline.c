@@ -101,9 +101,11 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
         rc = write_outputs(rq, s, p, &r, *summary, err);
     if (rc == 0 && table) {
         rep_print_table(&sm, s, table);
-        if (rq->out_dir)
-            fprintf(table, "\nwrote %s/summary.json, %s/trace.json, %s/memory.csv ",
-                    rq->out_dir, rq->out_dir, rq->out_dir);
+        if (rq->out_dir && rq->trace && rq->trace->level == REP_TRACE_NONE)
+            fprintf(table, "\nwrote %s/summary.json, %s/memory.csv ", rq->out_dir, rq->out_dir);
+        else if (rq->out_dir)
+            fprintf(table, "\nwrote %s/summary.json, %s/trace.json%s, %s/memory.csv ",
+                    rq->out_dir, rq->out_dir, rq->trace_gz ? ".gz" : "", rq->out_dir);
         fprintf(table, "(simulated %ld events, %ld messages in %.3f s)\n", sm.events,
                 sm.messages, sm.wall_s);
     }

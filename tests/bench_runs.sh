@@ -1,0 +1,49 @@
+#!/bin/sh
+# bench_runs.sh (make bench): the runs issue 13 sets targets for, each once,
+# with CPU seconds (user + system of the whole process), wall seconds, peak
+# RSS, simulated events and the bytes of its outputs.  The two largest write
+# `--trace steps` (their full traces run to gigabytes); the 1,024-rank
+# TP8 x SP128 run is left out (predicted 15-25 min here).
+set -eu
+: "${top_srcdir:=.}" "${top_builddir:=.}"
+CPSIM="$top_builddir/cpsim"
+tmp=$(mktemp -d /tmp/cpsim-benchruns-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/glm.yaml" <<'YAML'
+model: glm-5.1
+platform: ascend-a3-16
+precision: {weights: int8, activations: bf16, kv_cache: bf16}
+parallel: {tp: 16, ep: 16, sequence_parallel: true}
+requests: [{prompt_tokens: 32768}]
+YAML
+cat >"$tmp/l405.yaml" <<'YAML'
+model: llama-3.1-405b
+platform: {name: h200-sxm-8, nodes: 16}
+precision: {weights: fp8}
+parallel: {tp: 8, sp: 16, kv_storage: by_position, exchange: ring}
+requests: [{prompt_tokens: 131072}]
+YAML
+cat >"$tmp/dp128.yaml" <<'YAML'
+model: qwen3-omni-30b-a3b-thinker
+platform: {name: h100-sxm-8, nodes: 128}
+parallel: {tp: 8, dp: 128}
+requests: [{prompt_tokens: 32768}]
+YAML
+printf '%-34s %6s %8s %8s %9s %10s %11s\n' run ranks cpu_s wall_s rss_MB events output_MB
+# bench NAME RANKS WORKLOAD [OPTIONS...]
+bench() {
+    name=$1 ranks=$2 wl=$3
+    shift 3
+    rm -rf "$tmp/out"
+    /usr/bin/time -f '%U %S %e %M' -o "$tmp/time" "$CPSIM" run "$wl" --out "$tmp/out" "$@" \
+        >"$tmp/table" 2>"$tmp/err" || { echo "$name: exited $?: $(cat "$tmp/err")"; return; }
+    events=$(sed -n 's/.*simulated \([0-9]*\) events.*/\1/p' "$tmp/table")
+    bytes=$(du -sb "$tmp/out" | cut -f1)
+    awk -v n="$name" -v r="$ranks" -v e="$events" -v b="$bytes" \
+        '{ printf "%-34s %6d %8.2f %8.2f %9.0f %10d %11.1f\n", n, r, $1 + $2, $3, $4 / 1024,
+           e, b / 1e6 }' "$tmp/time"
+}
+bench "default (thinker 32K, TP8)" 8 "$top_srcdir/workloads/default.yaml"
+bench "GLM-5.1 32K, TP16 DSA CP" 16 "$tmp/glm.yaml"
+bench "Llama 405B 128K, TP8 x SP16 ring" 128 "$tmp/l405.yaml" --trace steps
+bench "thinker 32K, TP8 x DP128" 1024 "$tmp/dp128.yaml" --trace steps
