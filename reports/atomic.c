@@ -134,6 +134,7 @@ static FILE *gz_stream(int fd)
     if (!g)
         return NULL;
     g->fd = dup(fd);
+    /* level 6: zlib's default (Z_DEFAULT_COMPRESSION), its speed/size balance */
     g->gz = g->fd >= 0 ? gzdopen(fd, "wb6") : NULL;
     FILE *f = g->gz ? fopencookie(g, "w", (cookie_io_functions_t){.write = gz_write,
                                                                  .close = gz_close})

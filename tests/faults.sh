@@ -12,14 +12,8 @@
 #     the next run, those of live ones are not;
 #   - a sweep none of whose points runs exits 2; --merge with points
 #     missing writes what it has and exits 2.
-set -u
-: "${top_srcdir:=.}" "${top_builddir:=.}"
-CPSIM="$top_builddir/cpsim"
-case $CPSIM in /*) ;; *) CPSIM="$PWD/$CPSIM" ;; esac
-tmp=$(mktemp -d /tmp/cpsim-faults-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+name=faults
+. "${top_srcdir:-.}/tests/testlib.sh"
 
 cat >"$tmp/base.yaml" <<'EOF'
 model: qwen3-omni-30b-a3b-thinker

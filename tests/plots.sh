@@ -15,14 +15,8 @@
 #     OOM point on the memory picture;
 #   - every index.html: links that resolve, captions naming the workload and
 #     platform, PNG and SVG of every picture.
-set -u
-: "${top_srcdir:=.}" "${top_builddir:=.}"
-CPSIM="$top_builddir/cpsim"
-case $CPSIM in /*) ;; *) CPSIM="$PWD/$CPSIM" ;; esac
-tmp=$(mktemp -d /tmp/cpsim-plots-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+name=plots
+. "${top_srcdir:-.}/tests/testlib.sh"
 . "$top_srcdir/tests/plot_checks.sh"
 MODEL=qwen3-omni-30b-a3b-thinker
 PLAT=h100-sxm-8

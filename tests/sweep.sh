@@ -12,14 +12,8 @@
 #   - refusals: existing results without --resume, another sweep's folder,
 #     a bad `where`, gnuplot missing.
 # Exit 77 (skipped) when GNU parallel is missing and all else passed.
-set -u
-: "${top_srcdir:=.}" "${top_builddir:=.}"
-CPSIM="$top_builddir/cpsim"
-case $CPSIM in /*) ;; *) CPSIM="$PWD/$CPSIM" ;; esac
-tmp=$(mktemp -d /tmp/cpsim-sweep-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+name=sweep
+. "${top_srcdir:-.}/tests/testlib.sh"
 . "$top_srcdir/tests/plot_checks.sh"
 
 cat >"$tmp/base.yaml" <<'EOF'

@@ -648,6 +648,17 @@ static int check_exchange_keys(const scenario *s, cp_err *err)
     return 0;
 }
 
+int64_t wl_prefill_chunk(const scenario *s, int q)
+{
+    return s->chunked_prefill ? s->max_num_batched_tokens : s->reqs[q].prompt_tokens;
+}
+
+int64_t wl_prefill_steps(const scenario *s, int q)
+{
+    int64_t chunk = wl_prefill_chunk(s, q);
+    return (s->reqs[q].prompt_tokens + chunk - 1) / chunk;
+}
+
 int wl_dsa_cp(const scenario *s)
 {
     if (s->par.dsa_cp >= 0)
@@ -755,8 +766,7 @@ static int check_plan_size(const scenario *s, cp_err *err)
     double steps = 0, most_decode = 0, most_chunks = 0;
     int decode_req = 0, chunk_req = 0;
     for (int q = 0; q < s->nreqs; q++) {
-        int64_t chunk = s->chunked_prefill ? s->max_num_batched_tokens : s->reqs[q].prompt_tokens;
-        double chunks = (double)((s->reqs[q].prompt_tokens + chunk - 1) / chunk);
+        double chunks = (double)wl_prefill_steps(s, q);
         double decode = (double)s->reqs[q].decode_tokens;
         steps += chunks + decode;
         if (decode > most_decode) {

@@ -146,6 +146,12 @@ struct json_t *wl_resolved(const scenario *s);
  * paths; returns how many. */
 int wl_files(const scenario *s, char (*paths)[1024], int cap);
 
+/* Tokens per prefill step of s (engine.max_num_batched_tokens under
+ * chunked prefill, else the whole prompt of request q) and the number of
+ * prefill steps of request q. */
+int64_t wl_prefill_chunk(const scenario *s, int q);
+int64_t wl_prefill_steps(const scenario *s, int q);
+
 /* DSA CP applies to s: parallel.dsa_cp on, or auto with sequence_parallel
  * on a model with a DSA indexer. */
 int wl_dsa_cp(const scenario *s);

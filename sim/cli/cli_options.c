@@ -362,6 +362,7 @@ static int check_cfg(const char *item, cp_err *err)
         int ok = it->kind == SG_ENUM   ? in_list(v, it->values)
                : it->kind == SG_BOOL   ? in_list(v, "yes|no|on|off|true|false|1|0")
                : it->kind == SG_NONNEG ? number && x >= 0
+               /* a stack or guard of up to 1 GiB (our bound; SimGrid's default 8 MiB) */
                : it->kind == SG_KIB    ? number && x >= 1 && x <= 1048576 && x == floor(x)
                                        : number && x > 0;
         if (ok)
