@@ -131,16 +131,17 @@ static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefi
     forward(&x->b, sc, t, prefix);
 }
 
-/* The program of SP index sp_index (-1: the one program of every rank),
- * each step's split into split[] (NULL: not recorded); returns its step
- * count. */
-static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan_prog *pg,
-                             const layer_scheme *sc, int sp_index, uint8_t *split)
+/* The builder's context for a program of SP index sp_index (-1: the one
+ * program of every rank), and the program's set-up memory: the weights,
+ * the engine's reserved memory and workspace, the KV pool's placeholder
+ * (*pool_op, sized once the program is built; EM_NONE on demand).
+ * Returns the resident weight bytes. */
+static double program_begin(ex_ctx *x, const scenario *s, const plan_layout_cfg *lay,
+                            plan_prog *pg, int sp_index, uint32_t *pool_op)
 {
     const arch *a = &s->model;
-    ex_ctx x;
-    memset(&x, 0, sizeof x);
-    bld *b = &x.b;
+    memset(x, 0, sizeof *x);
+    bld *b = &x->b;
     b->s = s;
     b->a = a;
     b->pg = pg;
@@ -153,6 +154,7 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
     b->gqs = s->w_qscale;
     b->phase = PH_OTHER;
     b->sample = 1;
+    b->nsample = 1;
     b->ab = dtype_bytes(s->a_dtype);
     b->wb = dtype_bytes(s->w_dtype);
     b->kvb = dtype_bytes(s->kv_dtype);
@@ -160,7 +162,7 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
     b->layer = -1;
     b->step = -1; /* set-up before the first step: the weights are resident */
     if (sp_index >= 0)
-        ex_init(&x, sp_index);
+        ex_init(x, sp_index);
 
     /* the weights as the engine materialises them (quant.h): shards,
      * float exceptions, scales, derived and replicated tensors */
@@ -169,21 +171,48 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
     /* what the engine holds beyond tensors (engine.memory) */
     em_mem(b, MC_RESERVED, s->mem.reserved_bytes, ST_COMPUTE);
     em_mem(b, MC_WORKSPACE, s->mem.workspace_bytes, ST_COMPUTE);
-    uint32_t pool_op = EM_NONE;
+    *pool_op = EM_NONE;
     if (s->mem.kv_pool == KVP_PREALLOCATE) {
         em_mem(b, MC_KV_CACHE, 1.0, ST_COMPUTE); /* sized below */
-        pool_op = pg->nops - 1;
+        *pool_op = pg->nops - 1;
     }
+    return weights;
+}
+
+/* KV bytes of `positions` tokens on this program's rank. */
+static double kv_bytes_of(ex_ctx *x, int sp_index, int64_t positions)
+{
+    const scenario *s = x->b.s;
+    if (sp_index >= 0)
+        return ex_kv_bytes(x, positions);
+    return (double)s->model.layers *
+           mem_kv_bytes_per_token_layer(&s->model, s->par.tp, s->kv_dtype) * (double)positions;
+}
+
+/* The program of SP index sp_index (-1: the one program of every rank),
+ * each step's split into split[] (NULL: not recorded); returns its step
+ * count. */
+static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan_prog *pg,
+                             const layer_scheme *sc, int sp_index, uint8_t *split)
+{
+    ex_ctx x;
+    uint32_t pool_op;
+    double weights = program_begin(&x, s, lay, pg, sp_index, &pool_op);
+    bld *b = &x.b;
 
     int32_t step = 0;
     for (int q = 0; q < s->nreqs; q++) {
         const wl_request *rq = &s->reqs[q];
-        double kv_per_token = (double)a->layers *
-                              mem_kv_bytes_per_token_layer(a, s->par.tp, s->kv_dtype);
+        int64_t cached = rq->cached_tokens;
         b->request = q;
+        /* a cached prefix is in the KV cache when the request arrives */
+        if (cached > 0) {
+            b->layer = -1;
+            em_mem(b, MC_KV_CACHE, kv_bytes_of(&x, sp_index, cached), ST_COMPUTE);
+        }
         /* the prefill, in chunks of max_num_batched_tokens with chunked
          * prefill: each chunk a full pass whose attention covers the cached
-         * chunks before it; only the last samples a token */
+         * prefix and the chunks before it; only the last samples a token */
         int64_t chunk = wl_prefill_chunk(s, q);
         for (int64_t done = 0; done < rq->prompt_tokens; done += chunk) {
             int64_t n = rq->prompt_tokens - done < chunk ? rq->prompt_tokens - done : chunk;
@@ -191,20 +220,19 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
             b->prefill = 1;
             b->sample = done + n == rq->prompt_tokens;
             step_marker(b, rq->arrival_s);
-            run_step(&x, sc, n, done, split);
+            run_step(&x, sc, n, cached + done, split);
         }
         b->prefill = 0;
         b->sample = 1;
+        int64_t ctx = cached + rq->prompt_tokens;
         for (int64_t i = 0; i < rq->decode_tokens; i++) {
             b->step = step++;
             step_marker(b, rq->arrival_s);
-            run_step(&x, sc, 1, rq->prompt_tokens + i, split);
+            run_step(&x, sc, 1, ctx + i, split);
         }
         /* the request leaves: its KV cache is released */
-        int64_t positions = rq->prompt_tokens + rq->decode_tokens;
         b->layer = -1;
-        em_mem(b, MC_KV_CACHE,
-               sp_index >= 0 ? -ex_kv_bytes(&x, positions) : -kv_per_token * (double)positions,
+        em_mem(b, MC_KV_CACHE, -kv_bytes_of(&x, sp_index, ctx + rq->decode_tokens),
                ST_COMPUTE);
     }
     if (pool_op != EM_NONE)
@@ -212,23 +240,80 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
     return step;
 }
 
-void build_plan(const scenario *s, plan *out)
+/* The scheme of s and its program count (one per SP index under the
+ * exchange scheme); a plan of layout lay with that many programs. */
+static const layer_scheme *plan_begin(const scenario *s, int dp, plan *out, int *nprogs)
 {
     const layer_scheme *sc = seqpar_scheme(s);
-    int nprogs = !sc && s->par.sp > 1 ? s->par.sp : 1;
+    *nprogs = !sc && s->par.sp > 1 ? s->par.sp : 1;
     if (!sc)
-        sc = nprogs > 1 ? ex_scheme() : &TP_SCHEME;
+        sc = *nprogs > 1 ? ex_scheme() : &TP_SCHEME;
 
     plan_layout_cfg lay = {.tp = s->par.tp, .sp = s->par.sp, .ep = s->par.ep,
-                           .dp = s->par.dp, .devices_per_node = s->plat.devices_per_node};
+                           .dp = dp, .devices_per_node = s->plat.devices_per_node};
     plan_init(out, &lay);
-    for (int g = 0; g < nprogs; g++)
+    for (int g = 0; g < *nprogs; g++)
         plan_add_prog(out);
     for (int r = 0; r < out->nranks; r++) {
         int tp_i, sp_i, dp_i;
         plan_rank_coords(&lay, r, &tp_i, &sp_i, &dp_i);
-        out->prog_of_rank[r] = nprogs > 1 ? sp_i : 0;
+        out->prog_of_rank[r] = *nprogs > 1 ? sp_i : 0;
     }
+    return sc;
+}
+
+int build_step_splits(const scenario *s, int64_t tokens)
+{
+    return !seqpar_scheme(s) && s->par.sp > 1 && ex_step_splits(s, tokens);
+}
+
+void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, plan *out)
+{
+    int nprogs;
+    const layer_scheme *sc = plan_begin(s, lockstep ? s->par.dp : 1, out, &nprogs);
+    int64_t t = 0, nsample = 0, prefill = 0;
+    for (int i = 0; i < bt->n; i++) {
+        t += bt->seq[i].tokens;
+        nsample += bt->seq[i].sample;
+        prefill |= bt->seq[i].tokens > 1;
+    }
+    out->nrequests = 1;
+    out->nsteps = 1;
+    out->prefill_steps = cp_xcalloc(2, sizeof *out->prefill_steps);
+    out->prefill_steps[0] = (int)prefill;
+    out->step_split = cp_xcalloc(2, sizeof *out->step_split);
+    for (int g = 0; g < nprogs; g++) {
+        ex_ctx x;
+        uint32_t pool_op;
+        plan_prog *pg = &out->progs[g];
+        double weights = program_begin(&x, s, &out->lay, pg, nprogs > 1 ? g : -1, &pool_op);
+        bld *b = &x.b;
+        b->request = 0;
+        b->step = 0;
+        b->prefill = (uint8_t)prefill;
+        b->sample = nsample > 0;
+        b->nsample = nsample;
+        if (bt->n > 1) {
+            b->seqs = bt->seq;
+            b->nseqs = bt->n;
+        }
+        int64_t prefix = bt->n == 1 ? bt->seq[0].prefix : 0;
+        step_marker(b, 0.0);
+        if (x.P > 1)
+            ex_begin_step(&x, t, prefix, bt->split);
+        if (g == 0)
+            out->step_split[0] = sc->splits && sc->splits(b);
+        forward(b, sc, t, prefix);
+        if (pool_op != EM_NONE)
+            size_kv_pool(s, pg, pool_op, weights);
+    }
+}
+
+void build_plan(const scenario *s, plan *out)
+{
+    int nprogs;
+    const layer_scheme *sc = plan_begin(s, s->par.dp, out, &nprogs);
+    plan_layout_cfg lay = out->lay;
     out->nrequests = s->nreqs;
     out->prefill_steps = cp_xcalloc((size_t)s->nreqs + 1, sizeof *out->prefill_steps);
     int64_t steps = 0;

@@ -16,4 +16,35 @@
  * cannot fail (out of host memory aborts). */
 void build_plan(const scenario *s, plan *out);
 
+/* ---- one step of a batch (the serving scheduler, sim/serve/) ------------------ */
+
+/* A sequence of a batched step: `tokens` new tokens after `prefix` tokens
+ * already in the KV cache (a decode: 1 token after its context); `sample`:
+ * the step samples a token of it (the last chunk of a prefill, a decode). */
+typedef struct build_seq {
+    int64_t tokens, prefix;
+    uint8_t sample;
+} build_seq;
+
+/* The step: its sequences (GEMMs run on their tokens together, attention
+ * per sequence, models/exchange.h ex_step_calls) and whether it runs split
+ * over the SP ranks (then it holds one sequence: a split step is one
+ * prompt, cp-exchange.md). */
+typedef struct build_batch {
+    const build_seq *seq;
+    int n;
+    int split;
+} build_batch;
+
+/* The plan of one step of one model replica (dp = 1), or of every replica
+ * when lockstep (expert parallelism across replicas: each runs this step,
+ * padded to it): the set-up memory (weights, reserved, workspace, the KV
+ * pool), then the step, no KV release.  Step and request index 0. */
+void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, plan *out);
+
+/* Whether a step of one sequence of `tokens` new tokens runs split over the
+ * SP ranks (the exchange scheme's parallel.min_tokens rule): such a step
+ * runs alone, never batched. */
+int build_step_splits(const scenario *s, int64_t tokens);
+
 #endif

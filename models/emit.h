@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "models/build.h"
 #include "models/memory.h"
 #include "models/plan.h"
 #include "workloads/workload.h"
@@ -58,6 +59,11 @@ typedef struct bld {
     plan_prog *pg;
     plan_layout_cfg lay;     /* the plan's layout (group sizes) */
     int32_t layer, step, request;
+    /* a batched step's sequences (build.h), NULL: the one sequence the
+     * scheme is given; nsample: tokens the step samples (1 unless batched) */
+    const build_seq *seqs;
+    int nseqs;
+    int64_t nsample;
     int tp, ep;              /* = lay.tp, lay.ep */
     uint8_t layout;          /* token layout stamped on new ops (plan_layout) */
     uint8_t phase;           /* layer phase stamped on new ops (plan_phase) */

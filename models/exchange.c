@@ -16,6 +16,8 @@
  */
 #include "models/exchange.h"
 
+#include <math.h>
+
 #include <string.h>
 
 #include "models/memory.h"
@@ -60,6 +62,87 @@ double ex_pairs(const ex_run *q, int stripe, int P)
     /* stride P: each next query sees exactly one more key of every stripe */
     double k0 = (double)ex_stripe_below(q->lo + 1, stripe, P);
     return n * k0 + n * (n - 1.0) / 2.0;
+}
+
+/* ---- attention calls of a batched step ---------------------------------------- */
+
+/* Pairs and keys of one sequence (ex_step_calls). */
+static void seq_work(int64_t t, int64_t prefix, int64_t cap, int win_kv, int stripe, int P,
+                     double *pairs, int64_t *keys)
+{
+    if (stripe >= 0) {
+        ex_run all = {prefix, t, 1};
+        *pairs = ex_pairs(&all, stripe, P);
+        *keys = ex_stripe_below(prefix + t, stripe, P);
+        return;
+    }
+    *pairs = em_causal_pairs(t, prefix, cap);
+    *keys = win_kv && cap > 0 && t <= 16 && prefix + t > cap + t ? cap + t : prefix + t;
+}
+
+int ex_step_calls(const bld *b, int64_t t, int64_t prefix, int64_t cap, int win_kv, int stripe,
+                  int P, plan_attn *out)
+{
+    double pairs;
+    int64_t keys;
+    if (!b->seqs) {
+        seq_work(t, prefix, cap, win_kv, stripe, P, &pairs, &keys);
+        out[0] = (plan_attn){.q_len = t, .kv_len = keys, .pairs = pairs, .causal = 1};
+        return 1;
+    }
+    int n = 0, dec = -1;
+    int64_t cnt[EX_MAX_CALLS] = {0};
+    double qs[EX_MAX_CALLS] = {0}, ks[EX_MAX_CALLS] = {0};
+    for (int i = 0; i < b->nseqs; i++) {
+        const build_seq *q = &b->seqs[i];
+        seq_work(q->tokens, q->prefix, cap, win_kv, stripe, P, &pairs, &keys);
+        int c = q->tokens == 1 && dec >= 0 ? dec : n < EX_MAX_CALLS ? n++ : EX_MAX_CALLS - 1;
+        if (q->tokens == 1 && dec < 0)
+            dec = c;
+        if (cnt[c] == 0)
+            out[c] = (plan_attn){.causal = 1};
+        cnt[c]++;
+        qs[c] += (double)q->tokens;
+        ks[c] += (double)keys;
+        out[c].pairs += pairs;
+    }
+    for (int c = 0; c < n; c++) {
+        out[c].batch = cnt[c] > 1 ? cnt[c] : 0; /* 0: one sequence */
+        out[c].q_len = (int64_t)ceil(qs[c] / (double)cnt[c]);
+        out[c].kv_len = (int64_t)ceil(ks[c] / (double)cnt[c]);
+    }
+    return n;
+}
+
+plan_attn ex_step_merged(const bld *b, int64_t t, int64_t prefix, int64_t cap)
+{
+    plan_attn calls[EX_MAX_CALLS], m = {0};
+    int n = ex_step_calls(b, t, prefix, cap, 0, -1, 1, calls);
+    double qs = 0, ks = 0, pairs = 0;
+    int64_t seqs = 0;
+    for (int c = 0; c < n; c++) {
+        int64_t bt = calls[c].batch > 0 ? calls[c].batch : 1;
+        seqs += bt;
+        qs += (double)(calls[c].q_len * bt);
+        ks += (double)(calls[c].kv_len * bt);
+        pairs += calls[c].pairs;
+    }
+    m.batch = seqs > 1 ? seqs : 0;
+    m.q_len = (int64_t)ceil(qs / (double)seqs);
+    m.kv_len = (int64_t)ceil(ks / (double)seqs);
+    m.pairs = pairs;
+    m.causal = 1;
+    return m;
+}
+
+int ex_step_all_decode(const bld *b, int64_t t)
+{
+    if (!b->seqs)
+        return t == 1;
+    for (int i = 0; i < b->nseqs; i++)
+        if (b->seqs[i].tokens != 1)
+            return 0;
+    return 1;
 }
 
 /* Chunk c of a step of t tokens after `prefix` cut into `parts` chunks,
@@ -226,7 +309,7 @@ static em_tensor ulysses(ex_ctx *x, int64_t t, int64_t prefix)
                shp(3, t, hu + 2 * ku, g.d));
     layer_gqa_kv_write(b, t, ku);
     plan_attn at = attn_of(&g, t, prefix + t, hu, ku, em_causal_pairs(t, prefix, 0));
-    em_tensor out = layer_gqa_attend_out(b, &at);
+    em_tensor out = layer_gqa_attend_out(b, &at, 1, t); /* split: one sequence */
     em_free(b, &heads);
     if (reorder) /* from position order to the peers' blocks */
         repack(b, "ulysses_out_pack", &out, shp(3, t, hu, g.d), shp(3, P, x->most, hu * g.d));
@@ -256,8 +339,14 @@ static em_tensor head_slice(ex_ctx *x, int64_t t, int64_t prefix)
     b->layout = TL_FULL;
     em_tensor qkv = layer_gqa_qkv(b, t);
     layer_gqa_kv_write(b, t, ku);
-    plan_attn at = attn_of(&g, t, prefix + t, hu, ku, em_causal_pairs(t, prefix, 0));
-    em_tensor slice = layer_gqa_attend_out(b, &at);
+    plan_attn at[EX_MAX_CALLS];
+    int n = ex_step_calls(b, t, prefix, 0, 0, -1, 1, at);
+    for (int c = 0; c < n; c++) {
+        at[c].heads = hu;
+        at[c].kv_heads = ku;
+        at[c].d_qk = at[c].d_v = g.d;
+    }
+    em_tensor slice = layer_gqa_attend_out(b, at, n, t);
     em_free(b, &qkv);
     double all = td * (double)(g.hq * g.d) * b->ab;
     em_tensor gathered = em_buf_alloc(b, all);
@@ -286,15 +375,18 @@ static double dcp_part_bytes(const gqa *g, int64_t n)
 static em_tensor dcp_attention(ex_ctx *x, const gqa *g, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
-    ex_run all = {prefix, t, 1};
     em_tensor part = em_act_alloc(b, dcp_part_bytes(g, t));
-    double pairs = ex_pairs(&all, x->me, x->P);
-    if (pairs <= 0)
-        return part;
-    int64_t keys = ex_stripe_below(prefix + t, x->me, x->P);
-    plan_attn at = attn_of(g, t, keys, g->hq, g->hkv, pairs);
-    at.causal = 0;
-    layer_gqa_attend(b, "dcp_attention", &at);
+    plan_attn at[EX_MAX_CALLS];
+    int n = ex_step_calls(b, t, prefix, 0, 0, x->me, x->P, at);
+    for (int c = 0; c < n; c++) {
+        if (at[c].pairs <= 0)
+            continue;
+        at[c].heads = g->hq;
+        at[c].kv_heads = g->hkv;
+        at[c].d_qk = at[c].d_v = g->d;
+        at[c].causal = 0;
+        layer_gqa_attend(b, "dcp_attention", &at[c]);
+    }
     return part;
 }
 

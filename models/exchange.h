@@ -86,4 +86,27 @@ int64_t ex_stripe_below(int64_t n, int r, int P);
  * query). */
 double ex_pairs(const ex_run *q, int stripe, int P);
 
+/* ---- attention calls of a batched step -------------------------------------- */
+
+#define EX_MAX_CALLS 32
+
+/* The attention calls of one layer of the current step: the one sequence
+ * (t new tokens after prefix) when b->seqs is NULL; else one call for every
+ * decode of the batch together (batch = their count, q_len 1, kv_len their
+ * mean context rounded up, pairs exact: FA2's batched decode,
+ * decode_attention.csv) and one per multi-token sequence (the first
+ * EX_MAX_CALLS - 2 of them; the rest share the last call, averaged).
+ * Keys per sequence: every earlier-or-equal key (stripe < 0), at most cap
+ * of them per query (cap > 0: a sliding window or DSA's top-k; with
+ * win_kv a short call reads only the window's keys), or the keys of KV
+ * stripe `stripe` of P (DCP slots).  Fills q_len, kv_len, pairs, batch and
+ * causal (1); the caller sets heads and dims.  Returns the call count. */
+int ex_step_calls(const bld *b, int64_t t, int64_t prefix, int64_t cap, int win_kv, int stripe,
+                  int P, plan_attn *out);
+/* Every call of ex_step_calls merged into one (batch = sequences): for
+ * kernels that take the whole batch as one varlen call (MLA). */
+plan_attn ex_step_merged(const bld *b, int64_t t, int64_t prefix, int64_t cap);
+/* Whether every sequence of the step is a decode (one token). */
+int ex_step_all_decode(const bld *b, int64_t t);
+
 #endif

@@ -32,6 +32,7 @@
  * slowest rank at the next gather: the local-query ops carry the cost of
  * the last rank, whose queries see the longest prefixes.
  */
+#include "models/exchange.h"
 #include "models/layers.h"
 
 #include "models/memory.h"
@@ -206,7 +207,7 @@ static em_tensor absorbed(bld *b, int64_t m, int64_t H, plan_attn at, em_tensor 
     /* per pair and head: q.k over kl + dr, then p.v over kl, a multiply-add
      * (2 flops) per element */
     double flops = 2.0 * at.pairs * H * (double)(kl + dr + kl);
-    double cache = sparse ? at.pairs : (double)at.kv_len;
+    double cache = sparse ? at.pairs : (double)at.kv_len * (at.batch > 1 ? (double)at.batch : 1);
     double bytes = cache * (kl + dr) * b->kvb + md * H * (kl + dr + kl) * eb;
     em_tensor q = em_act_alloc(b, md * H * (kl + dr) * b->ab); /* absorbed queries */
     before_use(b, c, MP_KV_B);
@@ -247,13 +248,17 @@ static em_tensor unabsorbed(bld *b, int64_t t, int64_t prefix, int64_t H)
 {
     const arch *a = b->a;
     int64_t dn = a->qk_nope_dim, dr = a->qk_rope_dim, dv = a->v_head_dim;
-    int64_t S = prefix + t;
+    /* a batch (ex_step_merged): one varlen call over every sequence, each
+     * expanding its own context */
+    plan_attn at = ex_step_merged(b, t, prefix, 0);
+    int64_t S = at.kv_len * (at.batch > 1 ? at.batch : 1);
     double td = (double)t, Sd = (double)S;
     em_tensor out = em_act_alloc(b, td * H * dv * b->ab);
     em_tensor kv = em_act_alloc(b, Sd * H * (dn + dv) * b->ab); /* per-head keys and values */
     em_gemm(b, "kv_b_proj", S, a->kv_lora_rank, H * (dn + dv), 1);
-    plan_attn at = {.q_len = t, .kv_len = S, .heads = H, .kv_heads = H, .d_qk = dn + dr,
-                    .d_v = dv, .causal = 1, .pairs = em_causal_pairs(t, prefix, 0)};
+    at.heads = at.kv_heads = H;
+    at.d_qk = dn + dr;
+    at.d_v = dv;
     /* per pair and head: q.k over dn + dr, p.v over dv, 2 flops each */
     double flops = 2.0 * at.pairs * H * (double)(dn + dr + dv);
     double bytes = (td * H * (dn + dr + dv) + Sd * H * (dn + dr + dv)) * b->ab;
@@ -299,16 +304,16 @@ em_tensor layer_attention_mla(bld *b, int64_t t, int64_t prefix)
         indexer_keys(b, t);
         indexer_cache_write(b, t);
         em_tensor iq = indexer_queries(b, t);
-        plan_attn ix = {.q_len = t, .kv_len = prefix + t, .causal = 1,
-                        .pairs = em_causal_pairs(t, prefix, 0)};
+        plan_attn ix = ex_step_merged(b, t, prefix, 0);
         topk = indexer_select(b, t, ix, &iq);
     }
     em_free(b, &latent);
     em_tensor out;
-    if (a->has_dsa || t == 1) {
+    /* decodes absorbed, prefills expanded (a batch mixing both runs
+     * expanded: one varlen call, ex_step_merged) */
+    if (a->has_dsa || ex_step_all_decode(b, t)) {
         int64_t cap = a->has_dsa ? a->index_topk : 0;
-        plan_attn at = {.q_len = t, .kv_len = prefix + t,
-                        .pairs = em_causal_pairs(t, prefix, cap)};
+        plan_attn at = ex_step_merged(b, t, prefix, cap);
         out = absorbed(b, t, H, at, a->has_dsa ? &topk : NULL, NULL);
     } else {
         out = unabsorbed(b, t, prefix, H);
@@ -397,8 +402,7 @@ em_tensor layer_attention_mla_cp(bld *b, mla_cp *c)
     em_tensor topk = indexer_select(b, m, slowest_rank(c, b->tp, 0), &iq);
     em_free(b, &latent);
 
-    plan_attn at = {.q_len = t, .kv_len = c->prefix + t,
-                    .pairs = em_causal_pairs(t, c->prefix, a->index_topk)};
+    plan_attn at = ex_step_merged(b, t, c->prefix, a->index_topk);
     b->layout = local_q ? part : TL_FULL;
     em_tensor out = absorbed(b, m, H, local_q ? slowest_rank(c, b->tp, a->index_topk) : at,
                              &topk, c);

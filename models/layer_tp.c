@@ -40,16 +40,17 @@ void layer_lm_head(bld *b)
     if (!b->sample) /* a chunk of a prefill: no token is sampled (vLLM
                        computes logits only where it samples) */
         return;
-    int64_t v = a->vocab / b->tp;
-    /* logits in fp32, 4 B each (vLLM's v1 Sampler converts them to float32) */
-    double logits = (double)a->vocab * 4.0;
-    em_tensor slice = em_act_alloc(b, (double)v * 4.0);
-    em_gemm(b, "lm_head", 1, a->hidden, v, 1);
+    int64_t v = a->vocab / b->tp, m = b->nsample > 0 ? b->nsample : 1;
+    /* logits in fp32, 4 B each (vLLM's v1 Sampler converts them to float32),
+     * one row per sampled token */
+    double logits = (double)m * (double)a->vocab * 4.0;
+    em_tensor slice = em_act_alloc(b, (double)m * (double)v * 4.0);
+    em_gemm(b, "lm_head", m, a->hidden, v, 1);
     em_tensor all = em_act_alloc(b, logits);
-    em_coll(b, "logits_all_gather", CK_ALL_GATHER, G_TP, logits, shp(2, 1, a->vocab, 0));
+    em_coll(b, "logits_all_gather", CK_ALL_GATHER, G_TP, logits, shp(2, m, a->vocab, 0));
     /* reads each fp32 logit once; about one flop (a compare) per logit */
-    em_compute(b, "sample", KC_TOPK, (double)a->vocab, logits, shp(2, 1, a->vocab, 0),
-               shp(0, 0, 0, 0), shp(1, 1, 0, 0));
+    em_compute(b, "sample", KC_TOPK, (double)m * (double)a->vocab, logits,
+               shp(2, m, a->vocab, 0), shp(0, 0, 0, 0), shp(1, m, 0, 0));
     em_free(b, &all);
     em_free(b, &slice);
 }
@@ -123,17 +124,18 @@ uint32_t layer_gqa_attend(bld *b, const char *name, const plan_attn *at)
      * multiply-add (2 flops) per element; bytes: q and the output once,
      * k and v once per KV head (the flash kernel's minimum traffic) */
     double flops = 2.0 * at->pairs * (double)at->heads * dsum;
-    double bytes = ((double)at->q_len * at->heads * dsum +
-                    (double)at->kv_len * at->kv_heads * dsum) * b->ab;
+    double seqs = at->batch > 1 ? (double)at->batch : 1.0;
+    double bytes = seqs * ((double)at->q_len * at->heads * dsum +
+                           (double)at->kv_len * at->kv_heads * dsum) * b->ab;
     return em_attention(b, name, KC_ATTENTION, at, flops, bytes);
 }
 
-em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at)
+em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at, int ncalls, int64_t t)
 {
-    double q = (double)at->q_len;
-    em_tensor out = em_act_alloc(b, q * (double)(at->heads * at->d_v) * b->ab);
-    em_tensor lse = em_lse_alloc(b, at->q_len, at->heads);
-    layer_gqa_attend(b, "attention", at);
+    em_tensor out = em_act_alloc(b, (double)t * (double)(at->heads * at->d_v) * b->ab);
+    em_tensor lse = em_lse_alloc(b, t, at->heads);
+    for (int c = 0; c < ncalls; c++)
+        layer_gqa_attend(b, "attention", &at[c]);
     em_free(b, &lse);
     return out;
 }
@@ -162,11 +164,14 @@ em_tensor layer_attention_gqa(bld *b, int64_t t, int64_t prefix)
     /* a sliding-window layer: each query sees at most the window; a decode
      * call reads only the window's keys */
     int64_t win = a->layer_window[b->layer] ? a->sliding_window : 0;
-    int64_t kv = win > 0 && t <= 16 && prefix + t > win + t ? win + t : prefix + t;
-    plan_attn at = {.q_len = t, .kv_len = kv, .heads = hq, .kv_heads = hkv,
-                    .d_qk = d, .d_v = d, .causal = 1,
-                    .pairs = em_causal_pairs(t, prefix, win)};
-    em_tensor out = layer_gqa_attend_out(b, &at);
+    plan_attn at[EX_MAX_CALLS];
+    int n = ex_step_calls(b, t, prefix, win, 1, -1, 1, at);
+    for (int c = 0; c < n; c++) {
+        at[c].heads = hq;
+        at[c].kv_heads = hkv;
+        at[c].d_qk = at[c].d_v = d;
+    }
+    em_tensor out = layer_gqa_attend_out(b, at, n, t);
     em_free(b, &qkv);
     return layer_gqa_out(b, t, &out);
 }

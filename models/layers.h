@@ -90,10 +90,11 @@ void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads);
 /* A flash-attention call described by *at (flops from at->pairs, bytes:
  * q and output rows plus the keys and values read). */
 uint32_t layer_gqa_attend(bld *b, const char *name, const plan_attn *at);
-/* A plain call ("attention") with its buffers: allocates the output
- * [q_len, heads, d_v] (returned, consumed by o_proj or an exchange) and the
- * fp32 LSE (freed after the call). */
-em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at);
+/* The ncalls plain calls ("attention", models/exchange.h ex_step_calls) of
+ * t query rows with their buffers: allocates the output [t, heads, d_v]
+ * (returned, consumed by o_proj or an exchange) and the fp32 LSE (freed
+ * after the calls). */
+em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at, int ncalls, int64_t t);
 /* o_proj (row parallel) on t rows: frees the attention output *attn
  * [t, heads/tp * d], returns [t, h] all-reduced over TP. */
 em_tensor layer_gqa_out(bld *b, int64_t t, em_tensor *attn);

@@ -75,10 +75,34 @@ typedef struct wl_parallel {
 } wl_parallel;
 
 typedef struct wl_request {
-    int64_t prompt_tokens;
+    int64_t prompt_tokens;  /* new tokens the prefill computes */
     double arrival_s;
     int64_t decode_tokens;
+    int64_t cached_tokens;  /* prefix already in the KV cache: the prefill's
+                               attention covers cached + prompt (default 0) */
+    int cls;                /* request class: index into scenario.classes,
+                               -1 when the entry has no name */
 } wl_request;
+
+/* A closed-loop source (requests: - streams: K): K clients, each sending
+ * its next request think_s after its previous one finished, the first at
+ * start_s; `count` requests per client (0: until simulation.duration_s). */
+typedef struct wl_streams {
+    int streams;
+    int64_t prompt_tokens, decode_tokens, cached_tokens;
+    double start_s, think_s;
+    int64_t count;
+    int cls;                /* as wl_request.cls */
+} wl_streams;
+
+/* How parallel.dp replicas share the requests (engine.router): in arrival
+ * order over the replicas, or to the replica with the fewest requests
+ * waiting or running (ties: the lowest index). */
+typedef enum { ROUTE_ROUND_ROBIN, ROUTE_LEAST_LOADED } wl_router;
+
+#define WL_MAX_CLASSES 16
+#define WL_CLASS_LEN 48
+#define WL_MAX_STREAM_SRC 16
 
 typedef struct scenario {
     char path[1024];        /* workload file (the bundled default.yaml when none given) */
@@ -107,8 +131,23 @@ typedef struct scenario {
     int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
     int moe_routing;        /* simulation.moe_routing: plan_route, default random */
 
+    /* requests: every open-loop request (single entries, periodic, Poisson
+     * and trace sources expanded), sorted by arrival_s (stable: entries in
+     * file order at equal times); the closed-loop sources apart */
     wl_request *reqs;
     int nreqs;
+    wl_streams streams[WL_MAX_STREAM_SRC];
+    int nstreams;
+    char classes[WL_MAX_CLASSES][WL_CLASS_LEN]; /* request class names, first use order */
+    int nclasses;
+    double duration_s;      /* simulation.duration_s: the run ends there (0: when
+                               every request finished) */
+    int64_t max_num_seqs;   /* engine.max_num_seqs: requests running at once */
+    wl_router router;       /* engine.router */
+    /* the run goes through the serving scheduler (sim/serve/): more than one
+     * request, a periodic, Poisson, closed-loop or trace source, or
+     * simulation.duration_s; one plain request runs as one plan */
+    int serving;
 
     /* inputs that change the work but are not modelled (the model config's
      * among them), one line each: printed on stderr by the commands and

@@ -77,6 +77,12 @@ static struct {
     int nlinks;
 } E;
 
+/* The platform SimGrid holds (loaded by the first eng_run of the process). */
+static struct {
+    const platform *plat;
+    int l07;
+} loaded;
+
 /* ---- recording -------------------------------------------------------- */
 
 static void push_event(int rank, int stream, uint32_t op, int32_t layer, double t0, double t1)
@@ -462,25 +468,33 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
         return cp_fail(err, CP_EXIT_INPUT, "the plan needs %d devices, platform %s has %d",
                        p->nranks, o->plat->name, plat_devices(o->plat));
 
-    /* SimGrid settings that make collectives match their closed forms
-     * (simgrid-notes.md section 0): CM02 without cross-traffic, no TCP-gamma
-     * bound; or the ptask_L07 host model for fair sharing. */
-    if (o->l07)
-        sg_cfg_set_string("host/model", "ptask_L07");
-    else {
-        sg_cfg_set_string("network/model", "CM02");
-        sg_cfg_set_boolean("network/crosstraffic", "no");
-    }
-    sg_cfg_set_double("network/TCP-gamma", 0.0);
+    if (loaded.plat && (loaded.plat != o->plat || loaded.l07 != o->l07))
+        return cp_fail(err, CP_EXIT_INTERNAL,
+                       "eng_run: a process simulates on one platform and network model");
+    if (!loaded.plat) {
+        /* SimGrid settings that make collectives match their closed forms
+         * (simgrid-notes.md section 0): CM02 without cross-traffic, no
+         * TCP-gamma bound; or the ptask_L07 host model for fair sharing. */
+        if (o->l07)
+            sg_cfg_set_string("host/model", "ptask_L07");
+        else {
+            sg_cfg_set_string("network/model", "CM02");
+            sg_cfg_set_boolean("network/crosstraffic", "no");
+        }
+        sg_cfg_set_double("network/TCP-gamma", 0.0);
 
-    char xml[4096];
-    if (o->plat->raw_xml)
-        snprintf(xml, sizeof xml, "%s", o->plat->source);
-    else if (write_platform(o->plat, xml, sizeof xml, err) != 0)
-        return -1;
-    simgrid_load_platform(xml);
-    if (!o->plat->raw_xml)
-        unlink(xml);
+        char xml[4096];
+        if (o->plat->raw_xml)
+            snprintf(xml, sizeof xml, "%s", o->plat->source);
+        else if (write_platform(o->plat, xml, sizeof xml, err) != 0)
+            return -1;
+        simgrid_load_platform(xml);
+        if (!o->plat->raw_xml)
+            unlink(xml);
+        loaded.plat = o->plat;
+        loaded.l07 = o->l07;
+    }
+    res->t0 = simgrid_get_clock();
 
     prog_index *ix = calloc((size_t)p->nprogs, sizeof *ix);
     rank_st *ranks = calloc((size_t)p->nranks, sizeof *ranks);

@@ -51,8 +51,12 @@ typedef struct eng_opts {
  * from argv.  Quiet (warnings only) unless the user passed --log=. */
 void eng_init(int *argc, char **argv);
 
-/* Run the plan.  The plan must be priced (cost_price_plan).  May be called
- * once per process (SimGrid allows one platform per process). */
+/* Run the plan.  The plan must be priced (cost_price_plan).  A process may
+ * run several plans, one after another, all on the platform of its first
+ * run (SimGrid holds one platform per process): each later run continues
+ * the clock where the previous one ended (res->t0), its events and step
+ * times are on that clock, its arrival times count from 0 of the process.
+ * The serving scheduler (sim/serve/) runs one plan per distinct step. */
 int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err);
 
 #endif

@@ -33,6 +33,8 @@ typedef struct eng_result {
     eng_mem *mem;
     size_t nmem, mcap;
     int nranks;
+    double t0;           /* the clock when the run began (0 for a process's
+                            first run; later runs continue its clock) */
     double end_s;        /* last event end */
     double *step_start;  /* [nranks * nsteps]: when each rank started each step */
     double *step_end;    /* [nranks * nsteps]: when each rank finished each step */
