@@ -262,6 +262,21 @@ static const layer_scheme *plan_begin(const scenario *s, int dp, plan *out, int 
     return sc;
 }
 
+double build_kv_bytes(const scenario *s, int64_t positions)
+{
+    int exchange = !seqpar_scheme(s) && s->par.sp > 1;
+    ex_ctx x;
+    memset(&x, 0, sizeof x);
+    x.b.s = s;
+    x.b.a = &s->model;
+    x.b.tp = s->par.tp;
+    x.b.kvb = dtype_bytes(s->kv_dtype);
+    /* SP index 0 holds the most of an uneven stripe (ex_kv_bytes) */
+    if (exchange)
+        ex_init(&x, 0);
+    return kv_bytes_of(&x, exchange ? 0 : -1, positions);
+}
+
 int build_step_splits(const scenario *s, int64_t tokens)
 {
     return !seqpar_scheme(s) && s->par.sp > 1 && ex_step_splits(s, tokens);

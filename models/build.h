@@ -42,6 +42,10 @@ typedef struct build_batch {
  * pool), then the step, no KV release.  Step and request index 0. */
 void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, plan *out);
 
+/* The KV bytes of a request of `positions` tokens on the replica's rank
+ * that holds the most of it (SP index 0 of an uneven stripe). */
+double build_kv_bytes(const scenario *s, int64_t positions);
+
 /* Whether a step of one sequence of `tokens` new tokens runs split over the
  * SP ranks (the exchange scheme's parallel.min_tokens rule): such a step
  * runs alone, never batched. */

@@ -4,11 +4,16 @@
 
 #include "reports/report.h"
 
-static void row_fn(void *ctx, int rank, double t, const double cur[MC_COUNT],
-                   const eng_mem *last)
+void rep_memcsv_header(FILE *f)
 {
-    FILE *f = ctx;
-    (void)last;
+    fputs("rank,t_s", f);
+    for (int c = 0; c < MC_COUNT; c++)
+        fprintf(f, ",%s_bytes", plan_memcat_name(c));
+    fputs(",total_bytes\n", f);
+}
+
+void rep_memcsv_row(FILE *f, int rank, double t, const double cur[MC_COUNT])
+{
     double tot = 0;
     fprintf(f, "%d,%.9f", rank, t);
     for (int c = 0; c < MC_COUNT; c++) {
@@ -18,6 +23,13 @@ static void row_fn(void *ctx, int rank, double t, const double cur[MC_COUNT],
     fprintf(f, ",%.0f\n", tot);
 }
 
+static void row_fn(void *ctx, int rank, double t, const double cur[MC_COUNT],
+                   const eng_mem *last)
+{
+    (void)last;
+    rep_memcsv_row(ctx, rank, t, cur);
+}
+
 int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path, cp_err *err)
 {
     (void)p;
@@ -25,10 +37,7 @@ int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path, c
     if (rep_open(&rf, path, err) != 0)
         return -1;
     FILE *f = rf.f;
-    fputs("rank,t_s", f);
-    for (int c = 0; c < MC_COUNT; c++)
-        fprintf(f, ",%s_bytes", plan_memcat_name(c));
-    fputs(",total_bytes\n", f);
+    rep_memcsv_header(f);
     rep_mem_walk(r, 0, row_fn, f);
     return rep_close(&rf, 1, err);
 }

@@ -87,6 +87,9 @@ typedef struct rep_summary {
 
 int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
                   rep_summary *out, cp_err *err);
+/* From sm->ranks[]: compute_s_max, comm_s_max, overlap_s_max and
+ * overlap_fraction (sum overlap / sum comm, ranks in order). */
+void rep_rank_totals(rep_summary *sm);
 void rep_summary_free(rep_summary *sm);
 
 /* The summary as a JSON object (schema cpsim.summary/1; caller decrefs). */
@@ -121,6 +124,10 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
 int rep_rank_list(const char *opt, const char *s, unsigned char *sel, int nranks, cp_err *err);
 int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path,
                          cp_err *err);
+/* memory.csv's header line, and one row: rank, t, the bytes of each
+ * category and their total (the serving run writes its own rows). */
+void rep_memcsv_header(FILE *f);
+void rep_memcsv_row(FILE *f, int rank, double t, const double cur[MC_COUNT]);
 void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out);
 
 struct quant_desc;

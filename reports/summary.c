@@ -67,6 +67,24 @@ static int is_busy(const plan_op *o)
     return o->kind == OPK_COMPUTE || o->kind == OPK_COLL || o->kind == OPK_P2P;
 }
 
+void rep_rank_totals(rep_summary *sm)
+{
+    double sum_overlap = 0, sum_comm = 0;
+    sm->compute_s_max = sm->comm_s_max = sm->overlap_s_max = 0;
+    for (int rk = 0; rk < sm->nranks; rk++) {
+        const rep_rank *rr = &sm->ranks[rk];
+        sum_overlap += rr->overlap_s;
+        sum_comm += rr->comm_s;
+        if (rr->compute_s > sm->compute_s_max)
+            sm->compute_s_max = rr->compute_s;
+        if (rr->comm_s > sm->comm_s_max)
+            sm->comm_s_max = rr->comm_s;
+        if (rr->overlap_s > sm->overlap_s_max)
+            sm->overlap_s_max = rr->overlap_s;
+    }
+    sm->overlap_fraction = sum_comm > 0 ? sum_overlap / sum_comm : 0.0;
+}
+
 static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
 {
     span **cs = calloc((size_t)p->nranks, sizeof *cs);
@@ -91,7 +109,6 @@ static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
         else
             ms[e->rank][nm[e->rank]++] = (span){e->t0, e->t1};
     }
-    double sum_overlap = 0, sum_comm = 0;
     for (int rk = 0; rk < p->nranks; rk++) {
         rep_rank *rr = &sm->ranks[rk];
         nc[rk] = merge_spans(cs[rk], nc[rk]);
@@ -99,18 +116,10 @@ static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
         rr->compute_s = total(cs[rk], nc[rk]);
         rr->comm_s = total(ms[rk], nm[rk]);
         rr->overlap_s = intersect(cs[rk], nc[rk], ms[rk], nm[rk]);
-        sum_overlap += rr->overlap_s;
-        sum_comm += rr->comm_s;
-        if (rr->compute_s > sm->compute_s_max)
-            sm->compute_s_max = rr->compute_s;
-        if (rr->comm_s > sm->comm_s_max)
-            sm->comm_s_max = rr->comm_s;
-        if (rr->overlap_s > sm->overlap_s_max)
-            sm->overlap_s_max = rr->overlap_s;
         free(cs[rk]);
         free(ms[rk]);
     }
-    sm->overlap_fraction = sum_comm > 0 ? sum_overlap / sum_comm : 0.0;
+    rep_rank_totals(sm);
     free(cs);
     free(ms);
     free(nc);

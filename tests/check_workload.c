@@ -1,10 +1,12 @@
 /* check_workload: the scenario loader (workloads/workload.c) on real model
  * configs and platform presets: parsed values and defaults, --set and
- * --platform, every validation rule on both sides, the resolved dump, and
- * the bad-input corpus tests/bad/<case>.yaml. */
+ * --platform, every validation rule on both sides, the resolved dump, the
+ * request sources (single, periodic, Poisson, closed-loop, trace), and the
+ * bad-input corpus tests/bad/<case>.yaml. */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,6 +508,447 @@ START_TEST(test_workload_names)
 }
 END_TEST
 
+/* ---- request sources ------------------------------------------------------ */
+
+static const char *const head =
+    "model: qwen3-omni-30b-a3b-thinker\n"
+    "platform: h100-sxm-8\n";
+
+/* head + text loaded into s; asserts it loads. */
+static void load_ok(const char *text, scenario *s)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s%s", head, text);
+    cp_err err = { 0 };
+    ck_assert_msg(load_text(buf, NULL, 0, NULL, s, &err) == 0, "%s", err.msg);
+}
+
+START_TEST(test_workload_request_defaults)
+{
+    scenario s;
+    load_ok("requests: [{prompt_tokens: 4096}]\n", &s);
+    ck_assert_int_eq(s.nreqs, 1);
+    ck_assert_int_eq(s.reqs[0].cached_tokens, 0);
+    ck_assert_int_eq(s.reqs[0].cls, -1);
+    ck_assert_int_eq(s.nstreams, 0);
+    ck_assert_int_eq(s.nclasses, 0);
+    ck_assert(s.duration_s == 0.0);
+    ck_assert_int_eq(s.max_num_seqs, 1024);
+    ck_assert_int_eq(s.router, ROUTE_ROUND_ROBIN);
+    ck_assert_int_eq(s.serving, 0);
+    wl_free(&s);
+    load_ok("engine: {max_num_seqs: 64, router: least_loaded}\n"
+            "requests: [{prompt_tokens: 4096, cached_tokens: 1024, name: chat}]\n", &s);
+    ck_assert_int_eq(s.max_num_seqs, 64);
+    ck_assert_int_eq(s.router, ROUTE_LEAST_LOADED);
+    ck_assert_int_eq(s.reqs[0].cached_tokens, 1024);
+    ck_assert_int_eq(s.reqs[0].cls, 0);
+    ck_assert_int_eq(s.nclasses, 1);
+    ck_assert_str_eq(s.classes[0], "chat");
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(test_workload_periodic)
+{
+    scenario s;
+    load_ok("requests:\n"
+            "  - {every_s: 0.25, count: 5, start_s: 1, prompt_tokens: 512, decode_tokens: 8,\n"
+            "     cached_tokens: 64, name: tick}\n", &s);
+    ck_assert_int_eq(s.nreqs, 5);
+    for (int k = 0; k < 5; k++) {
+        ck_assert(s.reqs[k].arrival_s == 1.0 + 0.25 * k);
+        ck_assert_int_eq(s.reqs[k].prompt_tokens, 512);
+        ck_assert_int_eq(s.reqs[k].decode_tokens, 8);
+        ck_assert_int_eq(s.reqs[k].cached_tokens, 64);
+        ck_assert_int_eq(s.reqs[k].cls, 0);
+    }
+    ck_assert_str_eq(s.classes[0], "tick");
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+    /* start_s defaults to 0; one request is still a source */
+    load_ok("requests: [{every_s: 3, count: 1, prompt_tokens: 7}]\n", &s);
+    ck_assert_int_eq(s.nreqs, 1);
+    ck_assert(s.reqs[0].arrival_s == 0.0);
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+}
+END_TEST
+
+/* The arrivals of a Poisson entry as loaded (count of them into t). */
+static void poisson_arrivals(const char *seed, double *t, int count)
+{
+    char text[512];
+    snprintf(text, sizeof text, "requests: [{rate_per_s: 10, count: %d, seed: %s, start_s: 5, "
+             "prompt_tokens: 128}]\n", count, seed);
+    scenario s;
+    load_ok(text, &s);
+    ck_assert_int_eq(s.nreqs, count);
+    for (int k = 0; k < count; k++)
+        t[k] = s.reqs[k].arrival_s;
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+}
+
+START_TEST(test_workload_poisson)
+{
+    enum { N = 2000 };
+    static double a[N], b[N], c[N];
+    poisson_arrivals("42", a, N);
+    poisson_arrivals("42", b, N);
+    poisson_arrivals("43", c, N);
+    ck_assert(memcmp(a, b, sizeof a) == 0);     /* a seed gives the same arrivals */
+    ck_assert(memcmp(a, c, sizeof a) != 0);
+    ck_assert(a[0] != c[0]);
+    /* after start_s, increasing; mean inter-arrival 1 / rate = 0.1 s within
+     * 10 % (the mean of 2000 has a standard deviation of 2.2 %), and about
+     * 1 - 1/e of the intervals shorter than the mean (exponential) */
+    ck_assert(a[0] > 5.0);
+    int shorter = 0;
+    for (int k = 1; k < N; k++) {
+        ck_assert(a[k] >= a[k - 1]);
+        shorter += a[k] - a[k - 1] < 0.1;
+    }
+    double mean = (a[N - 1] - 5.0) / N;
+    ck_assert_msg(mean > 0.09 && mean < 0.11, "mean inter-arrival %g s", mean);
+    double frac = (double)shorter / (N - 1);
+    ck_assert_msg(frac > 0.58 && frac < 0.68, "%g of the intervals below the mean", frac);
+}
+END_TEST
+
+START_TEST(test_workload_trace)
+{
+    char csv[160];
+    snprintf(csv, sizeof csv, "%s/t.csv", tmpdir);
+    FILE *f = fopen(csv, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("arrival_s,prompt_tokens,decode_tokens,cached_tokens,name\r\n"
+          "2.5,100,10,5,long\r\n"
+          "0.5,200,20,0,\r\n"
+          " 1.0 , 300 ,30,0,short\r\n"
+          "\r\n"
+          "1e0,400,40,7,long\r\n", f);
+    fclose(f);
+    scenario s;
+    load_ok("requests:\n"
+            "  - {prompt_tokens: 9, arrival_s: 1}\n"
+            "  - {trace: t.csv, name: dflt}\n", &s);
+    /* sorted by arrival, file order at equal times (the single entry first) */
+    static const long long prompt[] = { 200, 9, 300, 400, 100 };
+    static const double at[] = { 0.5, 1.0, 1.0, 1.0, 2.5 };
+    static const int cls[] = { 0, -1, 2, 1, 1 };
+    ck_assert_int_eq(s.nreqs, 5);
+    for (int q = 0; q < 5; q++) {
+        ck_assert_int_eq(s.reqs[q].prompt_tokens, prompt[q]);
+        ck_assert(s.reqs[q].arrival_s == at[q]);
+        ck_assert_int_eq(s.reqs[q].cls, cls[q]);
+    }
+    ck_assert_int_eq(s.reqs[3].decode_tokens, 40);
+    ck_assert_int_eq(s.reqs[3].cached_tokens, 7);
+    ck_assert_int_eq(s.nclasses, 3);
+    ck_assert_str_eq(s.classes[0], "dflt");
+    ck_assert_str_eq(s.classes[1], "long");
+    ck_assert_str_eq(s.classes[2], "short");
+    ck_assert_int_eq(s.serving, 1);
+    /* the trace is one of the files the scenario read (its hash) */
+    char paths[64][1024];
+    int n = wl_files(&s, paths, 64), found = 0;
+    for (int i = 0; i < n; i++)
+        found += strcmp(paths[i], csv) == 0;
+    ck_assert_int_eq(found, 1);
+    wl_free(&s);
+
+    /* three columns: no cached tokens, no class without the entry's name */
+    f = fopen(csv, "w");
+    fputs("arrival_s,prompt_tokens,decode_tokens\n3,1024,1\n", f);
+    fclose(f);
+    load_ok("requests: [{trace: t.csv}]\n", &s);
+    ck_assert_int_eq(s.nreqs, 1);
+    ck_assert_int_eq(s.reqs[0].cached_tokens, 0);
+    ck_assert_int_eq(s.reqs[0].cls, -1);
+    ck_assert(s.reqs[0].arrival_s == 3.0);
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+
+    /* errors name the CSV file and line */
+    f = fopen(csv, "w");
+    fputs("arrival_s,prompt_tokens,decode_tokens,cached_tokens\n0,1,1,0\n1,2,x,0\n", f);
+    fclose(f);
+    char text[256], want[256];
+    snprintf(text, sizeof text, "%srequests: [{trace: t.csv}]\n", head);
+    cp_err err = { 0 };
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+    snprintf(want, sizeof want, "%s:3:5: decode_tokens: expected an integer in [0, 1000000], "
+             "got \"x\"", csv);
+    assert_msg(&err, want);
+    unlink(csv);
+}
+END_TEST
+
+/* The mix: closed-loop clients beside a periodic long prompt. */
+static const char *const mix =
+    "simulation: {duration_s: 30}\n"
+    "requests:\n"
+    "  - {streams: 8, prompt_tokens: 1024, decode_tokens: 256, think_s: 0.5, start_s: 1,\n"
+    "     name: short}\n"
+    "  - {every_s: 10, count: 3, prompt_tokens: 32768, cached_tokens: 0, name: long}\n"
+    "  - {prompt_tokens: 16, arrival_s: 4}\n";
+
+START_TEST(test_workload_streams)
+{
+    scenario s;
+    load_ok(mix, &s);
+    ck_assert(s.duration_s == 30.0);
+    ck_assert_int_eq(s.nstreams, 1);
+    const wl_streams *c = &s.streams[0];
+    ck_assert_int_eq(c->streams, 8);
+    ck_assert_int_eq(c->prompt_tokens, 1024);
+    ck_assert_int_eq(c->decode_tokens, 256);
+    ck_assert_int_eq(c->cached_tokens, 0);
+    ck_assert(c->think_s == 0.5);
+    ck_assert(c->start_s == 1.0);
+    ck_assert_int_eq(c->count, 0);
+    ck_assert_int_eq(c->cls, 0);
+    ck_assert_str_eq(s.classes[0], "short");
+    ck_assert_str_eq(s.classes[1], "long");
+    ck_assert_int_eq(s.nreqs, 4);
+    ck_assert(s.reqs[0].arrival_s == 0.0 && s.reqs[0].cls == 1);
+    ck_assert(s.reqs[1].arrival_s == 4.0 && s.reqs[1].cls == -1);
+    ck_assert(s.reqs[3].arrival_s == 20.0 && s.reqs[3].prompt_tokens == 32768);
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+
+    /* closed loop alone, with a count: no open-loop request, no duration */
+    load_ok("requests: [{streams: 2, count: 4, prompt_tokens: 64}]\n", &s);
+    ck_assert_int_eq(s.nreqs, 0);
+    ck_assert_int_eq(s.nstreams, 1);
+    ck_assert_int_eq(s.streams[0].count, 4);
+    ck_assert_int_eq(s.streams[0].cls, -1);
+    ck_assert(s.streams[0].think_s == 0.0);
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(test_workload_merge_stable)
+{
+    scenario s;
+    load_ok("requests:\n"
+            "  - {prompt_tokens: 1, arrival_s: 0}\n"
+            "  - {every_s: 1, count: 3, prompt_tokens: 2}\n"
+            "  - {prompt_tokens: 3, arrival_s: 1}\n"
+            "  - {every_s: 0.5, count: 3, start_s: 0.5, prompt_tokens: 4}\n"
+            "  - {prompt_tokens: 5, arrival_s: 1}\n", &s);
+    /* by arrival, entries in file order at equal times */
+    static const long long want[] = { 1, 2, 4, 2, 3, 4, 5, 4, 2 };
+    static const double at[] = { 0, 0, 0.5, 1, 1, 1, 1, 1.5, 2 };
+    ck_assert_int_eq(s.nreqs, 9);
+    for (int q = 0; q < 9; q++) {
+        ck_assert_msg(s.reqs[q].prompt_tokens == want[q], "request %d: %lld", q,
+                      (long long)s.reqs[q].prompt_tokens);
+        ck_assert(s.reqs[q].arrival_s == at[q]);
+    }
+    wl_free(&s);
+
+    /* single entries stay sorted among themselves, whatever lies between */
+    cp_err err = { 0 };
+    char text[512];
+    snprintf(text, sizeof text, "%srequests:\n  - {prompt_tokens: 1, arrival_s: 2}\n"
+             "  - {every_s: 1, count: 3, prompt_tokens: 2}\n"
+             "  - {prompt_tokens: 3, arrival_s: 1}\n", head);
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+    assert_msg(&err, "w.yaml:6:35: requests.2.arrival_s: requests must be sorted by arrival_s; "
+               "1 comes after 2 of requests.0");
+}
+END_TEST
+
+START_TEST(test_workload_serving_flag)
+{
+    scenario s;
+    load_ok("requests: [{prompt_tokens: 4096, decode_tokens: 16}]\n", &s);
+    ck_assert_int_eq(s.serving, 0);
+    wl_free(&s);
+    load_ok("simulation: {duration_s: 2.5}\nrequests: [{prompt_tokens: 4096}]\n", &s);
+    ck_assert(s.duration_s == 2.5);
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+    load_ok("requests: [{prompt_tokens: 4096}, {prompt_tokens: 1}]\n", &s);
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+    load_ok("requests: [{rate_per_s: 1, count: 1, seed: 0, prompt_tokens: 1}]\n", &s);
+    ck_assert_int_eq(s.nreqs, 1);
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+
+    /* the plan-size bound is the one-plan run's: a serving run builds its
+     * steps one at a time */
+    static const char *const big = "requests: [{prompt_tokens: 4096, decode_tokens: 1000000}]\n";
+    char text[512];
+    snprintf(text, sizeof text, "%s%s", head, big);
+    cp_err err = { 0 };
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+    assert_msg(&err, "requests.0.decode_tokens: the plan would hold");
+    static const char *const dur[] = { "simulation.duration_s=60" };
+    ck_assert_msg(load_text(text, dur, 1, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s.serving, 1);
+    wl_free(&s);
+}
+END_TEST
+
+START_TEST(test_workload_request_resolved)
+{
+    scenario s;
+    load_ok(mix, &s);
+    json_t *j = wl_resolved(&s);
+    json_t *eng = json_object_get(j, "engine"), *sim = json_object_get(j, "simulation");
+    ck_assert_int_eq(json_integer_value(json_object_get(eng, "max_num_seqs")), 1024);
+    ck_assert_str_eq(json_string_value(json_object_get(eng, "router")), "round_robin");
+    ck_assert(json_real_value(json_object_get(sim, "duration_s")) == 30.0);
+    ck_assert(json_is_true(json_object_get(j, "serving")));
+    json_t *rq = json_object_get(j, "requests");
+    ck_assert_int_eq(json_array_size(rq), 4);
+    json_t *r0 = json_array_get(rq, 0), *r1 = json_array_get(rq, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(r0, "name")), "long");
+    ck_assert_int_eq(json_integer_value(json_object_get(r0, "cached_tokens")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(r0, "prompt_tokens")), 32768);
+    ck_assert_ptr_null(json_object_get(r1, "name"));
+    ck_assert_int_eq(json_integer_value(json_object_get(r1, "prompt_tokens")), 16);
+    json_t *st = json_array_get(json_object_get(j, "streams"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "streams")), 8);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "decode_tokens")), 256);
+    ck_assert(json_real_value(json_object_get(st, "think_s")) == 0.5);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "count")), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(st, "name")), "short");
+    json_decref(j);
+
+    /* the dump reads back as YAML (sweeps look keys up in it) */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wl_dump(&s, f);
+    fclose(f);
+    wl_free(&s);
+    cp_err err = { 0 };
+    ydoc *doc = yio_parse_string(text, len, "dump", &err);
+    ck_assert_msg(doc != NULL, "%s\n%s", err.msg, text);
+    const ynode *res = yio_key(yio_root(doc), "resolved");
+    ck_assert(strtod(yio_key(yio_key(res, "simulation"), "duration_s")->str, NULL) == 30.0);
+    ck_assert_str_eq(yio_key(yio_key(res, "engine"), "router")->str, "round_robin");
+    ck_assert_str_eq(yio_key(res, "serving")->str, "true");
+    const ynode *st0 = yio_key(res, "streams")->kids[0];
+    ck_assert_str_eq(yio_key(st0, "name")->str, "short");
+    ck_assert_str_eq(yio_key(yio_key(res, "requests")->kids[0], "name")->str, "long");
+    yio_free(doc);
+    free(text);
+}
+END_TEST
+
+/* Entries refused, each with (part of) its message; texts follow `head`. */
+static const struct {
+    const char *text;
+    const char *want;
+} rcases[] = {
+    { "requests: [{prompt_tokens: 1, count: 3}]",
+      "w.yaml:3:31: requests.0: a single request takes no count; its keys: prompt_tokens, "
+      "arrival_s, decode_tokens, cached_tokens, name" },
+    { "requests: [{every_s: 1, count: 2, arrival_s: 1, prompt_tokens: 1}]",
+      "requests.0: a periodic entry (every_s) takes no arrival_s" },
+    { "requests: [{trace: t.csv, prompt_tokens: 3}]",
+      "requests.0: a trace entry (trace) takes no prompt_tokens; its keys: trace, name" },
+    { "requests: [{streams: 2, count: 1, trace: t.csv}]",
+      "w.yaml:3:35: requests.0: a closed-loop entry (streams) and a trace entry (trace) in one "
+      "entry" },
+    { "requests: [{prompt_tokens: 1, evry_s: 1}]",
+      "unknown key \"evry_s\" in requests.0 (did you mean \"every_s\"?)" },
+    { "requests: [{every_s: 1, prompt_tokens: 1}]", "requests.0: every_s needs count" },
+    { "requests: [{every_s: 0, count: 2, prompt_tokens: 1}]",
+      "requests.0.every_s: expected a number in (0, 1e+06], got \"0\"" },
+    { "requests: [{every_s: [1], count: 2, prompt_tokens: 1}]",
+      "requests.0.every_s: expected a number in (0, 1e+06], got a list" },
+    { "requests: [{every_s: 2, count: 1000000, prompt_tokens: 1}]",
+      "requests.0.every_s: the last of the 1000000 requests would arrive at 2e+06 s" },
+    { "requests: [{every_s: 1, count: 1000001, prompt_tokens: 1}]",
+      "requests.0.count: expected an integer in [1, 1000000]" },
+    { "requests: [{every_s: 0.5, count: 1000000, prompt_tokens: 1}, {prompt_tokens: 2}]",
+      "requests.1: the requests would number 1000001; cpsim takes at most 1000000" },
+    { "requests: [{every_s: 0.5, count: 600000, prompt_tokens: 1},\n"
+      "           {rate_per_s: 1, count: 400001, seed: 1, prompt_tokens: 1}]",
+      "w.yaml:4:35: requests.1.count: the requests would number 1000001" },
+    { "requests: [{every_s: 1, count: 2}]", "requests.0: prompt_tokens is required" },
+    { "requests: [{rate_per_s: 1, seed: 1, prompt_tokens: 1}]",
+      "requests.0: rate_per_s needs count" },
+    { "requests: [{rate_per_s: 1, count: 1, seed: -1, prompt_tokens: 1}]",
+      "requests.0.seed: expected an integer >= 0, got \"-1\"" },
+    { "requests: [{rate_per_s: 0, count: 1, seed: 1, prompt_tokens: 1}]",
+      "requests.0.rate_per_s: expected a number in (0, 1e+06], got \"0\"" },
+    { "requests: [{rate_per_s: 1e-3, count: 2000, seed: 1, prompt_tokens: 1}]",
+      "beyond the 1e+06 s arrivals may take (a higher rate or a lower count)" },
+    { "requests: [{streams: 0, count: 1, prompt_tokens: 1}]",
+      "requests.0.streams: expected an integer in [1, 4096], got \"0\"" },
+    { "requests: [{streams: 2, count: 1, think_s: -1, prompt_tokens: 1}]",
+      "requests.0.think_s: expected a number in [0, 1e+06]" },
+    { "requests: [{streams: 2, count: 0, prompt_tokens: 1}]",
+      "w.yaml:3:32: requests.0: streams without a count send requests until "
+      "simulation.duration_s, which is not set" },
+    { "requests: [{prompt_tokens: 16777000, cached_tokens: 200, decode_tokens: 17}]",
+      "requests.0: cached_tokens + prompt_tokens + decode_tokens = 200 + 16777000 + 17 = "
+      "16777217 tokens; cpsim takes contexts of at most 16777216" },
+    { "requests: [{prompt_tokens: 1, name: ''}]",
+      "requests.0.name: a class name takes 1 to 47 characters, got 0" },
+    { "requests: [{prompt_tokens: 1, name: a23456789012345678901234567890123456789012345678}]",
+      "requests.0.name: a class name takes 1 to 47 characters, got 48" },
+    { "requests: [{prompt_tokens: 1, name: a/b}]",
+      "requests.0.name: \"a/b\" holds the character '/'" },
+    { "requests: [{trace: nope.csv}]", "w.yaml:3:20: requests.0.trace: cannot read " },
+    { "simulation: {duration_s: 0}\nrequests: [{prompt_tokens: 1}]",
+      "simulation.duration_s: expected a number in (0, 1e+06], got \"0\"" },
+    { "simulation: {duration_s: 2e6}\nrequests: [{prompt_tokens: 1}]",
+      "simulation.duration_s: expected a number in (0, 1e+06], got \"2e6\"" },
+    { "engine: {max_num_seqs: 65537}\nrequests: [{prompt_tokens: 1}]",
+      "engine.max_num_seqs: expected an integer in [1, 65536], got \"65537\"" },
+};
+
+START_TEST(test_workload_request_errors)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s\n", head, rcases[_i].text);
+    scenario s;
+    cp_err err = { 0 };
+    ck_assert_msg(load_text(text, NULL, 0, NULL, &s, &err) == -1, "case %d: accepted", _i);
+    assert_msg(&err, rcases[_i].want);
+    ck_assert_ptr_null(s.doc);
+}
+END_TEST
+
+/* At most WL_MAX_CLASSES names and WL_MAX_STREAM_SRC closed-loop entries. */
+START_TEST(test_workload_request_limits)
+{
+    char text[8192];
+    size_t o = (size_t)snprintf(text, sizeof text, "%srequests:\n", head);
+    for (int i = 0; i <= WL_MAX_CLASSES; i++)
+        o += (size_t)snprintf(text + o, sizeof text - o, "  - {prompt_tokens: 1, name: c%d}\n", i);
+    scenario s;
+    cp_err err = { 0 };
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+    assert_msg(&err, "requests.16.name: \"c16\" would be request class 17; cpsim takes at most 16");
+
+    o = (size_t)snprintf(text, sizeof text, "%srequests:\n", head);
+    for (int i = 0; i <= WL_MAX_STREAM_SRC; i++)
+        o += (size_t)snprintf(text + o, sizeof text - o,
+                              "  - {streams: 1, count: 1, prompt_tokens: 1, name: same}\n");
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+    assert_msg(&err, "requests.16: at most 16 closed-loop (streams) entries");
+    /* one fewer loads, every entry of the one class */
+    text[strlen(text) - strlen("  - {streams: 1, count: 1, prompt_tokens: 1, name: same}\n")] = 0;
+    ck_assert_msg(load_text(text, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s.nstreams, WL_MAX_STREAM_SRC);
+    ck_assert_int_eq(s.nclasses, 1);
+    ck_assert_int_eq(s.nreqs, 0);
+    wl_free(&s);
+}
+END_TEST
+
 /* ---- the bad-input corpus ------------------------------------------------ */
 
 #define MAX_CORPUS 256
@@ -672,6 +1115,14 @@ static Suite *workload_suite(void)
     tcase_add_test(core, test_workload_dump);
     tcase_add_test(core, test_workload_names);
     tcase_add_test(core, test_workload_dsa_keys);
+    tcase_add_test(core, test_workload_request_defaults);
+    tcase_add_test(core, test_workload_periodic);
+    tcase_add_test(core, test_workload_poisson);
+    tcase_add_test(core, test_workload_trace);
+    tcase_add_test(core, test_workload_streams);
+    tcase_add_test(core, test_workload_merge_stable);
+    tcase_add_test(core, test_workload_serving_flag);
+    tcase_add_test(core, test_workload_request_resolved);
     suite_add_tcase(s, core);
     TCase *limits = tcase_create("Limits");
     tcase_add_checked_fixture(limits, make_tmpdir, remove_tmpdir);
@@ -679,6 +1130,9 @@ static Suite *workload_suite(void)
     tcase_add_loop_test(limits, test_workload_validation, 0,
                         (int)(sizeof vcases / sizeof vcases[0]));
     tcase_add_test(limits, test_workload_silent_beyond_max_position);
+    tcase_add_test(limits, test_workload_request_limits);
+    tcase_add_loop_test(limits, test_workload_request_errors, 0,
+                        (int)(sizeof rcases / sizeof rcases[0]));
     suite_add_tcase(s, limits);
     TCase *errs = tcase_create("Errors");
     tcase_add_checked_fixture(errs, make_tmpdir, remove_tmpdir);

@@ -7,8 +7,10 @@
 #include "workloads/workload.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -28,6 +30,15 @@
 #define WL_MAX_PROMPT 16777216LL
 #define WL_MAX_ARRIVAL 1e6
 #define WL_MAX_DECODE 1000000LL
+/* Bounds of the request sources (our own sanity limits as well): at most a
+ * million open-loop requests once the sources are expanded (40 MB of
+ * wl_request); closed-loop entries of up to 4096 clients (WL_MAX_DEGREE, a
+ * client per device of the largest layout); Poisson rates up to 1e6
+ * requests per second; engine.max_num_seqs up to 65536 running requests. */
+#define WL_MAX_REQUESTS 1000000
+#define WL_MAX_CLIENTS 4096
+#define WL_MAX_RATE 1e6
+#define WL_MAX_SEQS 65536
 
 static const char *const kv_storage_names[] = { "by_head", "by_position", NULL };
 static const char *const exchange_names[] = { "auto", "ulysses", "all_gather", "ring", "none",
@@ -58,7 +69,7 @@ static const struct {
     {DT_FP32, QS_NONE}, {DT_INT4, QS_NONE}, {DT_FP8, QS_TENSOR}, {DT_FP8, QS_ROW},
     {DT_FP8, QS_BLOCK},
 };
-static const char *const request_keys[] = { "prompt_tokens", "arrival_s", "decode_tokens", NULL };
+static const char *const router_names[] = { "round_robin", "least_loaded", NULL };
 
 /* Enum fields are written through an int (field_set). */
 _Static_assert(sizeof(wl_kv_storage) == sizeof(int), "enum size");
@@ -68,8 +79,12 @@ _Static_assert(sizeof(wl_ag_tensors) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_graph) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_netmodel) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_dsa_layout) == sizeof(int), "enum size");
+_Static_assert(sizeof(wl_router) == sizeof(int), "enum size");
 
-typedef enum { F_INT, F_I64, F_BOOL, F_ENUM } wl_ftype;
+/* F_DOUBLE: a number in (lo, hi], lo excluded (a positive duration); its
+ * default def is stored as it is, so it may lie outside the range (0:
+ * none). */
+typedef enum { F_INT, F_I64, F_BOOL, F_ENUM, F_DOUBLE } wl_ftype;
 
 /* One scalar key of a section. */
 typedef struct wl_field {
@@ -107,6 +122,12 @@ static const wl_field engine_fields[] = {
      * server on GPUs of >= 70 GiB (vllm/engine/arg_utils.py) */
     { "max_num_batched_tokens", F_I64, 1, INT64_C(1) << 40, 8192, NULL, NULL,
       offsetof(scenario, max_num_batched_tokens) },
+    /* vLLM v1 EngineArgs: default_max_num_seqs 1024 for the API server on
+     * GPUs of >= 70 GiB, the branch the 8192 batched tokens above come from
+     * (vllm/engine/arg_utils.py; 256 on smaller GPUs and in V0) */
+    { "max_num_seqs", F_I64, 1, WL_MAX_SEQS, 1024, NULL, NULL,
+      offsetof(scenario, max_num_seqs) },
+    { "router", F_ENUM, 0, 0, ROUTE_ROUND_ROBIN, router_names, NULL, offsetof(scenario, router) },
 };
 
 static const wl_field simulation_fields[] = {
@@ -114,10 +135,14 @@ static const wl_field simulation_fields[] = {
     { "fold_layers", F_BOOL, 0, 1, 0, NULL, NULL, offsetof(scenario, fold_layers) },
     { "moe_routing", F_ENUM, 0, 0, RT_RANDOM, plan_route_names, NULL,
       offsetof(scenario, moe_routing) },
+    /* 0: no end, the run lasts until every request finished */
+    { "duration_s", F_DOUBLE, 0, (long long)WL_MAX_ARRIVAL, 0, NULL, NULL,
+      offsetof(scenario, duration_s) },
 };
 
 static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err);
 static int read_engine_memory(const ynode *eng, scenario *s, cp_err *err);
+static int read_decode_reuse(const ynode *sim, scenario *s, cp_err *err);
 
 /* A section of scalar keys; `extra` is a key read by its own function. */
 typedef struct wl_section {
@@ -133,13 +158,17 @@ typedef struct wl_section {
 static const wl_section sections[] = {
     { "parallel", parallel_fields, COUNT(parallel_fields), "layer_sharding", read_layer_sharding },
     { "engine", engine_fields, COUNT(engine_fields), "memory", read_engine_memory },
-    { "simulation", simulation_fields, COUNT(simulation_fields), NULL, NULL },
+    { "simulation", simulation_fields, COUNT(simulation_fields), "decode_reuse",
+      read_decode_reuse },
 };
 
 static void field_set(scenario *s, const wl_field *f, long long v)
 {
     char *p = (char *)s + f->off;
-    if (f->type == F_I64) {
+    if (f->type == F_DOUBLE) {
+        double x = (double)v;
+        memcpy(p, &x, sizeof x);
+    } else if (f->type == F_I64) {
         int64_t x = v;
         memcpy(p, &x, sizeof x);
     } else {
@@ -161,6 +190,39 @@ static long long field_get(const scenario *s, const wl_field *f)
     return x;
 }
 
+static double field_getd(const scenario *s, const wl_field *f)
+{
+    double x;
+    memcpy(&x, (const char *)s + f->off, sizeof x);
+    return x;
+}
+
+/* Optional key of map: a number in (lo, hi]; *out is left as it is when the
+ * key is absent. */
+static int opt_above(const ynode *map, const char *prefix, const char *key, double lo, double hi,
+                     double *out, cp_err *err)
+{
+    const ynode *n = yio_key(map, key);
+    if (!n)
+        return 0;
+    char what[256];
+    yio_path(what, sizeof what, prefix, key);
+    double v = 0;
+    cp_err in = { 0 };
+    if (yio_double(n, what, lo, hi, &v, &in) == 0 && v > lo) {
+        *out = v;
+        return 0;
+    }
+    char got[80];
+    if (n->kind == YN_SCALAR)
+        snprintf(got, sizeof got, "%s\"%.40s\"", n->quoted ? "the quoted string " : "", n->str);
+    else
+        snprintf(got, sizeof got, "%s", n->kind == YN_MAP ? "a mapping"
+                                         : n->kind == YN_SEQ ? "a list" : "an empty value");
+    return cp_fail_at(err, n->loc, "%s: expected a number in (%g, %g], got %s", what, lo, hi,
+                      got);
+}
+
 /* Name of an enum field's stored value. */
 static const char *field_name(const wl_field *f, long long v)
 {
@@ -173,9 +235,18 @@ static const char *field_name(const wl_field *f, long long v)
 static int read_field(const ynode *map, const char *prefix, const wl_field *f, scenario *s,
                       cp_err *err)
 {
+    if (f->type == F_DOUBLE) {
+        double d = field_getd(s, f);
+        if (opt_above(map, prefix, f->key, (double)f->lo, (double)f->hi, &d, err) < 0)
+            return -1;
+        memcpy((char *)s + f->off, &d, sizeof d);
+        return 0;
+    }
     long long v = field_get(s, f);
     int b = (int)v, idx = -1, rc = 0;
     switch (f->type) {
+    case F_DOUBLE:
+        break;
     case F_INT:
     case F_I64:
         rc = yio_opt_int(map, prefix, f->key, f->lo, f->hi, &v, err);
@@ -218,12 +289,22 @@ static int read_section(const ynode *root, const wl_section *sec, scenario *s, c
     return yio_no_unknown(map, sec->key, known, err);
 }
 
+/* simulation.decode_reuse: the serving scheduler's bound on reusing a
+ * decode step's time (sim/serve/serve.h), 0 for the exact run; at most 5 %,
+ * our own limit: a study wanting a coarser step is better served by fewer
+ * steps than by a looser bound. */
+static int read_decode_reuse(const ynode *sim, scenario *s, cp_err *err)
+{
+    return yio_opt_double(sim, "simulation", "decode_reuse", 0, 0.05, &s->decode_reuse, err);
+}
+
 static void set_defaults(scenario *s)
 {
     for (size_t i = 0; i < COUNT(sections); i++)
         for (size_t k = 0; k < sections[i].n; k++)
             field_set(s, &sections[i].fields[k], sections[i].fields[k].def);
     s->w_dtype = s->a_dtype = s->kv_dtype = DT_BF16;
+    s->decode_reuse = 0.005; /* the 0.5 % per step of issue 11 */
     /* vLLM EngineArgs gpu_memory_utilization default */
     s->mem.gpu_memory_utilization = 0.9;
 }
@@ -339,28 +420,570 @@ static int read_precision(const ynode *root, scenario *s, cp_err *err)
     return 0;
 }
 
-static int read_request(const ynode *item, size_t i, wl_request *r, cp_err *err)
+/* ---- requests ------------------------------------------------------------ */
+
+/* The kinds of entry of requests:, each made by one key (a single request
+ * by none of them), and the keys each takes. */
+typedef enum { SRC_SINGLE, SRC_PERIODIC, SRC_POISSON, SRC_STREAMS, SRC_TRACE } wl_src;
+
+static const char *const single_keys[] = { "prompt_tokens", "arrival_s", "decode_tokens",
+                                           "cached_tokens", "name", NULL };
+static const char *const periodic_keys[] = { "every_s", "count", "start_s", "prompt_tokens",
+                                             "decode_tokens", "cached_tokens", "name", NULL };
+static const char *const poisson_keys[] = { "rate_per_s", "count", "seed", "start_s",
+                                            "prompt_tokens", "decode_tokens", "cached_tokens",
+                                            "name", NULL };
+static const char *const streams_keys[] = { "streams", "count", "think_s", "start_s",
+                                            "prompt_tokens", "decode_tokens", "cached_tokens",
+                                            "name", NULL };
+static const char *const trace_keys[] = { "trace", "name", NULL };
+/* every key of any kind (the suggestions for a misspelt one) */
+static const char *const request_keys[] = { "prompt_tokens", "arrival_s", "decode_tokens",
+                                            "cached_tokens", "name", "every_s", "count",
+                                            "start_s", "rate_per_s", "seed", "streams",
+                                            "think_s", "trace", NULL };
+
+static const struct {
+    const char *key;            /* the key that makes the kind; NULL: single */
+    const char *name;           /* in messages */
+    const char *const *keys;
+} src_kinds[] = {
+    { NULL, "a single request", single_keys },
+    { "every_s", "a periodic entry (every_s)", periodic_keys },
+    { "rate_per_s", "a Poisson entry (rate_per_s)", poisson_keys },
+    { "streams", "a closed-loop entry (streams)", streams_keys },
+    { "trace", "a trace entry (trace)", trace_keys },
+};
+
+static int in_list(const char *const *list, const char *key)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(list[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+/* Index of key in map, -1 when absent (without marking it seen). */
+static long key_index(const ynode *map, const char *key)
+{
+    for (size_t i = 0; i < map->n; i++)
+        if (strcmp(map->keys[i], key) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* The requests read so far (s->reqs, grown as needed) and what the single
+ * entries' order check needs. */
+typedef struct req_buf {
+    scenario *s;
+    size_t cap;
+    int singles;                /* single entries so far */
+    double last_arrival;        /* arrival_s of the last of them */
+    size_t last_index;          /* its index in requests: */
+    int sources;                /* periodic, Poisson, closed-loop or trace entries */
+} req_buf;
+
+/* Room for `more` requests; beyond WL_MAX_REQUESTS the error names key. */
+static int buf_room(req_buf *b, long long more, cp_loc loc, const char *key, cp_err *err)
+{
+    scenario *s = b->s;
+    long long need = (long long)s->nreqs + more;
+    if (need > WL_MAX_REQUESTS)
+        return cp_fail_at(err, loc, "%s: the requests would number %lld; cpsim takes at most %d "
+                          "open-loop requests", key, need, WL_MAX_REQUESTS);
+    if ((size_t)need <= b->cap)
+        return 0;
+    size_t cap = b->cap * 2 > (size_t)need ? b->cap * 2 : (size_t)need;
+    wl_request *r = realloc(s->reqs, cap * sizeof *r);
+    if (!r)
+        return cp_fail(err, CP_EXIT_INTERNAL, "out of memory for %zu requests", cap);
+    s->reqs = r;
+    b->cap = cap;
+    return 0;
+}
+
+static void buf_add(req_buf *b, wl_request r)
+{
+    b->s->reqs[b->s->nreqs++] = r;
+}
+
+/* The class of a request named `name` (interned into s->classes in first
+ * use order); what and loc say where the name was written. */
+static int intern_class(scenario *s, const char *name, const char *what, cp_loc loc, int *cls,
+                        cp_err *err)
+{
+    static const char ok[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-";
+    size_t len = strlen(name), good = strspn(name, ok);
+    if (len == 0 || len >= WL_CLASS_LEN)
+        return cp_fail_at(err, loc, "%s: a class name takes 1 to %d characters, got %zu", what,
+                          WL_CLASS_LEN - 1, len);
+    if (good < len) {
+        unsigned char c = (unsigned char)name[good];
+        char shown[8];
+        if (c >= 32 && c < 127)
+            snprintf(shown, sizeof shown, "'%c'", c);
+        else
+            snprintf(shown, sizeof shown, "\\x%02x", c);
+        return cp_fail_at(err, loc, "%s: \"%.*s\" holds the character %s; a class name takes "
+                          "letters, digits, '_', '.' and '-'", what, WL_CLASS_LEN, name, shown);
+    }
+    for (int i = 0; i < s->nclasses; i++)
+        if (strcmp(s->classes[i], name) == 0) {
+            *cls = i;
+            return 0;
+        }
+    if (s->nclasses == WL_MAX_CLASSES)
+        return cp_fail_at(err, loc, "%s: \"%s\" would be request class %d; cpsim takes at most %d",
+                          what, name, WL_MAX_CLASSES + 1, WL_MAX_CLASSES);
+    snprintf(s->classes[s->nclasses], sizeof s->classes[0], "%s", name);
+    *cls = s->nclasses++;
+    return 0;
+}
+
+/* A context within WL_MAX_PROMPT: cached + prompt + decode tokens. */
+static int check_context(const char *what, cp_loc loc, long long cached, long long prompt,
+                         long long decode, cp_err *err)
+{
+    if (cached + prompt + decode <= WL_MAX_PROMPT)
+        return 0;
+    return cp_fail_at(err, loc, "%s: cached_tokens + prompt_tokens + decode_tokens = %lld + %lld "
+                      "+ %lld = %lld tokens; cpsim takes contexts of at most %lld", what, cached,
+                      prompt, decode, cached + prompt + decode, WL_MAX_PROMPT);
+}
+
+/* What every request of an entry looks like (prompt_tokens required). */
+typedef struct wl_shape {
+    long long prompt, decode, cached;
+    int cls;
+} wl_shape;
+
+static int read_shape(const ynode *item, const char *what, scenario *s, wl_shape *sh,
+                      cp_err *err)
+{
+    *sh = (wl_shape){ 0, 0, 0, -1 };
+    const char *name = NULL;
+    if (yio_opt_int(item, what, "prompt_tokens", 1, WL_MAX_PROMPT, &sh->prompt, err) < 0 ||
+        yio_opt_int(item, what, "decode_tokens", 0, WL_MAX_DECODE, &sh->decode, err) < 0 ||
+        yio_opt_int(item, what, "cached_tokens", 0, WL_MAX_PROMPT, &sh->cached, err) < 0 ||
+        yio_opt_str(item, what, "name", &name, err) < 0)
+        return -1;
+    if (!yio_key(item, "prompt_tokens"))
+        return cp_fail_at(err, item->loc, "%s: prompt_tokens is required", what);
+    if (check_context(what, item->loc, sh->cached, sh->prompt, sh->decode, err) < 0)
+        return -1;
+    char key[64];
+    return name ? intern_class(s, name, yio_path(key, sizeof key, what, "name"),
+                               yio_key(item, "name")->loc, &sh->cls, err)
+                : 0;
+}
+
+static wl_request shape_request(const wl_shape *sh, double arrival)
+{
+    return (wl_request){ .prompt_tokens = sh->prompt, .arrival_s = arrival,
+                         .decode_tokens = sh->decode, .cached_tokens = sh->cached,
+                         .cls = sh->cls };
+}
+
+/* A required key of an entry of some kind. */
+static int need_key(const ynode *item, const char *what, const char *kind_key, const char *key,
+                    const char *why, cp_err *err)
+{
+    if (yio_key(item, key))
+        return 0;
+    return cp_fail_at(err, item->loc, "%s: %s needs %s (%s)", what, kind_key, key, why);
+}
+
+static int read_single(const ynode *item, size_t i, const char *what, req_buf *b, cp_err *err)
+{
+    double arrival = 0;
+    wl_shape sh;
+    if (yio_opt_double(item, what, "arrival_s", 0, WL_MAX_ARRIVAL, &arrival, err) < 0 ||
+        read_shape(item, what, b->s, &sh, err) < 0)
+        return -1;
+    if (b->singles > 0 && arrival < b->last_arrival) {
+        /* arrival_s may be absent (0): then the request itself is blamed */
+        const ynode *at = yio_key(item, "arrival_s");
+        return cp_fail_at(err, at ? at->loc : item->loc,
+                          "%s.arrival_s: requests must be sorted by arrival_s; %g%s comes after "
+                          "%g of requests.%zu", what, arrival, at ? "" : " (the default)",
+                          b->last_arrival, b->last_index);
+    }
+    b->singles++;
+    b->last_arrival = arrival;
+    b->last_index = i;
+    if (buf_room(b, 1, item->loc, what, err) < 0)
+        return -1;
+    buf_add(b, shape_request(&sh, arrival));
+    return 0;
+}
+
+/* every_s with count: arrivals start_s + k * every_s, k = 0 .. count - 1. */
+static int read_periodic(const ynode *item, const char *what, req_buf *b, cp_err *err)
+{
+    double every = 0, start = 0;
+    long long count = 0;
+    wl_shape sh;
+    if (opt_above(item, what, "every_s", 0, WL_MAX_ARRIVAL, &every, err) < 0 ||
+        yio_opt_int(item, what, "count", 1, WL_MAX_REQUESTS, &count, err) < 0 ||
+        yio_opt_double(item, what, "start_s", 0, WL_MAX_ARRIVAL, &start, err) < 0 ||
+        read_shape(item, what, b->s, &sh, err) < 0 ||
+        need_key(item, what, "every_s", "count", "how many requests", err) < 0)
+        return -1;
+    double last = start + (double)(count - 1) * every;
+    if (last > WL_MAX_ARRIVAL)
+        return cp_fail_at(err, yio_key(item, "every_s")->loc,
+                          "%s.every_s: the last of the %lld requests would arrive at %g s "
+                          "(start_s + (count - 1) * every_s), beyond the %g s arrivals may take",
+                          what, count, last, WL_MAX_ARRIVAL);
+    char key[64];
+    if (buf_room(b, count, yio_key(item, "count")->loc, yio_path(key, sizeof key, what, "count"),
+                 err) < 0)
+        return -1;
+    for (long long k = 0; k < count; k++)
+        buf_add(b, shape_request(&sh, start + (double)k * every));
+    return 0;
+}
+
+/* The Poisson arrivals' generator: splitmix64 (Steele, Lea and Flood,
+ * "Fast splittable pseudorandom number generators", OOPSLA 2014; the
+ * constants of Vigna's splitmix64.c) from the state `seed`; the top 53
+ * bits of each output give u = (bits + 0.5) / 2^53 in (0, 1), and
+ * -log(u) / rate an exponential inter-arrival time of mean 1 / rate.  The
+ * first request arrives one such time after start_s.  Only integer
+ * arithmetic and one log per request: a seed gives the same arrivals on
+ * every run. */
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static double exp_interval(uint64_t *state, double rate)
+{
+    double u = ((double)(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53;
+    return -log(u) / rate;
+}
+
+/* rate_per_s with count and seed: a Poisson process from start_s. */
+static int read_poisson(const ynode *item, const char *what, req_buf *b, cp_err *err)
+{
+    double rate = 0, start = 0;
+    long long count = 0, seed = 0;
+    wl_shape sh;
+    if (opt_above(item, what, "rate_per_s", 0, WL_MAX_RATE, &rate, err) < 0 ||
+        yio_opt_int(item, what, "count", 1, WL_MAX_REQUESTS, &count, err) < 0 ||
+        yio_opt_int(item, what, "seed", 0, LLONG_MAX, &seed, err) < 0 ||
+        yio_opt_double(item, what, "start_s", 0, WL_MAX_ARRIVAL, &start, err) < 0 ||
+        read_shape(item, what, b->s, &sh, err) < 0 ||
+        need_key(item, what, "rate_per_s", "count", "how many requests", err) < 0 ||
+        need_key(item, what, "rate_per_s", "seed", "an integer >= 0; a seed draws the same "
+                 "arrivals on every run", err) < 0)
+        return -1;
+    char key[64];
+    if (buf_room(b, count, yio_key(item, "count")->loc, yio_path(key, sizeof key, what, "count"),
+                 err) < 0)
+        return -1;
+    uint64_t state = (uint64_t)seed;
+    double t = start;
+    for (long long k = 0; k < count; k++) {
+        t += exp_interval(&state, rate);
+        if (t > WL_MAX_ARRIVAL)
+            return cp_fail_at(err, yio_key(item, "rate_per_s")->loc,
+                              "%s.rate_per_s: request %lld of %lld would arrive at %g s, beyond "
+                              "the %g s arrivals may take (a higher rate or a lower count)",
+                              what, k + 1, count, t, WL_MAX_ARRIVAL);
+        buf_add(b, shape_request(&sh, t));
+    }
+    return 0;
+}
+
+/* streams: K closed-loop clients (s->streams). */
+static int read_streams(const ynode *item, const char *what, req_buf *b, cp_err *err)
+{
+    scenario *s = b->s;
+    long long k = 0, count = 0;
+    double think = 0, start = 0;
+    wl_shape sh;
+    if (yio_opt_int(item, what, "streams", 1, WL_MAX_CLIENTS, &k, err) < 0 ||
+        yio_opt_int(item, what, "count", 0, WL_MAX_REQUESTS, &count, err) < 0 ||
+        yio_opt_double(item, what, "think_s", 0, WL_MAX_ARRIVAL, &think, err) < 0 ||
+        yio_opt_double(item, what, "start_s", 0, WL_MAX_ARRIVAL, &start, err) < 0 ||
+        read_shape(item, what, s, &sh, err) < 0)
+        return -1;
+    if (s->nstreams == WL_MAX_STREAM_SRC)
+        return cp_fail_at(err, item->loc, "%s: at most %d closed-loop (streams) entries", what,
+                          WL_MAX_STREAM_SRC);
+    if (count == 0 && !(s->duration_s > 0)) {
+        const ynode *at = yio_key(item, "count");
+        return cp_fail_at(err, at ? at->loc : yio_key(item, "streams")->loc,
+                          "%s: streams without a count send requests until "
+                          "simulation.duration_s, which is not set (give count, requests per "
+                          "client, or simulation.duration_s)", what);
+    }
+    s->streams[s->nstreams++] = (wl_streams){ .streams = (int)k, .prompt_tokens = sh.prompt,
+                                              .decode_tokens = sh.decode,
+                                              .cached_tokens = sh.cached, .start_s = start,
+                                              .think_s = think, .count = count, .cls = sh.cls };
+    return 0;
+}
+
+/* The columns of a trace file, in this order; the last two optional. */
+static const char *const trace_cols[] = { "arrival_s", "prompt_tokens", "decode_tokens",
+                                          "cached_tokens", "name" };
+#define TRACE_HEADER "arrival_s,prompt_tokens,decode_tokens[,cached_tokens[,name]]"
+#define TRACE_MAX_COLS 5
+
+/* Where a trace file named in the workload lies: relative to the
+ * workload's folder, as the other paths of the workload. */
+static char *trace_path(char *buf, size_t len, const scenario *s, const char *file)
+{
+    char dir[1024];
+    return cp_resolve(buf, len, cp_dirname(dir, sizeof dir, s->path), file);
+}
+
+/* Split a CSV line in place at the commas, blanks around the fields
+ * trimmed; returns the number of fields (at most max + 1: one more says
+ * "too many"), with each field's 1-based column. */
+static int csv_split(char *line, char **field, int *col, int max)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        char *end = strchr(p, ',');
+        if (end)
+            *end = '\0';
+        char *f = p + strspn(p, " \t");
+        size_t len = strlen(f);
+        while (len > 0 && (f[len - 1] == ' ' || f[len - 1] == '\t'))
+            f[--len] = '\0';
+        if (n <= max) {
+            field[n] = f;
+            col[n] = (int)(f - line) + 1;
+        }
+        n++;
+        if (!end || n > max)
+            return n;
+        p = end + 1;
+    }
+}
+
+/* A CSV integer: decimal, or a number form that is an exact integer. */
+static int csv_int(const char *t, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(t, &end, 10);
+    if (!*t || *end || errno) {
+        double d = strtod(t, &end);
+        /* 9.2e18 is just below 2^63 (as yamlio's parse_integer) */
+        if (!*t || *end || !isfinite(d) || d != floor(d) || fabs(d) > 9.2e18)
+            return -1;
+        v = (long long)d;
+    }
+    if (v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int csv_double(const char *t, double lo, double hi, double *out)
+{
+    char *end;
+    double d = strtod(t, &end);
+    if (!*t || *end || !isfinite(d) || d < lo || d > hi)
+        return -1;
+    *out = d;
+    return 0;
+}
+
+/* The header line: the columns of trace_cols, in order, the last two
+ * optional; *ncols gets how many. */
+static int trace_header(char *line, const char *path, int *ncols, cp_err *err)
+{
+    char shown[128];
+    snprintf(shown, sizeof shown, "%.100s", line);
+    char *field[TRACE_MAX_COLS + 1];
+    int col[TRACE_MAX_COLS + 1];
+    int n = csv_split(line, field, col, TRACE_MAX_COLS);
+    int bad = n < 3 || n > TRACE_MAX_COLS ? 1 : 0;
+    for (int c = 0; !bad && c < n; c++)
+        if (strcmp(field[c], trace_cols[c]) != 0)
+            bad = col[c];
+    if (bad)
+        return cp_fail_at(err, (cp_loc){ path, 1, bad }, "expected the header line "
+                          TRACE_HEADER ", got \"%s\"", shown);
+    *ncols = n;
+    return 0;
+}
+
+/* One data row of a trace file: a request with the bounds of a single
+ * entry; a row without a name takes def_cls. */
+static int trace_row(scenario *s, char *line, const char *path, int lineno, int ncols,
+                     int def_cls, cp_err *err)
+{
+    char *field[TRACE_MAX_COLS + 1];
+    int col[TRACE_MAX_COLS + 1];
+    int n = csv_split(line, field, col, TRACE_MAX_COLS);
+    cp_loc at = { path, lineno, 1 };
+    if (n != ncols)
+        return cp_fail_at(err, at, "expected %d columns as the header says, got %s%d", ncols,
+                          n > TRACE_MAX_COLS ? "more than " : "",
+                          n > TRACE_MAX_COLS ? TRACE_MAX_COLS : n);
+    double arrival = 0;
+    long long v[3] = { 0, 0, 0 };       /* prompt, decode, cached tokens */
+    static const long long lo[3] = { 1, 0, 0 }, hi[3] = { WL_MAX_PROMPT, WL_MAX_DECODE,
+                                                          WL_MAX_PROMPT };
+    for (int c = 0; c < ncols && c < 4; c++) {
+        at.col = col[c];
+        int bad = c == 0 ? csv_double(field[c], 0, WL_MAX_ARRIVAL, &arrival)
+                         : csv_int(field[c], lo[c - 1], hi[c - 1], &v[c - 1]);
+        if (bad < 0 && c == 0)
+            return cp_fail_at(err, at, "arrival_s: expected a number in [0, %g], got \"%.40s\"",
+                              WL_MAX_ARRIVAL, field[c]);
+        if (bad < 0)
+            return cp_fail_at(err, at, "%s: expected an integer in [%lld, %lld], got \"%.40s\"",
+                              trace_cols[c], lo[c - 1], hi[c - 1], field[c]);
+    }
+    at.col = 1;
+    if (check_context("the request", at, v[2], v[0], v[1], err) < 0)
+        return -1;
+    int cls = def_cls;
+    if (ncols == 5 && field[4][0]) {
+        at.col = col[4];
+        if (intern_class(s, field[4], "name", at, &cls, err) < 0)
+            return -1;
+    }
+    s->reqs[s->nreqs++] = (wl_request){ .prompt_tokens = v[0], .arrival_s = arrival,
+                                        .decode_tokens = v[1], .cached_tokens = v[2],
+                                        .cls = cls };
+    return 0;
+}
+
+/* trace: FILE.csv, a header line then one request a line (any order). */
+static int read_trace(const ynode *item, const char *what, req_buf *b, cp_err *err)
+{
+    scenario *s = b->s;
+    const char *file = NULL, *name = NULL;
+    char key[64];
+    int def_cls = -1;
+    if (yio_opt_str(item, what, "trace", &file, err) < 0 ||
+        yio_opt_str(item, what, "name", &name, err) < 0)
+        return -1;
+    if (name && intern_class(s, name, yio_path(key, sizeof key, what, "name"),
+                             yio_key(item, "name")->loc, &def_cls, err) < 0)
+        return -1;
+    cp_loc tloc = yio_key(item, "trace")->loc;
+    yio_path(key, sizeof key, what, "trace");
+    char path[1024];
+    trace_path(path, sizeof path, s, file);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return cp_fail_at(err, tloc, "%s: cannot read %s: %s", key, path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0, ncols = 0, rc = 0;
+    long long rows = 0;
+    while (rc == 0 && getline(&line, &cap, f) >= 0) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        char *text = line;
+        if (lineno == 1 && strncmp(text, "\xef\xbb\xbf", 3) == 0)
+            text += 3;                  /* a UTF-8 byte order mark */
+        if (lineno == 1) {
+            rc = trace_header(text, path, &ncols, err);
+            continue;
+        }
+        if (text[strspn(text, " \t")] == '\0')
+            continue;                   /* blank lines */
+        rc = buf_room(b, 1, (cp_loc){ path, lineno, 1 }, key, err);
+        if (rc == 0)
+            rc = trace_row(s, text, path, lineno, ncols, def_cls, err);
+        rows++;
+    }
+    if (rc == 0 && ferror(f))
+        rc = cp_fail_at(err, tloc, "%s: cannot read %s: %s", key, path, strerror(errno));
+    else if (rc == 0 && lineno == 0)
+        rc = cp_fail_at(err, (cp_loc){ path, 0, 0 }, "empty; a trace starts with the header line "
+                        TRACE_HEADER);
+    else if (rc == 0 && rows == 0)
+        rc = cp_fail_at(err, (cp_loc){ path, 0, 0 }, "no request after the header line");
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* One entry of requests:, of exactly one kind, with only that kind's keys. */
+static int read_entry(const ynode *item, size_t i, req_buf *b, cp_err *err)
 {
     char what[48];
     snprintf(what, sizeof what, "requests.%zu", i);
     if (yio_want_map(item, what, err) < 0)
         return -1;
-    long long prompt = 0, decode = 0;
-    double arrival = 0;
-    if (yio_opt_int(item, what, "prompt_tokens", 1, WL_MAX_PROMPT, &prompt, err) < 0 ||
-        yio_opt_double(item, what, "arrival_s", 0, WL_MAX_ARRIVAL, &arrival, err) < 0 ||
-        yio_opt_int(item, what, "decode_tokens", 0, WL_MAX_DECODE, &decode, err) < 0 ||
-        yio_no_unknown(item, what, request_keys, err) < 0)
+    wl_src kind = SRC_SINGLE;
+    for (size_t k = 1; k < COUNT(src_kinds); k++) {
+        long at = key_index(item, src_kinds[k].key);
+        if (at < 0)
+            continue;
+        if (kind != SRC_SINGLE)
+            return cp_fail_at(err, item->key_locs[at], "%s: %s and %s in one entry; an entry is "
+                              "one kind of request source", what, src_kinds[kind].name,
+                              src_kinds[k].name);
+        kind = (wl_src)k;
+    }
+    const char *const *keys = src_kinds[kind].keys;
+    for (size_t k = 0; k < item->n; k++)
+        if (in_list(request_keys, item->keys[k]) && !in_list(keys, item->keys[k])) {
+            char list[256] = "";
+            for (size_t j = 0; keys[j]; j++) {
+                size_t o = strlen(list);
+                snprintf(list + o, sizeof list - o, "%s%s", j ? ", " : "", keys[j]);
+            }
+            return cp_fail_at(err, item->key_locs[k], "%s: %s takes no %s; its keys: %s", what,
+                              src_kinds[kind].name, item->keys[k], list);
+        }
+    for (size_t j = 0; keys[j]; j++)
+        yio_key(item, keys[j]);
+    if (yio_no_unknown(item, what, request_keys, err) < 0)
         return -1;
-    if (!yio_key(item, "prompt_tokens"))
-        return cp_fail_at(err, item->loc, "%s: prompt_tokens is required", what);
-    r->prompt_tokens = prompt;
-    r->arrival_s = arrival;
-    r->decode_tokens = decode;
+    b->sources += kind != SRC_SINGLE;
+    switch (kind) {
+    case SRC_SINGLE:
+        return read_single(item, i, what, b, err);
+    case SRC_PERIODIC:
+        return read_periodic(item, what, b, err);
+    case SRC_POISSON:
+        return read_poisson(item, what, b, err);
+    case SRC_STREAMS:
+        return read_streams(item, what, b, err);
+    case SRC_TRACE:
+        return read_trace(item, what, b, err);
+    }
     return 0;
 }
 
-/* requests: a non-empty list sorted by arrival time. */
+/* Stable merge sort of r[0, n) by arrival_s (tmp: room for n). */
+static void sort_by_arrival(wl_request *r, wl_request *tmp, size_t n)
+{
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t a = lo, c = mid, k = lo;
+            while (a < mid && c < hi)
+                tmp[k++] = r[c].arrival_s < r[a].arrival_s ? r[c++] : r[a++];
+            while (a < mid)
+                tmp[k++] = r[a++];
+            while (c < hi)
+                tmp[k++] = r[c++];
+        }
+        memcpy(r, tmp, n * sizeof *r);
+    }
+}
+
+/* requests: a non-empty list of entries (single requests sorted by arrival
+ * time among themselves); every open-loop request they make, merged in
+ * arrival order (file order at equal times). */
 static int read_requests(const ynode *root, scenario *s, cp_err *err)
 {
     const ynode *n = yio_key(root, "requests");
@@ -372,22 +995,24 @@ static int read_requests(const ynode *root, scenario *s, cp_err *err)
         return -1;
     if (n->n == 0)
         return cp_fail_at(err, n->loc, "requests: the list is empty; give at least one request");
+    req_buf b = { .s = s, .cap = n->n };
     s->reqs = calloc(n->n, sizeof *s->reqs);
     if (!s->reqs)
         return cp_fail(err, CP_EXIT_INTERNAL, "out of memory for %zu requests", n->n);
-    s->nreqs = (int)n->n;
-    for (size_t i = 0; i < n->n; i++) {
-        if (read_request(n->kids[i], i, &s->reqs[i], err) < 0)
+    for (size_t i = 0; i < n->n; i++)
+        if (read_entry(n->kids[i], i, &b, err) < 0)
             return -1;
-        if (i > 0 && s->reqs[i].arrival_s < s->reqs[i - 1].arrival_s) {
-            /* arrival_s may be absent (0): then the request itself is blamed */
-            const ynode *at = yio_key(n->kids[i], "arrival_s");
-            return cp_fail_at(err, at ? at->loc : n->kids[i]->loc,
-                              "requests.%zu.arrival_s: requests must be sorted by arrival_s; "
-                              "%g%s comes after %g of requests.%zu", i, s->reqs[i].arrival_s,
-                              at ? "" : " (the default)", s->reqs[i - 1].arrival_s, i - 1);
-        }
+    if (s->nreqs == 0 && s->nstreams == 0)
+        return cp_fail_at(err, n->loc, "requests: the entries make no request");
+    int sorted = 1;
+    for (int q = 1; q < s->nreqs && sorted; q++)
+        sorted = s->reqs[q].arrival_s >= s->reqs[q - 1].arrival_s;
+    if (!sorted) {
+        wl_request *tmp = cp_xcalloc((size_t)s->nreqs, sizeof *tmp);
+        sort_by_arrival(s->reqs, tmp, (size_t)s->nreqs);
+        free(tmp);
     }
+    s->serving = s->nreqs > 1 || b.sources > 0 || s->duration_s > 0;
     return 0;
 }
 
@@ -758,6 +1383,8 @@ static int check_sharding(const scenario *s, cp_err *err)
  * message names the key that adds the most steps. */
 static int check_plan_size(const scenario *s, cp_err *err)
 {
+    if (s->serving)
+        return 0;               /* the serving scheduler builds one step at a time */
     const wl_parallel *p = &s->par;
     int nprogs = p->sp > 1 && !p->sequence_parallel && !wl_dsa_cp(s) ? p->sp : 1;
     double ranks = (double)p->tp * p->sp * p->dp;
@@ -1017,7 +1644,9 @@ static json_t *section_json(const scenario *s, const wl_section *sec)
     for (size_t i = 0; i < sec->n; i++) {
         const wl_field *f = &sec->fields[i];
         long long v = field_get(s, f);
-        if (f->type == F_ENUM)
+        if (f->type == F_DOUBLE)
+            json_object_set_new(j, f->key, json_real(field_getd(s, f)));
+        else if (f->type == F_ENUM)
             json_object_set_new(j, f->key, json_string(field_name(f, v)));
         else if (f->type == F_BOOL)
             json_object_set_new(j, f->key, json_boolean(v));
@@ -1040,6 +1669,8 @@ static json_t *section_json(const scenario *s, const wl_section *sec)
                                 json_real(s->mem.gpu_memory_utilization));
         json_object_set_new(j, "memory", m);
     }
+    if (sec->read_extra == read_decode_reuse)
+        json_object_set_new(j, "decode_reuse", json_real(s->decode_reuse));
     return j;
 }
 
@@ -1061,12 +1692,31 @@ json_t *wl_resolved(const scenario *s)
     for (size_t i = 0; i < COUNT(sections); i++)
         json_object_set_new(j, sections[i].key, section_json(s, &sections[i]));
     json_t *rq = json_array();
-    for (int i = 0; i < s->nreqs; i++)
-        json_array_append_new(rq, json_pack("{s:I, s:f, s:I}", "prompt_tokens",
-                                            (json_int_t)s->reqs[i].prompt_tokens, "arrival_s",
-                                            s->reqs[i].arrival_s, "decode_tokens",
-                                            (json_int_t)s->reqs[i].decode_tokens));
+    for (int i = 0; i < s->nreqs; i++) {
+        const wl_request *r = &s->reqs[i];
+        json_t *o = json_pack("{s:I, s:f, s:I, s:I}", "prompt_tokens",
+                              (json_int_t)r->prompt_tokens, "arrival_s", r->arrival_s,
+                              "decode_tokens", (json_int_t)r->decode_tokens, "cached_tokens",
+                              (json_int_t)r->cached_tokens);
+        if (r->cls >= 0)
+            json_object_set_new(o, "name", json_string(s->classes[r->cls]));
+        json_array_append_new(rq, o);
+    }
     json_object_set_new(j, "requests", rq);
+    json_t *st = json_array();
+    for (int i = 0; i < s->nstreams; i++) {
+        const wl_streams *c = &s->streams[i];
+        json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:f, s:f, s:I}", "streams", c->streams,
+                              "prompt_tokens", (json_int_t)c->prompt_tokens, "decode_tokens",
+                              (json_int_t)c->decode_tokens, "cached_tokens",
+                              (json_int_t)c->cached_tokens, "start_s", c->start_s, "think_s",
+                              c->think_s, "count", (json_int_t)c->count);
+        if (c->cls >= 0)
+            json_object_set_new(o, "name", json_string(s->classes[c->cls]));
+        json_array_append_new(st, o);
+    }
+    json_object_set_new(j, "streams", st);
+    json_object_set_new(j, "serving", json_boolean(s->serving));
     return j;
 }
 
@@ -1079,6 +1729,13 @@ int wl_files(const scenario *s, char (*paths)[1024], int cap)
         snprintf(paths[n++], sizeof paths[0], "%s", s->plat.source);
     if (s->quant && n < cap)
         snprintf(paths[n++], sizeof paths[0], "%s", s->quant_path);
+    /* the trace files of requests: (entries with a trace key) */
+    const ynode *rq = yio_key(yio_root(s->doc), "requests");
+    for (size_t i = 0; rq && rq->kind == YN_SEQ && i < rq->n; i++) {
+        const ynode *t = yio_key(rq->kids[i], "trace");
+        if (t && t->kind == YN_SCALAR && n < cap)
+            trace_path(paths[n++], sizeof paths[0], s, t->str);
+    }
     if (!s->plat.calibration[0])
         return n;
     /* the profile's tables (its .csv and .json files, in name order) */

@@ -10,9 +10,14 @@
  *   parallel    {tp, sp, ep, dp, kv_storage, exchange, min_tokens, split,
  *                all_gather_tensors, ring_overlap, sequence_parallel,
  *                dsa_cp, dsa_cp_layout, layer_sharding}
- *   engine      {graph: eager|captured, chunked_prefill}
- *   requests    list of {prompt_tokens, arrival_s, decode_tokens}
- *   simulation  {network_model: cm02|l07, fold_layers, moe_routing}
+ *   engine      {graph: eager|captured, chunked_prefill, max_num_batched_tokens,
+ *                max_num_seqs, router, memory}
+ *   requests    list of sources: one request {prompt_tokens, arrival_s,
+ *               decode_tokens, cached_tokens, name}, periodic {every_s,
+ *               count}, Poisson {rate_per_s, count, seed}, closed loop
+ *               {streams, think_s}, a trace file {trace}
+ *   simulation  {network_model: cm02|l07, fold_layers, moe_routing,
+ *                duration_s, decode_reuse}
  */
 #ifndef CP_WORKLOAD_H
 #define CP_WORKLOAD_H
@@ -143,6 +148,7 @@ typedef struct scenario {
     double duration_s;      /* simulation.duration_s: the run ends there (0: when
                                every request finished) */
     int64_t max_num_seqs;   /* engine.max_num_seqs: requests running at once */
+    double decode_reuse;    /* simulation.decode_reuse: sim/serve/serve.h */
     wl_router router;       /* engine.router */
     /* the run goes through the serving scheduler (sim/serve/): more than one
      * request, a periodic, Poisson, closed-loop or trace source, or

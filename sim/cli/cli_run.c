@@ -109,6 +109,9 @@ int cli_validate(const cli_opts *o)
            "  weights_per_rank_bytes: %.0f     # plain TP-sharded estimate\n"
            "  resident_weights_bytes: %.0f     # materialized (cpsim memory)\n",
            p.nranks, p.nprogs, nops, p.nsteps, w.total, quant_resident_bytes(&s));
+    if (s.serving)
+        printf("  # serving: the plan above is the first request's prefill step alone; the\n"
+               "  # scheduler (sim/serve/) builds each step from the requests as it runs\n");
     plan_free(&p);
     wl_free(&s);
     return CP_EXIT_OK;

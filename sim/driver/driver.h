@@ -29,6 +29,11 @@ typedef struct drv_req {
                                            NULL: every op of every rank */
 } drv_req;
 
+/* The plan of s: every request's steps (build_plan), or for a serving
+ * scenario (s->serving) the first request's prefill step alone, the
+ * scheduler building the rest as it runs (sim/serve/serve.h). */
+void drv_plan(const scenario *s, plan *p);
+
 /* Load, plan and price a scenario (no SimGrid).  On error returns -1 with
  * nothing left to free. */
 int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err);

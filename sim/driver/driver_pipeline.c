@@ -10,6 +10,22 @@
 #include "models/interference.h"
 #include "reports/report.h"
 #include "sim/engine/engine.h"
+#include "sim/serve/serve.h"
+
+void drv_plan(const scenario *s, plan *p)
+{
+    if (!s->serving) {
+        build_plan(s, p);
+        return;
+    }
+    /* the scheduler builds its steps as they come (sim/serve/): the plan
+     * here is the first request's prefill, alone */
+    const wl_request *q = s->nreqs > 0 ? &s->reqs[0] : NULL;
+    build_seq one = {q ? q->prompt_tokens : s->streams[0].prompt_tokens,
+                     q ? q->cached_tokens : s->streams[0].cached_tokens, 1};
+    build_batch bt = {&one, 1, build_step_splits(s, one.tokens)};
+    build_step_plan(s, &bt, 0, p);
+}
 
 int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
 {
@@ -18,7 +34,7 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
         return -1;
     if (rq->warn)
         wl_print_warnings(s, rq->warn);
-    build_plan(s, p);
+    drv_plan(s, p);
     cost_model *cm = cost_new(&s->plat, err);
     if (!cm) {
         plan_free(p);
@@ -81,6 +97,8 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
                       FILE *table, cp_err *err)
 {
     *summary = NULL;
+    if (s->serving)
+        return srv_run(rq, s, s->decode_reuse, summary, table, err);
     coll_model cm;
     interf_model im;
     eng_result r = {0};

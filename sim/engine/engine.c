@@ -79,8 +79,7 @@ static struct {
 
 /* The platform SimGrid holds (loaded by the first eng_run of the process). */
 static struct {
-    const platform *plat;
-    int l07;
+    char *text;                 /* its XML (or raw file name) and network model */
 } loaded;
 
 /* ---- recording -------------------------------------------------------- */
@@ -468,10 +467,29 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
         return cp_fail(err, CP_EXIT_INPUT, "the plan needs %d devices, platform %s has %d",
                        p->nranks, o->plat->name, plat_devices(o->plat));
 
-    if (loaded.plat && (loaded.plat != o->plat || loaded.l07 != o->l07))
+    /* the platform as SimGrid would read it: a later run must be on the
+     * same one (the same XML, or the same raw XML file) */
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *mf = open_memstream(&text, &tlen);
+    if (!mf)
+        abort();
+    int wrc = o->plat->raw_xml ? (fputs(o->plat->source, mf) < 0 ? -1 : 0)
+                               : plat_write_xml(o->plat, mf, err);
+    fputc(o->l07 ? '7' : '2', mf);
+    if (fclose(mf) != 0 || wrc != 0) {
+        free(text);
+        return wrc != 0 ? -1 : cp_fail(err, CP_EXIT_INTERNAL, "out of memory");
+    }
+    if (loaded.text && strcmp(loaded.text, text) != 0) {
+        free(text);
         return cp_fail(err, CP_EXIT_INTERNAL,
                        "eng_run: a process simulates on one platform and network model");
-    if (!loaded.plat) {
+    }
+    if (loaded.text)
+        free(text);
+    if (!loaded.text) {
+        loaded.text = text; /* kept for the process's life */
         /* SimGrid settings that make collectives match their closed forms
          * (simgrid-notes.md section 0): CM02 without cross-traffic, no
          * TCP-gamma bound; or the ptask_L07 host model for fair sharing. */
@@ -491,8 +509,6 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
         simgrid_load_platform(xml);
         if (!o->plat->raw_xml)
             unlink(xml);
-        loaded.plat = o->plat;
-        loaded.l07 = o->l07;
     }
     res->t0 = simgrid_get_clock();
 

@@ -272,7 +272,7 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
     int rc = sweep_scenario_hash(&q.scen, &h, err), fresh = 1, queue = 0;
     sweep_hex(h, q.hash);
     if (rc == 0)
-        build_plan(&q.scen, &q.plan);
+        drv_plan(&q.scen, &q.plan);
     if (rc == 0 && (rc = share_of(r, &q.scen, &q.plan, &q.sim, &fresh, err)) == 0 && !fresh) {
         rc = join(r, q.sim, pt, q.hash, &q.scen, err);
     } else if (rc == 0) {

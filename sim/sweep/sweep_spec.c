@@ -722,6 +722,10 @@ static uint64_t op_key(uint64_t h, const plan_op *o)
 int sweep_sim_key(const scenario *s, const plan *p, uint64_t *out, cp_err *err)
 {
     uint64_t h;
+    /* a serving run's steps depend on every request and on the scheduler:
+     * its plan is only the first step's, so the whole scenario is the key */
+    if (s->serving)
+        return sweep_scenario_hash(s, out, err);
     if (dump_hash(s, 1, &h, err) < 0)
         return -1;
     int lay[5] = {p->lay.tp, p->lay.sp, p->lay.ep, p->lay.dp, p->lay.devices_per_node};

@@ -1,0 +1,576 @@
+/* serve: the iteration-level scheduler of every replica (see serve.h). */
+#include "sim/serve/serve_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "models/build.h"
+#include "models/plan.h"
+
+typedef struct replica {
+    double free_at;          /* when its current step ends */
+    int *wait;               /* request indices, FIFO from whead */
+    int nwait, whead, wcap;
+    int *run;                /* running requests, in admission order */
+    int nrun, rcap;
+    double kv;               /* KV the running requests reserve */
+} replica;
+
+typedef struct sched {
+    srv_run_st *R;
+    const scenario *s;
+    replica *rep;
+    int ndp;
+    int next_open;           /* next open-loop request to arrive */
+    int rr;                  /* round-robin counter */
+    /* closed-loop clients: the pending arrival of each (INFINITY: none) */
+    double *client_t;
+    int *client_src;
+    int64_t *client_sent;
+    int nclients;
+    build_seq *seq;
+    int *seq_req;
+    int nseq, seqcap;
+} sched;
+
+static void push_int(int **v, int *n, int *cap, int x)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        *v = realloc(*v, (size_t)*cap * sizeof **v);
+        if (!*v)
+            abort();
+    }
+    (*v)[(*n)++] = x;
+}
+
+static int new_req(sched *S, int64_t prompt, int64_t decode, int64_t cached, int cls,
+                   double arrival, int stream)
+{
+    srv_run_st *R = S->R;
+    R->req = realloc(R->req, (size_t)(R->nreq + 1) * sizeof *R->req);
+    if (!R->req)
+        abort();
+    srv_req *q = &R->req[R->nreq];
+    memset(q, 0, sizeof *q);
+    q->id = R->nreq;
+    q->cls = cls;
+    q->replica = -1;
+    q->stream = stream;
+    q->prompt = prompt;
+    q->decode = decode;
+    q->cached = cached;
+    q->arrival = arrival;
+    q->kv = build_kv_bytes(S->s, cached + prompt + decode);
+    return R->nreq++;
+}
+
+static int load_of(const replica *r)
+{
+    return r->nwait - r->whead + r->nrun;
+}
+
+/* Route request i to a replica at its arrival. */
+static void route(sched *S, int i)
+{
+    srv_req *q = &S->R->req[i];
+    int d = 0;
+    if (S->s->router == ROUTE_LEAST_LOADED) {
+        for (int k = 1; k < S->ndp; k++)
+            if (load_of(&S->rep[k]) < load_of(&S->rep[d]))
+                d = k;
+    } else {
+        d = S->rr++ % S->ndp;
+    }
+    q->replica = d;
+    q->state = SRQ_WAITING;
+    replica *r = &S->rep[d];
+    if (r->nwait - r->whead == 0 && r->nrun == 0 && r->free_at < q->arrival)
+        r->free_at = q->arrival; /* idle until now */
+    push_int(&r->wait, &r->nwait, &r->wcap, i); /* waiting: from whead on */
+}
+
+static int waiting(const replica *r)
+{
+    return r->nwait - r->whead;
+}
+
+static void add_seq(sched *S, int req, int64_t tokens, int64_t prefix, int sample)
+{
+    if (S->nseq == S->seqcap) {
+        S->seqcap = S->seqcap ? 2 * S->seqcap : 64;
+        S->seq = realloc(S->seq, (size_t)S->seqcap * sizeof *S->seq);
+        S->seq_req = realloc(S->seq_req, (size_t)S->seqcap * sizeof *S->seq_req);
+        if (!S->seq || !S->seq_req)
+            abort();
+    }
+    S->seq[S->nseq] = (build_seq){tokens, prefix, (uint8_t)sample};
+    S->seq_req[S->nseq++] = req;
+}
+
+/* The KV replica r's running requests hold before a step (their cached
+ * prefix, prompt computed so far and decoded tokens; the step's plan adds
+ * its own tokens'): none under a preallocated pool (the plan holds the
+ * pool). */
+static double held(const sched *S, const replica *r)
+{
+    if (S->s->mem.kv_pool == KVP_PREALLOCATE)
+        return 0;
+    double b = 0;
+    for (int k = 0; k < r->nrun; k++) {
+        const srv_req *q = &S->R->req[r->run[k]];
+        b += build_kv_bytes(S->s, q->cached + q->prefilled + q->decoded);
+    }
+    return b;
+}
+
+/* Whether request q can be admitted into replica r now. */
+static int admissible(const sched *S, const replica *r, const srv_req *q)
+{
+    if (r->nrun >= S->s->max_num_seqs)
+        return 0;
+    return r->nrun == 0 || r->kv + q->kv <= S->R->kv_budget;
+}
+
+static void admit(sched *S, replica *r, int i, double t)
+{
+    srv_req *q = &S->R->req[i];
+    r->whead++;
+    q->state = SRQ_RUNNING;
+    q->admit = t;
+    r->kv += q->kv;
+    push_int(&r->run, &r->nrun, &r->rcap, i);
+}
+
+/* The sequences of replica r's next step at time t into S->seq; returns
+ * whether the step runs split. */
+static int form_batch(sched *S, replica *r, double t)
+{
+    const scenario *s = S->s;
+    srv_req *req = S->R->req;
+    S->nseq = 0;
+    int64_t budget = s->max_num_batched_tokens;
+    /* a prompt that splits runs alone (cp-exchange.md) */
+    if (waiting(r) > 0) {
+        int i = r->wait[r->whead];
+        srv_req *q = &req[i];
+        if (q->prefilled == 0 && build_step_splits(s, q->prompt) && admissible(S, r, q)) {
+            admit(S, r, i, t);
+            add_seq(S, i, q->prompt, q->cached, 1);
+            return 1;
+        }
+    }
+    if (!s->chunked_prefill) {
+        /* prefill first: whole prompts from the queue's head */
+        int64_t used = 0;
+        while (waiting(r) > 0) {
+            int i = r->wait[r->whead];
+            srv_req *q = &req[i];
+            if (build_step_splits(s, q->prompt) || !admissible(S, r, q) ||
+                (S->nseq > 0 && used + q->prompt > budget))
+                break;
+            admit(S, r, i, t);
+            add_seq(S, i, q->prompt, q->cached, 1);
+            used += q->prompt;
+        }
+        if (S->nseq > 0)
+            return 0;
+        for (int k = 0; k < r->nrun; k++) {
+            srv_req *q = &req[r->run[k]];
+            add_seq(S, r->run[k], 1, q->cached + q->prompt + q->decoded, 1);
+        }
+        return 0;
+    }
+    /* chunked: decodes, then partial prefills, then new prompts */
+    for (int k = 0; k < r->nrun && budget > 0; k++) {
+        srv_req *q = &req[r->run[k]];
+        if (q->prefilled == q->prompt) {
+            add_seq(S, r->run[k], 1, q->cached + q->prompt + q->decoded, 1);
+            budget--;
+        }
+    }
+    for (int k = 0; k < r->nrun && budget > 0; k++) {
+        srv_req *q = &req[r->run[k]];
+        if (q->prefilled < q->prompt) {
+            int64_t n = q->prompt - q->prefilled < budget ? q->prompt - q->prefilled : budget;
+            add_seq(S, r->run[k], n, q->cached + q->prefilled, q->prefilled + n == q->prompt);
+            budget -= n;
+        }
+    }
+    while (budget > 0 && waiting(r) > 0) {
+        int i = r->wait[r->whead];
+        srv_req *q = &req[i];
+        if (!admissible(S, r, q))
+            break;
+        admit(S, r, i, t);
+        int64_t n = q->prompt < budget ? q->prompt : budget;
+        add_seq(S, i, n, q->cached, n == q->prompt);
+        budget -= n;
+    }
+    return 0;
+}
+
+static void finish(sched *S, replica *r, int i, double t)
+{
+    srv_req *q = &S->R->req[i];
+    q->state = SRQ_DONE;
+    q->end = t;
+    r->kv -= q->kv;
+    for (int k = 0; k < r->nrun; k++)
+        if (r->run[k] == i) {
+            memmove(&r->run[k], &r->run[k + 1], (size_t)(r->nrun - k - 1) * sizeof *r->run);
+            r->nrun--;
+            break;
+        }
+    if (q->stream >= 0) { /* the client sends its next request after thinking */
+        const wl_streams *src = &S->s->streams[S->client_src[q->stream]];
+        if (src->count == 0 || S->client_sent[q->stream] < src->count)
+            S->client_t[q->stream] = t + src->think_s;
+    }
+}
+
+/* The results of a step of replica r from t0 to t1 over S->seq. */
+static void apply(sched *S, replica *r, double t1)
+{
+    srv_req *req = S->R->req;
+    for (int k = 0; k < S->nseq; k++) {
+        int i = S->seq_req[k];
+        srv_req *q = &req[i];
+        const build_seq *sq = &S->seq[k];
+        q->steps++;
+        if (q->prefilled < q->prompt) {
+            q->prefilled += sq->tokens;
+            if (q->prefilled == q->prompt) {
+                q->first_token = t1;
+                q->last_token = t1;
+                if (q->decode == 0)
+                    finish(S, r, i, t1);
+            }
+        } else {
+            q->gaps = realloc(q->gaps, (size_t)(q->ngaps + 1) * sizeof *q->gaps);
+            if (!q->gaps)
+                abort();
+            q->gaps[q->ngaps++] = t1 - q->last_token;
+            q->last_token = t1;
+            if (++q->decoded == q->decode)
+                finish(S, r, i, t1);
+        }
+    }
+}
+
+static void record(sched *S, int d, int step, double t0, double t1, double kv_before)
+{
+    srv_run_st *R = S->R;
+    if (R->ninst == R->icap) {
+        R->icap = R->icap ? 2 * R->icap : 256;
+        R->inst = realloc(R->inst, (size_t)R->icap * sizeof *R->inst);
+        if (!R->inst)
+            abort();
+    }
+    srv_inst *in = &R->inst[R->ninst++];
+    memset(in, 0, sizeof *in);
+    in->replica = d;
+    in->step = step;
+    in->t0 = t0;
+    in->t1 = t1;
+    in->kv_before = kv_before;
+    for (int k = 0; k < S->nseq; k++) {
+        const srv_req *q = &R->req[S->seq_req[k]];
+        in->tokens += S->seq[k].tokens;
+        if (S->seq[k].tokens == 1 && q->prefilled == q->prompt)
+            in->ndecode++;
+        else
+            in->nprefill++;
+    }
+    for (int k = 0; k < S->nseq; k++)
+        R->req[S->seq_req[k]].split_steps += R->steps.v[step].split;
+}
+
+/* The next arrival: an open-loop request or a client's (time, or INFINITY). */
+static double next_arrival(const sched *S, int *client)
+{
+    double t = S->next_open < S->s->nreqs ? S->s->reqs[S->next_open].arrival_s : INFINITY;
+    *client = -1;
+    for (int c = 0; c < S->nclients; c++)
+        if (S->client_t[c] < t) {
+            t = S->client_t[c];
+            *client = c;
+        }
+    return t;
+}
+
+static int has_work(const replica *r)
+{
+    return r->nrun > 0 || waiting(r) > 0;
+}
+
+static int run_loop(sched *S, cp_err *err)
+{
+    const scenario *s = S->s;
+    srv_run_st *R = S->R;
+    for (;;) {
+        int client;
+        double ta = next_arrival(S, &client);
+        double tr = INFINITY;
+        int d = -1;
+        for (int k = 0; k < S->ndp; k++)
+            if (has_work(&S->rep[k]) && S->rep[k].free_at < tr) {
+                tr = S->rep[k].free_at;
+                d = k;
+            }
+        if (R->lockstep && d >= 0) /* together: when the last is free */
+            for (int k = 0; k < S->ndp; k++)
+                if (S->rep[k].free_at > tr)
+                    tr = S->rep[k].free_at;
+        double horizon = s->duration_s > 0 ? s->duration_s : INFINITY;
+        if (ta <= tr && ta < INFINITY && ta < horizon) {
+            int i;
+            if (client >= 0) {
+                const wl_streams *src = &s->streams[S->client_src[client]];
+                i = new_req(S, src->prompt_tokens, src->decode_tokens, src->cached_tokens,
+                            src->cls, ta, client);
+                S->client_sent[client]++;
+                S->client_t[client] = INFINITY;
+            } else {
+                const wl_request *w = &s->reqs[S->next_open++];
+                i = new_req(S, w->prompt_tokens, w->decode_tokens, w->cached_tokens, w->cls,
+                            w->arrival_s, -1);
+            }
+            route(S, i);
+            continue;
+        }
+        if (d < 0 || tr >= horizon)
+            break;
+        if (R->lockstep) {
+            /* every replica forms its step; the one with the most tokens
+             * is simulated and all take its time */
+            int big = -1, split = 0;
+            int64_t most = -1;
+            build_seq *keep = NULL;
+            int *keep_req = NULL, nkeep = 0;
+            double kv0 = 0;
+            for (int k = 0; k < S->ndp; k++) {
+                int sp = form_batch(S, &S->rep[k], tr);
+                int64_t tok = 0;
+                for (int j = 0; j < S->nseq; j++)
+                    tok += S->seq[j].tokens;
+                if (S->nseq > 0 && tok > most) {
+                    most = tok;
+                    big = k;
+                    split = sp;
+                    kv0 = held(S, &S->rep[k]);
+                }
+                /* stash the replica's sequences for apply() */
+                keep = realloc(keep, (size_t)(nkeep + S->nseq + 1) * sizeof *keep);
+                keep_req = realloc(keep_req, (size_t)(nkeep + S->nseq + 1) * sizeof *keep_req);
+                if (!keep || !keep_req)
+                    abort();
+                memcpy(keep + nkeep, S->seq, (size_t)S->nseq * sizeof *keep);
+                memcpy(keep_req + nkeep, S->seq_req, (size_t)S->nseq * sizeof *keep_req);
+                nkeep += S->nseq;
+                S->rep[k].free_at = tr;
+            }
+            /* the largest replica's step, rebuilt from the stash */
+            int from = 0;
+            for (int k = 0, at = 0; k < S->ndp; k++) {
+                int cnt = 0;
+                for (int j = at; j < nkeep && R->req[keep_req[j]].replica == k; j++)
+                    cnt++;
+                if (k == big)
+                    from = at;
+                if (k == big)
+                    S->nseq = cnt;
+                at += cnt;
+            }
+            memcpy(S->seq, keep + from, (size_t)S->nseq * sizeof *S->seq);
+            memcpy(S->seq_req, keep_req + from, (size_t)S->nseq * sizeof *S->seq_req);
+            build_batch bt = {S->seq, S->nseq, split};
+            int st = srv_step_get(&R->steps, &bt, err);
+            if (st < 0) {
+                free(keep);
+                free(keep_req);
+                return -1;
+            }
+            double t1 = tr + R->steps.v[st].dur;
+            record(S, big, st, tr, t1, kv0);
+            /* every replica's sequences advance */
+            for (int k = 0, at = 0; k < S->ndp; k++) {
+                int cnt = 0;
+                for (int j = at; j < nkeep && R->req[keep_req[j]].replica == k; j++)
+                    cnt++;
+                S->nseq = cnt;
+                memcpy(S->seq, keep + at, (size_t)cnt * sizeof *S->seq);
+                memcpy(S->seq_req, keep_req + at, (size_t)cnt * sizeof *S->seq_req);
+                apply(S, &S->rep[k], t1);
+                S->rep[k].free_at = t1;
+                at += cnt;
+            }
+            free(keep);
+            free(keep_req);
+            if (t1 > R->end_s)
+                R->end_s = t1;
+            continue;
+        }
+        replica *r = &S->rep[d];
+        double kv0 = held(S, r);
+        int split = form_batch(S, r, tr);
+        if (S->nseq == 0) { /* nothing admissible: cannot happen (an empty
+                               replica admits), kept as a guard */
+            return cp_fail(err, CP_EXIT_INTERNAL, "serving: replica %d has work but no step", d);
+        }
+        build_batch bt = {S->seq, S->nseq, split};
+        int st = srv_step_get(&R->steps, &bt, err);
+        if (st < 0)
+            return -1;
+        double t1 = tr + R->steps.v[st].dur;
+        record(S, d, st, tr, t1, kv0);
+        apply(S, r, t1);
+        r->free_at = t1;
+        if (t1 > R->end_s)
+            R->end_s = t1;
+    }
+    return 0;
+}
+
+/* The KV budget of a replica's rank: the device (or the preallocated
+ * pool's share of it) less the weights, the engine's reserved memory and
+ * workspace, and the activation peak of the largest step the workload can
+ * run (vLLM's profiling pass), walked from that step's plan. */
+double srv_kv_budget(const scenario *s)
+{
+    int64_t most = 1;
+    for (int q = 0; q < s->nreqs; q++)
+        if (s->reqs[q].prompt_tokens > most)
+            most = s->reqs[q].prompt_tokens;
+    for (int k = 0; k < s->nstreams; k++)
+        if (s->streams[k].prompt_tokens > most)
+            most = s->streams[k].prompt_tokens;
+    if (s->chunked_prefill && most > s->max_num_batched_tokens)
+        most = s->max_num_batched_tokens;
+    build_seq one = {most, 0, 1};
+    build_batch bt = {&one, 1, build_step_splits(s, most)};
+    plan p;
+    build_step_plan(s, &bt, 0, &p);
+    double act = 0, peak = 0, fixed = 0;
+    const plan_prog *pg = &p.progs[0];
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->kind != OPK_MEM)
+            continue;
+        if (o->mem_cat == MC_ACTIVATIONS || o->mem_cat == MC_COMM_BUFFER ||
+            o->mem_cat == MC_KV_CACHE) {
+            if (o->step >= 0) {
+                act += o->mem_bytes;
+                if (act > peak)
+                    peak = act;
+            }
+        } else if (o->step < 0) {
+            fixed += o->mem_bytes;
+        }
+    }
+    plan_free(&p);
+    double device = s->mem.kv_pool == KVP_PREALLOCATE
+                        ? s->mem.gpu_memory_utilization * s->plat.hbm_bytes
+                        : s->plat.hbm_bytes;
+    double b = device - fixed - peak;
+    return b > 0 ? b : 0;
+}
+
+int srv_run(const drv_req *rq, const scenario *s, double reuse, json_t **summary, FILE *table,
+            cp_err *err)
+{
+    *summary = NULL;
+    srv_run_st R;
+    memset(&R, 0, sizeof R);
+    R.s = s;
+    R.rpr = s->par.tp * s->par.sp;
+    /* an EP group wider than a replica couples the replicas' steps */
+    R.lockstep = s->par.dp > 1 && s->par.ep > R.rpr;
+    R.kv_budget = srv_kv_budget(s);
+    sched S;
+    memset(&S, 0, sizeof S);
+    S.R = &R;
+    S.s = s;
+    S.ndp = s->par.dp;
+    S.rep = cp_xcalloc((size_t)S.ndp, sizeof *S.rep);
+    for (int k = 0; k < s->nstreams; k++)
+        S.nclients += s->streams[k].streams;
+    S.client_t = cp_xcalloc((size_t)S.nclients + 1, sizeof *S.client_t);
+    S.client_src = cp_xcalloc((size_t)S.nclients + 1, sizeof *S.client_src);
+    S.client_sent = cp_xcalloc((size_t)S.nclients + 1, sizeof *S.client_sent);
+    for (int k = 0, c = 0; k < s->nstreams; k++)
+        for (int j = 0; j < s->streams[k].streams; j++, c++) {
+            S.client_t[c] = s->streams[k].start_s;
+            S.client_src[c] = k;
+        }
+    int rc = srv_steps_init(&R.steps, s, R.lockstep, reuse, err);
+    if (rc == 0)
+        rc = run_loop(&S, err);
+    rep_summary sm;
+    memset(&sm, 0, sizeof sm);
+    if (rc == 0) {
+        *summary = srv_summary(&R, &sm);
+        if (!*summary)
+            rc = cp_fail(err, CP_EXIT_INTERNAL, "serving: cannot build the summary");
+    }
+    if (rc == 0 && rq->out_dir) {
+        char path[4096];
+        rc = rep_mkdir_p(rq->out_dir, err);
+        if (rc == 0) {
+            rep_remove_stale(rq->out_dir);
+            rep_group_begin();
+            int none = rq->trace && rq->trace->level == REP_TRACE_NONE;
+            snprintf(path, sizeof path, "%s/trace.json%s", rq->out_dir,
+                     rq->trace_gz ? ".gz" : "");
+            if (!none)
+                rc = srv_write_trace(&R, path, err);
+            snprintf(path, sizeof path, "%s/memory.csv", rq->out_dir);
+            if (rc == 0)
+                rc = srv_write_memory(&R, path, err);
+            snprintf(path, sizeof path, "%s/summary.json", rq->out_dir);
+            if (rc == 0)
+                rc = rep_write_json(*summary, path, err);
+            rc = rep_group_end(rc == 0, err);
+            for (int gz = 0; gz < 2 && rc == 0; gz++) {
+                snprintf(path, sizeof path, "%s/trace.json%s", rq->out_dir, gz ? ".gz" : "");
+                if (none || gz != rq->trace_gz)
+                    unlink(path);
+            }
+        }
+    }
+    if (rc == 0 && table) {
+        srv_print_table(&R, &sm, table);
+        if (rq->out_dir)
+            fprintf(table, "\nwrote %s/summary.json, %s/memory.csv%s%s%s ", rq->out_dir,
+                    rq->out_dir,
+                    rq->trace && rq->trace->level == REP_TRACE_NONE ? "" : ", ",
+                    rq->trace && rq->trace->level == REP_TRACE_NONE ? "" : rq->out_dir,
+                    rq->trace && rq->trace->level == REP_TRACE_NONE ? ""
+                    : rq->trace_gz ? "/trace.json.gz" : "/trace.json");
+        fprintf(table, "(%d steps, %d simulated, %ld events in %.3f s)\n", R.ninst, R.steps.n,
+                sm.events, R.steps.wall_s);
+    }
+    if (rc != 0 && *summary) {
+        json_decref(*summary);
+        *summary = NULL;
+    }
+    rep_summary_free(&sm);
+    for (int i = 0; i < R.nreq; i++)
+        free(R.req[i].gaps);
+    free(R.req);
+    free(R.inst);
+    srv_steps_free(&R.steps);
+    for (int k = 0; k < S.ndp; k++) {
+        free(S.rep[k].wait);
+        free(S.rep[k].run);
+    }
+    free(S.rep);
+    free(S.client_t);
+    free(S.client_src);
+    free(S.client_sent);
+    free(S.seq);
+    free(S.seq_req);
+    return rc;
+}

@@ -1,0 +1,123 @@
+/* serve_int: the serving module's inner seam (serve.c schedules,
+ * serve_steps.c simulates each distinct step once, serve_report.c writes
+ * the outputs).  Times in seconds, memory in bytes. */
+#ifndef CP_SERVE_INT_H
+#define CP_SERVE_INT_H
+
+#include <stdint.h>
+
+#include "collectives/coll.h"
+#include "models/build.h"
+#include "models/interference.h"
+#include "reports/report.h"
+#include "sim/engine/engine.h"
+#include "sim/serve/serve.h"
+
+/* An op a rank ran in a step, relative to the step's start. */
+typedef struct srv_event {
+    int32_t rank;
+    uint8_t stream;
+    int32_t layer;
+    const char *name;        /* the op's static name */
+    double t0, t1;
+} srv_event;
+
+/* A rank's figures over one step. */
+typedef struct srv_rank {
+    double compute_s, comm_s, overlap_s;
+    double peak_bytes;       /* the step's memory peak (weights, reserved,
+                                workspace, the step's own KV and activations) */
+    double peak_by_cat[MC_COUNT];
+} srv_rank;
+
+/* A distinct step, simulated once. */
+typedef struct srv_step {
+    uint64_t shape;          /* the composition without decode contexts
+                                (with them under the exact key) */
+    double ctx;              /* the decode contexts' sum */
+    int split;
+    double dur;              /* start to the last rank's end */
+    int nranks;              /* ranks of the step's plan (one replica, or all
+                                in lockstep) */
+    srv_rank *rank;
+    rep_costsrc cost;
+    long events, messages, execs;
+    srv_event *ev;
+    size_t nev;
+} srv_step;
+
+typedef struct srv_steps {
+    const scenario *s;
+    int lockstep;
+    double reuse;
+    struct cost_model *cost;
+    coll_model cm;
+    interf_model im;
+    eng_opts eo;
+    scenario one;            /* s with one request, for the step summaries */
+    wl_request one_req;
+    srv_step *v;
+    int n, cap;
+    long reused;             /* lookups answered by a step within the bound */
+    double wall_s;           /* inside SimGrid */
+} srv_steps;
+
+int srv_steps_init(srv_steps *st, const scenario *s, int lockstep, double reuse, cp_err *err);
+void srv_steps_free(srv_steps *st);
+/* The index of the simulated step for batch bt (simulating it when no
+ * step matches), -1 with err on failure.  Indices stay valid. */
+int srv_step_get(srv_steps *st, const build_batch *bt, cp_err *err);
+
+/* A request during and after the run. */
+typedef struct srv_req {
+    int id, cls, replica, stream;   /* stream: closed-loop client, -1 open loop */
+    int64_t prompt, decode, cached;
+    double arrival, admit, first_token, end;
+    int64_t prefilled, decoded;
+    int state;                      /* SRQ_* */
+    double kv;                      /* KV it reserves (bytes, the replica's most
+                                       loaded rank) */
+    double last_token;
+    double *gaps;                   /* inter-token times of its decodes */
+    int ngaps;
+    int split_steps, steps;
+} srv_req;
+
+enum { SRQ_FUTURE, SRQ_WAITING, SRQ_RUNNING, SRQ_DONE };
+
+/* A step as it ran. */
+typedef struct srv_inst {
+    int replica, step;              /* step: index into srv_steps.v */
+    double t0, t1;
+    int ndecode, nprefill;
+    int64_t tokens;
+    double kv_before;               /* KV the replica held when it began */
+} srv_inst;
+
+/* The run, for the reports. */
+typedef struct srv_run_st {
+    const scenario *s;
+    srv_steps steps;
+    srv_req *req;
+    int nreq;
+    srv_inst *inst;
+    int ninst, icap;
+    int rpr;                        /* ranks per replica */
+    int lockstep;
+    double kv_budget;               /* per rank, bytes */
+    double end_s;
+} srv_run_st;
+
+/* The KV budget of a replica's rank (bytes): the device (or the
+ * preallocated pool's share of it) less the weights, the engine's reserved
+ * memory and workspace, and the activation peak of the largest step the
+ * workload can run (vLLM's profiling pass). */
+double srv_kv_budget(const scenario *s);
+
+/* summary.json of the run (serve_report.c). */
+json_t *srv_summary(const srv_run_st *R, rep_summary *sm);
+int srv_write_trace(const srv_run_st *R, const char *path, cp_err *err);
+int srv_write_memory(const srv_run_st *R, const char *path, cp_err *err);
+void srv_print_table(const srv_run_st *R, const rep_summary *sm, FILE *out);
+
+#endif

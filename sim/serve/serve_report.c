@@ -1,0 +1,348 @@
+/* serve_report: a serving run's summary, trace, memory timeline and table
+ * (see serve.h).  Percentiles are nearest-rank: the value at rank
+ * ceil(p n) of the n sorted values. */
+#include "sim/serve/serve_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The p-quantile (0 < p <= 1) of v[0..n) (sorted here), 0 when n is 0. */
+static double pct(double *v, int n, double p)
+{
+    if (n <= 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int k = (int)ceil(p * (double)n) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+static int finished(const srv_req *q)
+{
+    return q->state == SRQ_DONE;
+}
+
+static int got_first(const srv_req *q)
+{
+    return q->prompt > 0 && q->prefilled == q->prompt;
+}
+
+static double tpot(const srv_req *q)
+{
+    return q->decoded > 0 ? (q->last_token - q->first_token) / (double)q->decoded : 0;
+}
+
+/* The serving figures of the requests of class cls (-2: all). */
+static json_t *figures(const srv_run_st *R, int cls)
+{
+    int n = 0, done = 0, nt = 0, np = 0, ng = 0;
+    double *ttft = cp_xcalloc((size_t)R->nreq + 1, sizeof *ttft);
+    double *tp = cp_xcalloc((size_t)R->nreq + 1, sizeof *tp);
+    double *queue = cp_xcalloc((size_t)R->nreq + 1, sizeof *queue);
+    size_t ngaps = 0;
+    for (int i = 0; i < R->nreq; i++)
+        ngaps += (size_t)R->req[i].ngaps;
+    double *gaps = cp_xcalloc(ngaps + 1, sizeof *gaps);
+    double out_tokens = 0, in_tokens = 0;
+    for (int i = 0; i < R->nreq; i++) {
+        const srv_req *q = &R->req[i];
+        if (cls != -2 && q->cls != cls)
+            continue;
+        n++;
+        done += finished(q);
+        in_tokens += (double)q->prefilled;
+        out_tokens += (double)(got_first(q) + q->decoded);
+        if (got_first(q)) {
+            ttft[nt++] = q->first_token - q->arrival;
+            queue[np++] = q->admit - q->arrival;
+        }
+        if (q->decoded > 0 && finished(q))
+            tp[ng++] = tpot(q);
+    }
+    size_t ig = 0;
+    for (int i = 0; i < R->nreq; i++) {
+        const srv_req *q = &R->req[i];
+        if (cls != -2 && q->cls != cls)
+            continue;
+        memcpy(gaps + ig, q->gaps, (size_t)q->ngaps * sizeof *gaps);
+        ig += (size_t)q->ngaps;
+    }
+    double dur = R->end_s;
+    json_t *j = json_object();
+    json_object_set_new(j, "requests", json_integer(n));
+    json_object_set_new(j, "finished", json_integer(done));
+    json_object_set_new(j, "duration_s", json_real(dur));
+    json_object_set_new(j, "throughput_tokens_per_s", json_real(dur > 0 ? out_tokens / dur : 0));
+    json_object_set_new(j, "prompt_tokens_per_s", json_real(dur > 0 ? in_tokens / dur : 0));
+    json_object_set_new(j, "ttft_p50_s", json_real(pct(ttft, nt, 0.50)));
+    json_object_set_new(j, "ttft_p99_s", json_real(pct(ttft, nt, 0.99)));
+    json_object_set_new(j, "tpot_p50_s", json_real(pct(tp, ng, 0.50)));
+    json_object_set_new(j, "tpot_p99_s", json_real(pct(tp, ng, 0.99)));
+    json_object_set_new(j, "itl_p50_s", json_real(pct(gaps, (int)ig, 0.50)));
+    json_object_set_new(j, "itl_p99_s", json_real(pct(gaps, (int)ig, 0.99)));
+    json_object_set_new(j, "queue_p50_s", json_real(pct(queue, np, 0.50)));
+    json_object_set_new(j, "queue_p99_s", json_real(pct(queue, np, 0.99)));
+    free(ttft);
+    free(tp);
+    free(queue);
+    free(gaps);
+    return j;
+}
+
+static void add_cost(rep_costsrc *to, const rep_costsrc *c)
+{
+    to->total_s += c->total_s;
+    to->table_s += c->table_s;
+    for (int k = 0; k < KC_COUNT; k++) {
+        to->class_s[k] += c->class_s[k];
+        for (int t = 0; t < CS_COUNT; t++)
+            to->class_src_s[k][t] += c->class_src_s[k][t];
+    }
+}
+
+/* The global rank of rank rk of a step that ran on replica d. */
+static int global_rank(const srv_run_st *R, int d, int rk)
+{
+    return R->lockstep ? rk : d * R->rpr + rk;
+}
+
+static void fill_summary(const srv_run_st *R, rep_summary *sm)
+{
+    const scenario *s = R->s;
+    memset(sm, 0, sizeof *sm);
+    sm->nranks = s->par.dp * R->rpr;
+    sm->ranks = cp_xcalloc((size_t)sm->nranks, sizeof *sm->ranks);
+    for (int rk = 0; rk < sm->nranks; rk++)
+        sm->ranks[rk].rank = rk;
+    for (int i = 0; i < R->ninst; i++) {
+        const srv_inst *in = &R->inst[i];
+        const srv_step *e = &R->steps.v[in->step];
+        add_cost(&sm->cost, &e->cost);
+        for (int rk = 0; rk < e->nranks; rk++) {
+            rep_rank *rr = &sm->ranks[global_rank(R, in->replica, rk)];
+            const srv_rank *o = &e->rank[rk];
+            rr->compute_s += o->compute_s;
+            rr->comm_s += o->comm_s;
+            rr->overlap_s += o->overlap_s;
+            double peak = o->peak_bytes + in->kv_before;
+            if (peak > rr->peak_bytes) {
+                rr->peak_bytes = peak;
+                rr->peak_t = in->t0;
+                memcpy(rr->peak_by_cat, o->peak_by_cat, sizeof rr->peak_by_cat);
+                rr->peak_by_cat[MC_KV_CACHE] += in->kv_before;
+            }
+        }
+    }
+    for (int k = 0; k < R->steps.n; k++) {
+        sm->events += R->steps.v[k].events;
+        sm->messages += R->steps.v[k].messages;
+        sm->execs += R->steps.v[k].execs;
+    }
+    rep_rank_totals(sm);
+    sm->peak_rank = 0;
+    for (int rk = 0; rk < sm->nranks; rk++)
+        if (sm->ranks[rk].peak_bytes > sm->peak_bytes_max) {
+            sm->peak_bytes_max = sm->ranks[rk].peak_bytes;
+            sm->peak_rank = rk;
+        }
+    sm->capacity_bytes = s->plat.hbm_bytes;
+    if (sm->peak_bytes_max > sm->capacity_bytes) {
+        sm->oom = 1;
+        sm->oom_rank = sm->peak_rank;
+        snprintf(sm->oom_phase, sizeof sm->oom_phase, "serving step at %.6f s",
+                 sm->ranks[sm->peak_rank].peak_t);
+        snprintf(sm->oom_budget, sizeof sm->oom_budget, "capacity");
+        sm->oom_excess_bytes = sm->peak_bytes_max - sm->capacity_bytes;
+    }
+    sm->makespan_s = R->end_s;
+    sm->nreqs = R->nreq;
+    sm->reqs = cp_xcalloc((size_t)R->nreq + 1, sizeof *sm->reqs);
+    for (int i = 0; i < R->nreq; i++) {
+        const srv_req *q = &R->req[i];
+        rep_request *o = &sm->reqs[i];
+        o->id = q->id;
+        o->prompt_tokens = q->prompt;
+        o->decode_tokens = q->decode;
+        o->arrival_s = q->arrival;
+        o->first_token_s = got_first(q) ? q->first_token : 0;
+        o->ttft_s = got_first(q) ? q->first_token - q->arrival : 0;
+        o->end_s = finished(q) ? q->end : 0;
+        o->tpot_s = tpot(q);
+        o->split_steps = q->split_steps;
+        o->split = q->split_steps > 0;
+    }
+    sm->ttft_s = R->nreq > 0 ? sm->reqs[0].ttft_s : 0;
+    sm->wall_s = R->steps.wall_s;
+}
+
+json_t *srv_summary(const srv_run_st *R, rep_summary *sm)
+{
+    const scenario *s = R->s;
+    fill_summary(R, sm);
+    json_t *j = rep_summary_json(sm, s);
+    json_object_set_new(j, "mode", json_string("serving"));
+    json_t *reqs = json_object_get(j, "requests");
+    for (int i = 0; i < R->nreq; i++) {
+        const srv_req *q = &R->req[i];
+        json_t *o = json_array_get(reqs, (size_t)i);
+        if (q->cls >= 0)
+            json_object_set_new(o, "name", json_string(s->classes[q->cls]));
+        json_object_set_new(o, "cached_tokens", json_integer(q->cached));
+        json_object_set_new(o, "replica", json_integer(q->replica));
+        json_object_set_new(o, "finished", json_boolean(finished(q)));
+        if (!got_first(q))
+            json_object_set_new(o, "ttft_s", json_null());
+        if (!finished(q))
+            json_object_set_new(o, "end_s", json_null());
+        json_object_set_new(o, "queue_s",
+                            q->state >= SRQ_RUNNING ? json_real(q->admit - q->arrival)
+                                                    : json_null());
+        double *g = cp_xcalloc((size_t)q->ngaps + 1, sizeof *g);
+        memcpy(g, q->gaps, (size_t)q->ngaps * sizeof *g);
+        json_object_set_new(o, "tpot_p50_s", json_real(pct(g, q->ngaps, 0.50)));
+        json_object_set_new(o, "tpot_p99_s", json_real(pct(g, q->ngaps, 0.99)));
+        free(g);
+    }
+    json_t *sv = figures(R, -2);
+    json_t *by = json_object();
+    for (int c = 0; c < s->nclasses; c++)
+        json_object_set_new(by, s->classes[c], figures(R, c));
+    json_object_set_new(sv, "by_name", by);
+    json_object_set_new(sv, "kv_budget_bytes", json_real(R->kv_budget));
+    json_object_set_new(sv, "lockstep", json_boolean(R->lockstep));
+    json_object_set_new(j, "serving", sv);
+    json_t *sim = json_object_get(j, "simulation");
+    json_object_set_new(sim, "steps", json_integer(R->ninst));
+    json_object_set_new(sim, "simulated_steps", json_integer(R->steps.n));
+    json_object_set_new(sim, "reused_steps", json_integer(R->steps.reused));
+    json_object_set_new(sim, "decode_reuse", json_real(R->steps.reuse));
+    return j;
+}
+
+/* ---- trace.json ------------------------------------------------------------------- */
+
+static void span(FILE *f, int *first, const char *name, const char *cat, int pid, int tid,
+                 double t0, double t1)
+{
+    fprintf(f, "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+               "\"ts\":%.3f,\"dur\":%.3f}",
+            *first ? "" : ",\n", name, cat, pid, tid, t0 * 1e6, (t1 - t0) * 1e6);
+    *first = 0;
+}
+
+int srv_write_trace(const srv_run_st *R, const char *path, cp_err *err)
+{
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    FILE *f = rf.f;
+    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"cpsim\","
+               "\"mode\":\"serving\",\"full_steps\":%d},\n\"traceEvents\":[\n",
+            SRV_FULL_STEPS);
+    int first = 1;
+    int nranks = R->s->par.dp * R->rpr;
+    for (int rk = 0; rk < nranks; rk++) {
+        fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                   "\"args\":{\"name\":\"rank %d steps\"}}",
+                first ? "" : ",\n", REP_TRACE_ID_BASE, REP_TRACE_ID_BASE + rk * ST_COUNT, rk);
+        first = 0;
+    }
+    for (int i = 0; i < R->ninst; i++) {
+        const srv_inst *in = &R->inst[i];
+        const srv_step *e = &R->steps.v[in->step];
+        char name[96];
+        snprintf(name, sizeof name, "step %d: %d decode, %d prefill, %lld tokens", i,
+                 in->ndecode, in->nprefill, (long long)in->tokens);
+        for (int rk = 0; rk < e->nranks; rk++) {
+            int g = global_rank(R, in->replica, rk);
+            if (i >= SRV_FULL_STEPS) {
+                span(f, &first, name, "step", REP_TRACE_ID_BASE,
+                     REP_TRACE_ID_BASE + g * ST_COUNT, in->t0, in->t1);
+                continue;
+            }
+        }
+        if (i >= SRV_FULL_STEPS)
+            continue;
+        for (size_t k = 0; k < e->nev; k++) {
+            const srv_event *v = &e->ev[k];
+            int g = global_rank(R, in->replica, v->rank);
+            span(f, &first, v->name, plan_stream_name(v->stream), REP_TRACE_ID_BASE,
+                 REP_TRACE_ID_BASE + g * ST_COUNT + v->stream, in->t0 + v->t0, in->t0 + v->t1);
+        }
+    }
+    fputs("\n]}\n", f);
+    return rep_close(&rf, !ferror(f), err);
+}
+
+/* ---- memory.csv ------------------------------------------------------------------- */
+
+int srv_write_memory(const srv_run_st *R, const char *path, cp_err *err)
+{
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    FILE *f = rf.f;
+    rep_memcsv_header(f);
+    /* each step: the rank at its start (set-up and the KV held: the pool
+     * when preallocated) and at its peak, in step order per rank */
+    int nranks = R->s->par.dp * R->rpr;
+    for (int g = 0; g < nranks; g++) {
+        for (int i = 0; i < R->ninst; i++) {
+            const srv_inst *in = &R->inst[i];
+            const srv_step *e = &R->steps.v[in->step];
+            int rk = R->lockstep ? g : g - in->replica * R->rpr;
+            if (rk < 0 || rk >= e->nranks)
+                continue;
+            double peak[MC_COUNT], start[MC_COUNT];
+            memcpy(peak, e->rank[rk].peak_by_cat, sizeof peak);
+            peak[MC_KV_CACHE] += in->kv_before;
+            memcpy(start, peak, sizeof start);
+            start[MC_ACTIVATIONS] = start[MC_COMM_BUFFER] = 0;
+            if (R->s->mem.kv_pool != KVP_PREALLOCATE)
+                start[MC_KV_CACHE] = in->kv_before;
+            rep_memcsv_row(f, g, in->t0, start);
+            rep_memcsv_row(f, g, 0.5 * (in->t0 + in->t1), peak);
+        }
+    }
+    return rep_close(&rf, !ferror(f), err);
+}
+
+/* ---- the console table ------------------------------------------------------------ */
+
+static void table_line(FILE *out, const char *name, json_t *fig)
+{
+    fprintf(out, "  %-10s %6lld %8lld  %9.4f %9.4f  %9.5f %9.5f  %10.1f\n", name,
+            (long long)json_integer_value(json_object_get(fig, "requests")),
+            (long long)json_integer_value(json_object_get(fig, "finished")),
+            json_real_value(json_object_get(fig, "ttft_p50_s")),
+            json_real_value(json_object_get(fig, "ttft_p99_s")),
+            json_real_value(json_object_get(fig, "tpot_p50_s")),
+            json_real_value(json_object_get(fig, "tpot_p99_s")),
+            json_real_value(json_object_get(fig, "throughput_tokens_per_s")));
+}
+
+void srv_print_table(const srv_run_st *R, const rep_summary *sm, FILE *out)
+{
+    const scenario *s = R->s;
+    fprintf(out, "cpsim serving: %s on %s, TP%d x SP%d x DP%d, %.3f s simulated\n",
+            s->model.name, s->plat.name, s->par.tp, s->par.sp, s->par.dp, R->end_s);
+    fprintf(out, "  %-10s %6s %8s  %9s %9s  %9s %9s  %10s\n", "class", "reqs", "finished",
+            "ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "out tok/s");
+    json_t *all = figures(R, -2);
+    table_line(out, "all", all);
+    json_decref(all);
+    for (int c = 0; c < s->nclasses; c++) {
+        json_t *fig = figures(R, c);
+        table_line(out, s->classes[c], fig);
+        json_decref(fig);
+    }
+    fprintf(out, "  peak memory %.2f GB on rank %d of %.2f GB%s; overlap %.1f %%\n",
+            sm->peak_bytes_max / 1e9, sm->peak_rank, sm->capacity_bytes / 1e9,
+            sm->oom ? " (OOM)" : "", 100.0 * sm->overlap_fraction);
+}

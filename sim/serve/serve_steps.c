@@ -1,0 +1,167 @@
+/* serve_steps: the distinct steps of a serving run, each simulated once
+ * (see serve.h and serve_int.h). */
+#include "sim/serve/serve_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/build.h"
+#include "models/cost.h"
+#include "reports/report.h"
+#include "sim/engine/engine.h"
+
+/* FNV-1a over 64-bit words: the step's shape (everything but its decode
+ * contexts) and, for the exact key, every context too. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 1099511628211ULL; /* FNV-1a 64-bit prime */
+    }
+    return h;
+}
+
+static void shape_of(const build_batch *bt, double reuse, uint64_t *shape, double *ctx)
+{
+    uint64_t h = 14695981039346656037ULL; /* FNV-1a 64-bit offset basis */
+    int64_t ndec = 0;
+    double sum = 0;
+    h = mix(h, (uint64_t)bt->split);
+    for (int i = 0; i < bt->n; i++) {
+        const build_seq *q = &bt->seq[i];
+        if (q->tokens == 1) {
+            ndec++;
+            sum += (double)q->prefix;
+            if (reuse <= 0) /* exact: every context */
+                h = mix(h, (uint64_t)q->prefix);
+            continue;
+        }
+        h = mix(h, (uint64_t)q->tokens);
+        h = mix(h, (uint64_t)q->prefix);
+        h = mix(h, (uint64_t)q->sample);
+    }
+    *shape = mix(h, (uint64_t)ndec);
+    *ctx = sum;
+}
+
+int srv_steps_init(srv_steps *st, const scenario *s, int lockstep, double reuse, cp_err *err)
+{
+    memset(st, 0, sizeof *st);
+    st->s = s;
+    st->lockstep = lockstep;
+    st->reuse = reuse;
+    st->cost = cost_new(&s->plat, err);
+    if (!st->cost)
+        return -1;
+    if (coll_model_init(&st->cm, &s->plat, err) != 0 || interf_load(&st->im, &s->plat, err) != 0)
+        return -1;
+    st->eo = (eng_opts){.plat = &s->plat, .cm = &st->cm, .graph = s->graph == GRAPH_CAPTURED,
+                        .l07 = s->net_model == NET_L07, .im = &st->im};
+    /* the scenario the step summaries see: one request */
+    st->one = *s;
+    st->one.nreqs = 1;
+    st->one.reqs = &st->one_req;
+    return 0;
+}
+
+void srv_steps_free(srv_steps *st)
+{
+    for (int i = 0; i < st->n; i++) {
+        free(st->v[i].rank);
+        free(st->v[i].ev);
+    }
+    free(st->v);
+    if (st->cost)
+        cost_free(st->cost);
+    memset(st, 0, sizeof *st);
+}
+
+/* The figures of a simulated step: its time, each rank's busy times and
+ * memory peak, its events relative to its start. */
+static void keep(srv_step *e, const plan *p, const eng_result *r, const rep_summary *sm)
+{
+    double t0 = r->t0, end = t0;
+    for (int rk = 0; rk < p->nranks; rk++)
+        if (r->step_end[rk] > end)
+            end = r->step_end[rk];
+    e->dur = end - t0;
+    e->nranks = p->nranks;
+    e->rank = cp_xcalloc((size_t)p->nranks, sizeof *e->rank);
+    for (int rk = 0; rk < p->nranks; rk++) {
+        srv_rank *o = &e->rank[rk];
+        const rep_rank *rr = &sm->ranks[rk];
+        o->compute_s = rr->compute_s;
+        o->comm_s = rr->comm_s;
+        o->overlap_s = rr->overlap_s;
+        o->peak_bytes = rr->peak_bytes;
+        memcpy(o->peak_by_cat, rr->peak_by_cat, sizeof o->peak_by_cat);
+    }
+    e->cost = sm->cost;
+    e->events = sm->events;
+    e->messages = sm->messages;
+    e->execs = sm->execs;
+    e->nev = r->nev;
+    e->ev = cp_xcalloc(r->nev + 1, sizeof *e->ev);
+    for (size_t i = 0; i < r->nev; i++) {
+        const eng_event *v = &r->ev[i];
+        const plan_op *o = &p->progs[p->prog_of_rank[v->rank]].ops[v->op];
+        e->ev[i] = (srv_event){v->rank, v->stream, v->layer, o->name, v->t0 - t0, v->t1 - t0};
+    }
+}
+
+int srv_step_get(srv_steps *st, const build_batch *bt, cp_err *err)
+{
+    uint64_t shape;
+    double ctx;
+    shape_of(bt, st->reuse, &shape, &ctx);
+    int best = -1;
+    for (int i = 0; i < st->n; i++) {
+        const srv_step *e = &st->v[i];
+        if (e->shape != shape)
+            continue;
+        double d = fabs(e->ctx - ctx);
+        if (d <= st->reuse * ctx && (best < 0 || d < fabs(st->v[best].ctx - ctx)))
+            best = i;
+        if (d == 0)
+            break;
+    }
+    if (best >= 0) {
+        st->reused += st->v[best].ctx != ctx;
+        return best;
+    }
+
+    plan p;
+    build_step_plan(st->s, bt, st->lockstep, &p);
+    cost_price_plan(st->cost, &p, st->s->graph == GRAPH_CAPTURED);
+    if (st->s->fold_layers)
+        plan_fold_layers(&p);
+    eng_result r;
+    rep_summary sm;
+    st->one_req = (wl_request){.prompt_tokens = 1, .cls = -1};
+    int rc = eng_run(&p, &st->eo, &r, err);
+    if (rc == 0)
+        rc = rep_summarize(&st->one, &p, &r, &sm, err);
+    if (rc != 0) {
+        eng_result_free(&r);
+        plan_free(&p);
+        return -1;
+    }
+    if (st->n == st->cap) {
+        st->cap = st->cap ? 2 * st->cap : 64;
+        st->v = realloc(st->v, (size_t)st->cap * sizeof *st->v);
+        if (!st->v)
+            abort();
+    }
+    srv_step *e = &st->v[st->n++];
+    memset(e, 0, sizeof *e);
+    e->shape = shape;
+    e->ctx = ctx;
+    e->split = bt->split;
+    keep(e, &p, &r, &sm);
+    st->wall_s += r.wall_s;
+    rep_summary_free(&sm);
+    eng_result_free(&r);
+    plan_free(&p);
+    return st->n - 1;
+}

@@ -1,0 +1,412 @@
+/* check_serve: the serving scheduler (sim/serve/) on real workloads: it
+ * agrees with the one-plan path where they meet, batches are priced as
+ * batches, the decode-reuse bound holds against the exact run, admission
+ * waits for KV, replicas share the requests, the RFC 3.8 router path runs
+ * at a batch, and results are deterministic.  One run per test (fork). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "models/build.h"
+#include "sim/driver/driver.h"
+#include "sim/engine/engine.h"
+#include "sim/serve/serve.h"
+#include "sim/serve/serve_int.h"
+#include "tests/testutil.h"
+
+static void setup(void)
+{
+    static char arg0[] = "check_serve";
+    static char *argv[] = {arg0, NULL};
+    int argc = 1;
+    tu_setup();
+    eng_init(&argc, argv);
+}
+
+/* The thinker on one H100 node as TP8, eager: the default workload's. */
+static const char *THINKER = "model: qwen3-omni-30b-a3b-thinker\n"
+                             "platform: h100-sxm-8\n"
+                             "precision: bf16\n"
+                             "parallel: {tp: 8}\n"
+                             "engine: {graph: eager}\n";
+
+static json_t *serve(const char *yaml, const char *const *sets, int nsets, double reuse)
+{
+    scenario s;
+    tu_load(&s, yaml, sets, nsets);
+    ck_assert(s.serving);
+    drv_req rq = {0};
+    json_t *sum = NULL;
+    cp_err err = {0};
+    ck_assert_msg(srv_run(&rq, &s, reuse, &sum, NULL, &err) == 0, "%s", err.msg);
+    wl_free(&s);
+    return sum;
+}
+
+static double req_num(json_t *sum, int i, const char *key)
+{
+    json_t *q = json_array_get(json_object_get(sum, "requests"), (size_t)i);
+    ck_assert_ptr_nonnull(q);
+    return json_number_value(json_object_get(q, key));
+}
+
+static char *cat(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *s = malloc(n);
+    snprintf(s, n, "%s%s", a, b);
+    return s;
+}
+
+/* A request alone in a serving run takes exactly the times of the plan of
+ * that one request (same steps, same engine). */
+START_TEST(test_serve_matches_one_plan)
+{
+    char *one = cat(THINKER, "requests:\n  - {prompt_tokens: 8192, decode_tokens: 6}\n");
+    char *two = cat(THINKER, "requests:\n  - {prompt_tokens: 8192, decode_tokens: 6}\n"
+                             "  - {prompt_tokens: 512, arrival_s: 50}\n");
+    scenario s;
+    plan p;
+    tu_plan(&s, &p, one, NULL, 0);
+    ck_assert(!s.serving);
+    drv_req rq = {0};
+    json_t *a = NULL;
+    cp_err err = {0};
+    ck_assert_msg(drv_simulate(&rq, &s, &p, &a, NULL, &err) == 0, "%s", err.msg);
+    json_t *b = serve(two, NULL, 0, 0.0);
+    ck_assert_double_eq_tol(req_num(a, 0, "ttft_s"), req_num(b, 0, "ttft_s"), 1e-9);
+    ck_assert_double_eq_tol(req_num(a, 0, "tpot_s"), req_num(b, 0, "tpot_s"), 1e-9);
+    ck_assert_double_eq_tol(req_num(a, 0, "end_s"), req_num(b, 0, "end_s"), 1e-9);
+    /* the second waits for its arrival, not for the clock */
+    ck_assert(req_num(b, 1, "end_s") > 50.0);
+    ck_assert_double_eq_tol(req_num(b, 1, "queue_s"), 0, 1e-12);
+    json_decref(a);
+    json_decref(b);
+    plan_free(&p);
+    wl_free(&s);
+    free(one);
+    free(two);
+}
+END_TEST
+
+/* One decode step of 8 requests costs more than one of a single request
+ * and much less than 8 of them (the GEMMs read their weights once). */
+START_TEST(test_serve_batch_priced_as_batch)
+{
+    char *y = cat(THINKER, "requests:\n  - {prompt_tokens: 512}\n  - {prompt_tokens: 512}\n");
+    scenario s;
+    tu_load(&s, y, NULL, 0);
+    srv_steps st;
+    cp_err err = {0};
+    ck_assert_msg(srv_steps_init(&st, &s, 0, 0.0, &err) == 0, "%s", err.msg);
+    build_seq one = {1, 4096, 1}, eight[8];
+    for (int i = 0; i < 8; i++)
+        eight[i] = (build_seq){1, 4096 + 100 * i, 1};
+    build_batch b1 = {&one, 1, 0}, b8 = {eight, 8, 0};
+    int i1 = srv_step_get(&st, &b1, &err), i8 = srv_step_get(&st, &b8, &err);
+    ck_assert(i1 >= 0 && i8 >= 0 && i1 != i8);
+    double d1 = st.v[i1].dur, d8 = st.v[i8].dur;
+    ck_assert_msg(d8 > d1 && d8 < 2.0 * d1, "decode step: 1 request %g s, 8 requests %g s", d1,
+                  d8);
+    /* the same composition again is the same simulated step */
+    ck_assert_int_eq(srv_step_get(&st, &b8, &err), i8);
+    ck_assert_int_eq(st.n, 2);
+    /* the batch's attention: one call over the 8 decodes, every pair */
+    plan p;
+    build_step_plan(&s, &b8, 0, &p);
+    const plan_op *at = tu_find(&p, 0, "attention", 0);
+    ck_assert_ptr_nonnull(at);
+    ck_assert_int_eq(at->attn.batch, 8);
+    ck_assert_int_eq(at->attn.q_len, 1);
+    double pairs = 0;
+    for (int i = 0; i < 8; i++)
+        pairs += (double)(eight[i].prefix + 1);
+    ck_assert_double_eq_tol(at->attn.pairs, pairs, 1e-6);
+    ck_assert_int_eq(tu_count(&p, 0, "attention", 0), 1);
+    const plan_op *q = tu_find(&p, 0, "qkv_proj", 0);
+    ck_assert_int_eq(q->m, 8);
+    const plan_op *lm = tu_find(&p, 0, "lm_head", -1);
+    ck_assert_int_eq(lm->m, 8);
+    plan_free(&p);
+    srv_steps_free(&st);
+    wl_free(&s);
+    free(y);
+}
+END_TEST
+
+/* A mixed step: a prefill chunk's own causal call beside the decodes'. */
+START_TEST(test_serve_mixed_step_calls)
+{
+    char *y = cat(THINKER, "requests:\n  - {prompt_tokens: 512}\n  - {prompt_tokens: 512}\n");
+    scenario s;
+    tu_load(&s, y, NULL, 0);
+    build_seq seq[3] = {{1, 1000, 1}, {2048, 0, 1}, {1, 3000, 1}};
+    build_batch bt = {seq, 3, 0};
+    plan p;
+    build_step_plan(&s, &bt, 0, &p);
+    ck_assert_int_eq(tu_count(&p, 0, "attention", 0), 2);
+    const plan_op *q = tu_find(&p, 0, "qkv_proj", 0);
+    ck_assert_int_eq(q->m, 2050);
+    double pairs = 0;
+    for (uint32_t i = 0; i < p.progs[0].nops; i++) {
+        const plan_op *o = &p.progs[0].ops[i];
+        if (o->layer == 0 && o->name && strcmp(o->name, "attention") == 0)
+            pairs += o->attn.pairs;
+    }
+    ck_assert_double_eq_tol(pairs, 1001.0 + 3001.0 + 2048.0 * 2049.0 / 2.0, 1e-6);
+    plan_free(&p);
+    wl_free(&s);
+    free(y);
+}
+END_TEST
+
+/* The long/short mix with the default reuse bound against the exact run:
+ * every request's TTFT and TPOT within the bound, fewer simulated steps. */
+START_TEST(test_serve_reuse_bound)
+{
+    const char *sets[] = {"simulation.duration_s=6"};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/workloads/examples/long-short-mix.yaml", CP_SRCDIR);
+    json_t *sum[2];
+    for (int k = 0; k < 2; k++) {
+        scenario m;
+        cp_err err = {0};
+        ck_assert_msg(wl_load(path, sets, 1, NULL, &m, &err) == 0, "%s", err.msg);
+        drv_req rq = {0};
+        ck_assert_msg(srv_run(&rq, &m, k == 0 ? 0.0 : m.decode_reuse, &sum[k], NULL, &err) == 0,
+                      "%s", err.msg);
+        wl_free(&m);
+    }
+    json_t *ra = json_object_get(sum[0], "requests"), *rb = json_object_get(sum[1], "requests");
+    ck_assert_int_eq(json_array_size(ra), json_array_size(rb));
+    int compared = 0;
+    for (size_t i = 0; i < json_array_size(ra); i++) {
+        if (!json_is_true(json_object_get(json_array_get(ra, i), "finished")))
+            continue;
+        for (int f = 0; f < 2; f++) {
+            const char *key = f ? "tpot_s" : "ttft_s";
+            double x = req_num(sum[0], (int)i, key), y = req_num(sum[1], (int)i, key);
+            if (x > 0)
+                ck_assert_msg(fabs(y - x) <= 0.005 * x, "request %zu %s: exact %g reused %g",
+                              i, key, x, y);
+            compared++;
+        }
+    }
+    ck_assert_msg(compared >= 20, "%d figures compared", compared);
+    json_t *se = json_object_get(sum[0], "simulation"), *sr = json_object_get(sum[1], "simulation");
+    ck_assert(json_integer_value(json_object_get(sr, "simulated_steps")) <
+              json_integer_value(json_object_get(se, "simulated_steps")));
+    ck_assert(json_integer_value(json_object_get(sr, "reused_steps")) > 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(se, "reused_steps")), 0);
+    json_decref(sum[0]);
+    json_decref(sum[1]);
+}
+END_TEST
+
+/* A KV budget for two requests: the third waits until one leaves; none is
+ * lost; the peak stays on the device. */
+START_TEST(test_serve_admission_waits_for_kv)
+{
+    const char *reqs = "requests:\n"
+                       "  - {prompt_tokens: 4096, decode_tokens: 8, cached_tokens: 56000}\n"
+                       "  - {prompt_tokens: 4096, decode_tokens: 8, cached_tokens: 56000}\n"
+                       "  - {prompt_tokens: 4096, decode_tokens: 8, cached_tokens: 56000}\n";
+    char *y = cat(THINKER, reqs);
+    scenario s;
+    tu_load(&s, y, NULL, 0);
+    double kv = build_kv_bytes(&s, 56000 + 4096 + 8), hbm = s.plat.hbm_bytes;
+    wl_free(&s);
+    scenario s0;
+    tu_load(&s0, y, NULL, 0);
+    double b0 = srv_kv_budget(&s0);
+    wl_free(&s0);
+    ck_assert(b0 > 3 * kv);
+    /* a device with room for the rest and two requests' KV and a half */
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "model: qwen3-omni-30b-a3b-thinker\n"
+             "platform: {name: h100-sxm-8, device: {hbm_bytes: %.0f}}\n"
+             "precision: bf16\nparallel: {tp: 8}\nengine: {graph: eager}\n%s",
+             hbm - b0 + 2.5 * kv, reqs);
+    json_t *sum = serve(yaml, NULL, 0, 0.0);
+    double budget = json_number_value(
+        json_object_get(json_object_get(sum, "serving"), "kv_budget_bytes"));
+    ck_assert_msg(budget >= 2 * kv && budget < 3 * kv, "budget %g, request %g", budget, kv);
+    ck_assert_double_eq_tol(req_num(sum, 0, "queue_s"), 0, 1e-12);
+    ck_assert_double_eq_tol(req_num(sum, 1, "queue_s"), 0, 1e-12);
+    ck_assert(req_num(sum, 2, "queue_s") > 0);
+    ck_assert(req_num(sum, 2, "arrival_s") + req_num(sum, 2, "queue_s") >=
+              fmin(req_num(sum, 0, "end_s"), req_num(sum, 1, "end_s")) - 1e-12);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(sum, "serving"),
+                                                        "finished")), 3);
+    ck_assert(!json_is_true(json_object_get(sum, "oom")));
+    json_decref(sum);
+    free(y);
+}
+END_TEST
+
+/* Two replicas: round robin alternates, least_loaded fills the idle one. */
+START_TEST(test_serve_router)
+{
+    const char *yaml = "model: qwen3-omni-30b-a3b-thinker\n"
+                       "platform: h100-sxm-8\n"
+                       "precision: bf16\n"
+                       "parallel: {tp: 4, dp: 2}\n"
+                       "requests:\n"
+                       "  - {prompt_tokens: 16384, decode_tokens: 4}\n"
+                       "  - {prompt_tokens: 512, arrival_s: 0.001}\n"
+                       "  - {prompt_tokens: 512, arrival_s: 0.002}\n"
+                       "  - {prompt_tokens: 512, arrival_s: 0.003}\n";
+    json_t *rr = serve(yaml, NULL, 0, 0.0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq((int)req_num(rr, i, "replica"), i % 2);
+    const char *sets[] = {"engine.router=least_loaded"};
+    json_t *ll = serve(yaml, sets, 1, 0.0);
+    ck_assert_int_eq((int)req_num(ll, 0, "replica"), 0);
+    ck_assert_int_eq((int)req_num(ll, 1, "replica"), 1);
+    /* request 1 (one prompt) is done by 0.003: replica 1 has less */
+    ck_assert_int_eq((int)req_num(ll, 2, "replica"), 1);
+    ck_assert_int_eq(json_array_size(json_object_get(rr, "ranks")), 8);
+    json_decref(rr);
+    json_decref(ll);
+}
+END_TEST
+
+/* The RFC 3.8 path at 9 packed tokens, TP4: pad to 12, slice of 3, from
+ * the bundled workload (72 requests over 8 replicas). */
+START_TEST(test_serve_router_pad_slice)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/workloads/examples/dsa-decode-router.yaml", CP_SRCDIR);
+    scenario s;
+    cp_err err = {0};
+    ck_assert_msg(wl_load(path, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s.nreqs, 72);
+    build_seq dec[9];
+    for (int i = 0; i < 9; i++)
+        dec[i] = (build_seq){1, 512 + i, 1};
+    build_batch bt = {dec, 9, 0};
+    plan p;
+    build_step_plan(&s, &bt, 1, &p);
+    ck_assert_int_eq(p.nranks, 32);
+    const plan_op *pad = tu_find(&p, 0, "moe_pad", -2);
+    const plan_op *slice = tu_find(&p, 0, "moe_slice", -2);
+    const plan_op *rs = tu_find(&p, 0, "router_slice", -2);
+    ck_assert_ptr_nonnull(pad);
+    ck_assert_ptr_nonnull(slice);
+    ck_assert_ptr_nonnull(rs);
+    ck_assert_int_eq(pad->in.d[0], 9);
+    ck_assert_int_eq(pad->out.d[0], 12);
+    ck_assert_int_eq(slice->out.d[0], 3);
+    ck_assert_int_eq(rs->out.d[0], 3);
+    plan_free(&p);
+    /* and the run takes that step: 9 decodes per replica */
+    drv_req rq = {0};
+    json_t *sum = NULL;
+    ck_assert_msg(srv_run(&rq, &s, s.decode_reuse, &sum, NULL, &err) == 0, "%s", err.msg);
+    ck_assert(json_is_true(json_object_get(json_object_get(sum, "serving"), "lockstep")));
+    for (int i = 0; i < 72; i++)
+        ck_assert_int_eq((int)req_num(sum, i, "replica"), i % 8);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(sum, "serving"),
+                                                        "finished")), 72);
+    json_decref(sum);
+    wl_free(&s);
+}
+END_TEST
+
+/* simulation.duration_s ends the run: requests in flight are unfinished. */
+START_TEST(test_serve_duration_unfinished)
+{
+    char *y = cat(THINKER, "simulation: {duration_s: 1.0}\n"
+                           "requests:\n"
+                           "  - {streams: 2, prompt_tokens: 1024, decode_tokens: 12,"
+                           " name: chat}\n");
+    json_t *sum = serve(y, NULL, 0, 0.005);
+    json_t *sv = json_object_get(sum, "serving");
+    json_int_t n = json_integer_value(json_object_get(sv, "requests"));
+    json_int_t done = json_integer_value(json_object_get(sv, "finished"));
+    ck_assert(n > done && done > 0);
+    ck_assert_int_eq(n - done, 2); /* one in flight per client */
+    ck_assert(json_number_value(json_object_get(sv, "duration_s")) >= 1.0);
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(sv, "by_name"), "chat"));
+    json_t *last = json_array_get(json_object_get(sum, "requests"), (size_t)n - 1);
+    ck_assert(json_is_false(json_object_get(last, "finished")));
+    ck_assert(json_is_null(json_object_get(last, "end_s")));
+    json_decref(sum);
+    free(y);
+}
+END_TEST
+
+/* Same inputs, byte-identical summary. */
+START_TEST(test_serve_deterministic)
+{
+    char *y = cat(THINKER, "simulation: {duration_s: 2.0}\n"
+                           "requests:\n"
+                           "  - {rate_per_s: 20, count: 30, seed: 7, prompt_tokens: 2048,"
+                           " decode_tokens: 16}\n");
+    /* one run per process, as cpsim runs (a later run in a process
+     * continues SimGrid's clock, which moves the last bits) */
+    char *text[2];
+    for (int k = 0; k < 2; k++) {
+        int fd[2];
+        ck_assert(pipe(fd) == 0);
+        pid_t pid = fork();
+        ck_assert(pid >= 0);
+        if (pid == 0) {
+            close(fd[0]);
+            json_t *j = serve(y, NULL, 0, 0.005);
+            /* the workload's temporary file name is the one difference */
+            json_object_del(json_object_get(j, "scenario"), "workload");
+            char *d = json_dumps(j, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+            size_t n = strlen(d);
+            _exit(write(fd[1], d, n) == (ssize_t)n ? 0 : 1);
+        }
+        close(fd[1]);
+        size_t cap = 1 << 16, n = 0;
+        text[k] = malloc(cap);
+        ssize_t got;
+        while ((got = read(fd[0], text[k] + n, cap - n - 1)) > 0) {
+            n += (size_t)got;
+            if (cap - n < 4096)
+                text[k] = realloc(text[k], cap *= 2);
+        }
+        text[k][n] = '\0';
+        close(fd[0]);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0 && n > 1000);
+    }
+    ck_assert_msg(strcmp(text[0], text[1]) == 0, "the two summaries differ");
+    free(text[0]);
+    free(text[1]);
+    free(y);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("serve");
+    TCase *tc = tcase_create("serve");
+    tcase_add_checked_fixture(tc, setup, NULL);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_serve_matches_one_plan);
+    tcase_add_test(tc, test_serve_batch_priced_as_batch);
+    tcase_add_test(tc, test_serve_mixed_step_calls);
+    tcase_add_test(tc, test_serve_reuse_bound);
+    tcase_add_test(tc, test_serve_admission_waits_for_kv);
+    tcase_add_test(tc, test_serve_router);
+    tcase_add_test(tc, test_serve_router_pad_slice);
+    tcase_add_test(tc, test_serve_duration_unfinished);
+    tcase_add_test(tc, test_serve_deterministic);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(suite());
+}
