@@ -71,7 +71,10 @@ static int write_outputs(const drv_req *rq, const scenario *s, const plan *p,
         rc = rep_write_json(summary, path, err);
     rc = rep_group_end(rc == 0, err);
     /* a trace of an earlier run (the other form, or any with --trace none)
-     * would not belong */
+     * or a serving run's steps would not belong */
+    snprintf(path, sizeof path, "%s/steps.csv", dir);
+    if (rc == 0)
+        unlink(path);
     for (int gz = 0; gz < 2 && rc == 0; gz++) {
         snprintf(path, sizeof path, "%s/trace.json%s", dir, gz ? ".gz" : "");
         if (none || gz != rq->trace_gz)

@@ -525,10 +525,13 @@ int srv_run(const drv_req *rq, const scenario *s, double reuse, json_t **summary
             snprintf(path, sizeof path, "%s/trace.json%s", rq->out_dir,
                      rq->trace_gz ? ".gz" : "");
             if (!none)
-                rc = srv_write_trace(&R, path, err);
+                rc = srv_write_trace(&R, rq->trace, path, err);
             snprintf(path, sizeof path, "%s/memory.csv", rq->out_dir);
             if (rc == 0)
                 rc = srv_write_memory(&R, path, err);
+            snprintf(path, sizeof path, "%s/steps.csv", rq->out_dir);
+            if (rc == 0)
+                rc = srv_write_steps(&R, path, err);
             snprintf(path, sizeof path, "%s/summary.json", rq->out_dir);
             if (rc == 0)
                 rc = rep_write_json(*summary, path, err);
@@ -543,8 +546,8 @@ int srv_run(const drv_req *rq, const scenario *s, double reuse, json_t **summary
     if (rc == 0 && table) {
         srv_print_table(&R, &sm, table);
         if (rq->out_dir)
-            fprintf(table, "\nwrote %s/summary.json, %s/memory.csv%s%s%s ", rq->out_dir,
-                    rq->out_dir,
+            fprintf(table, "\nwrote %s/summary.json, %s/memory.csv, %s/steps.csv%s%s%s ",
+                    rq->out_dir, rq->out_dir, rq->out_dir,
                     rq->trace && rq->trace->level == REP_TRACE_NONE ? "" : ", ",
                     rq->trace && rq->trace->level == REP_TRACE_NONE ? "" : rq->out_dir,
                     rq->trace && rq->trace->level == REP_TRACE_NONE ? ""

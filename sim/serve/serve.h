@@ -34,8 +34,9 @@
  * Outputs: summary.json (schema cpsim.summary/1 plus `serving`, per
  * request ttft_s, tpot_s, tpot_p50_s, tpot_p99_s, queue_s, end_s),
  * trace.json (every op of the first SRV_FULL_STEPS steps, one span per
- * rank and step after them), memory.csv (each rank at every step's start
- * and peak).
+ * rank and step after them; --trace steps: spans only), memory.csv (each
+ * rank at every step's start and peak), steps.csv (each step as it ran:
+ * the batch composition over time).
  */
 #ifndef CP_SERVE_H
 #define CP_SERVE_H

@@ -116,7 +116,14 @@ double srv_kv_budget(const scenario *s);
 
 /* summary.json of the run (serve_report.c). */
 json_t *srv_summary(const srv_run_st *R, rep_summary *sm);
-int srv_write_trace(const srv_run_st *R, const char *path, cp_err *err);
+/* trace.json under the --trace options o (NULL: every op of the first
+ * SRV_FULL_STEPS steps, every rank). */
+int srv_write_trace(const srv_run_st *R, const rep_trace_opts *o, const char *path,
+                    cp_err *err);
+/* steps.csv: one row per step as it ran (step, replica, t0_s, t1_s,
+ * decodes, prefills, tokens, kv_bytes held at its start, simulated_as: the
+ * index of the simulated step whose time it took). */
+int srv_write_steps(const srv_run_st *R, const char *path, cp_err *err);
 int srv_write_memory(const srv_run_st *R, const char *path, cp_err *err);
 void srv_print_table(const srv_run_st *R, const rep_summary *sm, FILE *out);
 

@@ -236,18 +236,33 @@ static void span(FILE *f, int *first, const char *name, const char *cat, int pid
     *first = 0;
 }
 
-int srv_write_trace(const srv_run_st *R, const char *path, cp_err *err)
+int srv_write_trace(const srv_run_st *R, const rep_trace_opts *o, const char *path,
+                    cp_err *err)
 {
-    rep_file rf;
-    if (rep_open(&rf, path, err) != 0)
+    int nranks = R->s->par.dp * R->rpr;
+    unsigned char *sel = cp_xcalloc((size_t)nranks + 1, 1);
+    if (!o || !o->ranks)
+        memset(sel, 1, (size_t)nranks);
+    else if (rep_rank_list("--trace-ranks", o->ranks, sel, nranks, err) < 0) {
+        free(sel);
         return -1;
+    }
+    /* every op of the first steps (full), of none (steps) */
+    int full = o && o->level == REP_TRACE_STEPS ? 0 : SRV_FULL_STEPS;
+    int lo = o ? o->layer_lo : -1, hi = o ? o->layer_hi : -1;
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0) {
+        free(sel);
+        return -1;
+    }
     FILE *f = rf.f;
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"cpsim\","
                "\"mode\":\"serving\",\"full_steps\":%d},\n\"traceEvents\":[\n",
-            SRV_FULL_STEPS);
+            full);
     int first = 1;
-    int nranks = R->s->par.dp * R->rpr;
     for (int rk = 0; rk < nranks; rk++) {
+        if (!sel[rk])
+            continue;
         fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                    "\"args\":{\"name\":\"rank %d steps\"}}",
                 first ? "" : ",\n", REP_TRACE_ID_BASE, REP_TRACE_ID_BASE + rk * ST_COUNT, rk);
@@ -259,24 +274,43 @@ int srv_write_trace(const srv_run_st *R, const char *path, cp_err *err)
         char name[96];
         snprintf(name, sizeof name, "step %d: %d decode, %d prefill, %lld tokens", i,
                  in->ndecode, in->nprefill, (long long)in->tokens);
-        for (int rk = 0; rk < e->nranks; rk++) {
-            int g = global_rank(R, in->replica, rk);
-            if (i >= SRV_FULL_STEPS) {
-                span(f, &first, name, "step", REP_TRACE_ID_BASE,
-                     REP_TRACE_ID_BASE + g * ST_COUNT, in->t0, in->t1);
-                continue;
+        if (i >= full) {
+            for (int rk = 0; rk < e->nranks; rk++) {
+                int g = global_rank(R, in->replica, rk);
+                if (sel[g])
+                    span(f, &first, name, "step", REP_TRACE_ID_BASE,
+                         REP_TRACE_ID_BASE + g * ST_COUNT, in->t0, in->t1);
             }
-        }
-        if (i >= SRV_FULL_STEPS)
             continue;
+        }
         for (size_t k = 0; k < e->nev; k++) {
             const srv_event *v = &e->ev[k];
             int g = global_rank(R, in->replica, v->rank);
+            if (!sel[g] || (lo >= 0 && v->layer >= 0 && (v->layer < lo || v->layer > hi)))
+                continue;
             span(f, &first, v->name, plan_stream_name(v->stream), REP_TRACE_ID_BASE,
                  REP_TRACE_ID_BASE + g * ST_COUNT + v->stream, in->t0 + v->t0, in->t0 + v->t1);
         }
     }
     fputs("\n]}\n", f);
+    free(sel);
+    return rep_close(&rf, !ferror(f), err);
+}
+
+/* ---- steps.csv -------------------------------------------------------------------- */
+
+int srv_write_steps(const srv_run_st *R, const char *path, cp_err *err)
+{
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    FILE *f = rf.f;
+    fputs("step,replica,t0_s,t1_s,decodes,prefills,tokens,kv_bytes,simulated_as\n", f);
+    for (int i = 0; i < R->ninst; i++) {
+        const srv_inst *in = &R->inst[i];
+        fprintf(f, "%d,%d,%.9f,%.9f,%d,%d,%lld,%.0f,%d\n", i, in->replica, in->t0, in->t1,
+                in->ndecode, in->nprefill, (long long)in->tokens, in->kv_before, in->step);
+    }
     return rep_close(&rf, !ferror(f), err);
 }
 
