@@ -37,7 +37,8 @@ bench() {
     rm -rf "$tmp/out"
     /usr/bin/time -f '%U %S %e %M' -o "$tmp/time" "$CPSIM" run "$wl" --out "$tmp/out" "$@" \
         >"$tmp/table" 2>"$tmp/err" || { echo "$name: exited $?: $(cat "$tmp/err")"; return; }
-    events=$(sed -n 's/.*simulated \([0-9]*\) events.*/\1/p' "$tmp/table")
+    events=$(sed -n 's/.*simulated \([0-9]*\) events.*/\1/p; s/.* simulated, \([0-9]*\) events.*/\1/p' \
+        "$tmp/table")
     bytes=$(du -sb "$tmp/out" | cut -f1)
     awk -v n="$name" -v r="$ranks" -v e="$events" -v b="$bytes" \
         '{ printf "%-34s %6d %8.2f %8.2f %9.0f %10d %11.1f\n", n, r, $1 + $2, $3, $4 / 1024,
@@ -47,3 +48,12 @@ bench "default (thinker 32K, TP8)" 8 "$top_srcdir/workloads/default.yaml"
 bench "GLM-5.1 32K, TP16 DSA CP" 16 "$tmp/glm.yaml"
 bench "Llama 405B 128K, TP8 x SP16 ring" 128 "$tmp/l405.yaml" --trace steps
 bench "thinker 32K, TP8 x DP128" 1024 "$tmp/dp128.yaml" --trace steps
+# the serving mix of issue 11 (30 simulated seconds; target <= 10 s wall and a
+# trace <= 50 MB), on its four arms
+mix="$top_srcdir/workloads/examples/long-short-mix.yaml"
+bench "mix 30 s, TP4 x SP2 ring" 8 "$mix"
+echo "  trace.json $(du -b "$tmp/out/trace.json" | cut -f1) bytes"
+bench "mix 30 s, TP4 x SP2 all_gather" 8 "$mix" --set parallel.exchange=all_gather
+bench "mix 30 s, TP4 x SP2 none" 8 "$mix" --set parallel.exchange=none
+bench "mix 30 s, TP8" 8 "$mix" --set parallel.tp=8 --set parallel.sp=1 \
+    --set parallel.exchange=none
