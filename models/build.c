@@ -119,15 +119,21 @@ static void size_kv_pool(const scenario *s, plan_prog *pg, uint32_t pool_op, dou
 }
 
 /* A forward pass of one step; under the exchange scheme (x->P > 1 after
- * ex_init) the step is first declared split or copied.  Records into
- * split[step] whether it ran split (split may be NULL). */
+ * ex_init) the step is first declared split or copied, and a split step of
+ * a ring exchange given its ring (ex_step_ring; `force` as there).  Records
+ * into split[step] whether it ran split and into ring[step] its ring (both
+ * may be NULL). */
 static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefix,
-                     uint8_t *split)
+                     plan_ring force, uint8_t *split, uint8_t *ring)
 {
-    if (x->P > 1)
-        ex_begin_step(x, t, prefix, ex_step_splits(x->b.s, t));
+    if (x->P > 1) {
+        int sp = ex_step_splits(x->b.s, t);
+        ex_begin_step(x, t, prefix, sp, ex_step_ring(x->b.s, t, prefix, sp, force));
+    }
     if (split)
         split[x->b.step] = sc->splits && sc->splits(&x->b);
+    if (ring)
+        ring[x->b.step] = (uint8_t)x->ring;
     forward(&x->b, sc, t, prefix);
 }
 
@@ -190,10 +196,14 @@ static double kv_bytes_of(ex_ctx *x, int sp_index, int64_t positions)
 }
 
 /* The program of SP index sp_index (-1: the one program of every rank),
- * each step's split into split[] (NULL: not recorded); returns its step
- * count. */
+ * each step's split into split[] and ring into ring[] (NULL: not
+ * recorded), every split ring step as `force` (PR_NONE: as ex_step_ring
+ * picks), or as ring_of[step] says when not NULL (the rings program 0
+ * recorded: every program runs the same ones, and the rule prices a block
+ * once per step); returns its step count. */
 static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan_prog *pg,
-                             const layer_scheme *sc, int sp_index, uint8_t *split)
+                             const layer_scheme *sc, int sp_index, plan_ring force,
+                             uint8_t *split, uint8_t *ring, const uint8_t *ring_of)
 {
     ex_ctx x;
     uint32_t pool_op;
@@ -220,7 +230,8 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
             b->prefill = 1;
             b->sample = done + n == rq->prompt_tokens;
             step_marker(b, rq->arrival_s);
-            run_step(&x, sc, n, cached + done, split);
+            run_step(&x, sc, n, cached + done, ring_of ? (plan_ring)ring_of[b->step] : force,
+                     split, ring);
         }
         b->prefill = 0;
         b->sample = 1;
@@ -228,7 +239,8 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
         for (int64_t i = 0; i < rq->decode_tokens; i++) {
             b->step = step++;
             step_marker(b, rq->arrival_s);
-            run_step(&x, sc, 1, ctx + i, split);
+            run_step(&x, sc, 1, ctx + i, ring_of ? (plan_ring)ring_of[b->step] : force, split,
+                     ring);
         }
         /* the request leaves: its KV cache is released */
         b->layer = -1;
@@ -284,6 +296,12 @@ int build_step_splits(const scenario *s, int64_t tokens)
 
 void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, plan *out)
 {
+    build_step_plan_ring(s, bt, lockstep, PR_NONE, out);
+}
+
+void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep, plan_ring force,
+                          plan *out)
+{
     int nprogs;
     const layer_scheme *sc = plan_begin(s, lockstep ? s->par.dp : 1, out, &nprogs);
     int64_t t = 0, nsample = 0, prefill = 0;
@@ -297,6 +315,11 @@ void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, pla
     out->prefill_steps = cp_xcalloc(2, sizeof *out->prefill_steps);
     out->prefill_steps[0] = (int)prefill;
     out->step_split = cp_xcalloc(2, sizeof *out->step_split);
+    out->step_ring = cp_xcalloc(2, sizeof *out->step_ring);
+    int64_t prefix = bt->n == 1 ? bt->seq[0].prefix : 0;
+    /* one decision for every program (the rule prices a block once) */
+    plan_ring ring = nprogs > 1 ? ex_step_ring(s, t, prefix, bt->split, force) : PR_NONE;
+    out->step_ring[0] = (uint8_t)ring;
     for (int g = 0; g < nprogs; g++) {
         ex_ctx x;
         uint32_t pool_op;
@@ -312,10 +335,9 @@ void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, pla
             b->seqs = bt->seq;
             b->nseqs = bt->n;
         }
-        int64_t prefix = bt->n == 1 ? bt->seq[0].prefix : 0;
         step_marker(b, 0.0);
         if (x.P > 1)
-            ex_begin_step(&x, t, prefix, bt->split);
+            ex_begin_step(&x, t, prefix, bt->split, ring);
         if (g == 0)
             out->step_split[0] = sc->splits && sc->splits(b);
         forward(b, sc, t, prefix);
@@ -325,6 +347,17 @@ void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, pla
 }
 
 void build_plan(const scenario *s, plan *out)
+{
+    build_plan_ring(s, PR_NONE, out);
+}
+
+plan_ring build_step_ring(const scenario *s, int64_t tokens, int64_t prefix, plan_ring force)
+{
+    int split = build_step_splits(s, tokens);
+    return seqpar_scheme(s) ? PR_NONE : ex_step_ring(s, tokens, prefix, split, force);
+}
+
+void build_plan_ring(const scenario *s, plan_ring ring, plan *out)
 {
     int nprogs;
     const layer_scheme *sc = plan_begin(s, s->par.dp, out, &nprogs);
@@ -339,7 +372,10 @@ void build_plan(const scenario *s, plan *out)
     /* every program takes the same split decisions (ex_step_splits depends
      * on the step's tokens only): program 0 records them */
     out->step_split = cp_xcalloc((size_t)steps + 1, sizeof *out->step_split);
+    out->step_ring = cp_xcalloc((size_t)steps + 1, sizeof *out->step_ring);
     for (int g = 0; g < nprogs; g++)
-        out->nsteps = build_program(s, &lay, &out->progs[g], sc, nprogs > 1 ? g : -1,
-                                    g == 0 ? out->step_split : NULL);
+        out->nsteps = build_program(s, &lay, &out->progs[g], sc, nprogs > 1 ? g : -1, ring,
+                                    g == 0 ? out->step_split : NULL,
+                                    g == 0 ? out->step_ring : NULL,
+                                    g == 0 ? NULL : out->step_ring);
 }

@@ -16,6 +16,23 @@
  * cannot fail (out of host memory aborts). */
 void build_plan(const scenario *s, plan *out);
 
+/* ---- the two rings (parallel.ring_select) ------------------------------------------ */
+
+/* build_plan with every split step of a ring exchange built as `ring`
+ * (PR_PASS_Q or PR_PASS_KV; PR_NONE: as build_plan, the exchange as
+ * written or the rule).  ring_select: simulate builds the plan twice, once
+ * per ring, and keeps the faster (plan.step_ring says what each step ran). */
+void build_plan_ring(const scenario *s, plan_ring ring, plan *out);
+
+/* The ring a step of one sequence of `tokens` new tokens after `prefix`
+ * cached ones runs: PR_NONE unless it is a split step of a ring exchange
+ * (ring, ring_kv on position storage); then `force` when not PR_NONE,
+ * else as parallel.ring_select says (fixed: the exchange; rule and, in the
+ * builder, simulate: the cost rule of models/exchange.c ex_ring_rule).  A
+ * caller of ring_select: simulate builds such a step with
+ * build_step_plan_ring once per ring (a whole plan: build_plan_ring). */
+plan_ring build_step_ring(const scenario *s, int64_t tokens, int64_t prefix, plan_ring force);
+
 /* ---- one step of a batch (the serving scheduler, sim/serve/) ------------------ */
 
 /* A sequence of a batched step: `tokens` new tokens after `prefix` tokens
@@ -41,6 +58,11 @@ typedef struct build_batch {
  * padded to it): the set-up memory (weights, reserved, workspace, the KV
  * pool), then the step, no KV release.  Step and request index 0. */
 void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, plan *out);
+/* build_step_plan with a split step of a ring exchange built as `ring`
+ * (PR_PASS_Q or PR_PASS_KV; PR_NONE: as build_step_plan, the ring
+ * build_step_ring picks).  plan.step_ring[0] says which ran. */
+void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep, plan_ring ring,
+                          plan *out);
 
 /* The KV bytes of a request of `positions` tokens on the replica's rank
  * that holds the most of it (SP index 0 of an uneven stripe). */

@@ -17,9 +17,11 @@
 #include "models/exchange.h"
 
 #include <math.h>
-
+#include <stdlib.h>
 #include <string.h>
 
+#include "models/cost.h"
+#include "models/interference.h"
 #include "models/memory.h"
 
 /* The scheme's callbacks get &ctx->b, the first member of an ex_ctx. */
@@ -62,6 +64,48 @@ double ex_pairs(const ex_run *q, int stripe, int P)
     /* stride P: each next query sees exactly one more key of every stripe */
     double k0 = (double)ex_stripe_below(q->lo + 1, stripe, P);
     return n * k0 + n * (n - 1.0) / 2.0;
+}
+
+/* floor(a / b) for b > 0 */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* ceil(a / b) for b > 0 */
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return -floor_div(-a, b);
+}
+
+/* Query i of q (position q.lo + i q.stride) sees clamp(c0 + i a, 0, K) keys
+ * of k: with k of stride 1, c0 = q.lo - k.lo + 1 and a = q.stride; with
+ * both of stride S, c0 = floor((q.lo - k.lo) / S) + 1 and a = 1.  The sum
+ * over i: zero below i0 (the first i with a count >= 1), K from i1 (the
+ * first with a count >= K), the arithmetic series between. */
+double ex_run_pairs(const ex_run *q, const ex_run *k)
+{
+    if (q->n <= 0 || k->n <= 0)
+        return 0;
+    int64_t c0, a;
+    if (k->stride == 1) {
+        c0 = q->lo - k->lo + 1;
+        a = q->stride;
+    } else if (q->stride == k->stride) {
+        c0 = floor_div(q->lo - k->lo, k->stride) + 1;
+        a = 1;
+    } else {
+        abort(); /* builder bug: no split pairs these strides */
+    }
+    int64_t K = k->n, n = q->n;
+    int64_t i0 = c0 >= 1 ? 0 : ceil_div(1 - c0, a);
+    int64_t i1 = c0 >= K ? 0 : ceil_div(K - c0, a);
+    i0 = i0 < n ? i0 : n;
+    i1 = i1 < n ? i1 : n;
+    i1 = i1 > i0 ? i1 : i0;
+    double d0 = (double)i0, d1 = (double)i1;
+    double series = (d1 - d0) * (double)c0 + (double)a * (d1 * (d1 - 1.0) - d0 * (d0 - 1.0)) / 2.0;
+    return series + (double)(n - i1) * (double)K;
 }
 
 /* ---- attention calls of a batched step ---------------------------------------- */
@@ -188,13 +232,57 @@ static double share_pairs(const ex_share *s, int stripe, int P)
     return p;
 }
 
+/* The KV positions SP rank r stores of the current split step's sequence
+ * [0, prefix + t) under a ring (exchange.h "KV ownership"): one stripe, or
+ * the zigzag chunks of the cached prefix and of the step. */
+static ex_share keys_of(const ex_ctx *x, int r)
+{
+    ex_share k = {0};
+    int P = x->P;
+    if (x->split_kind != SPLIT_ZIGZAG) {
+        k.run[k.nrun++] = (ex_run){r, ex_stripe_below(x->prefix + x->t, r, P), P};
+    } else {
+        ex_share step = share_of(x, r);
+        ex_run pre[2] = {chunk(x->prefix, 0, 2 * P, r), chunk(x->prefix, 0, 2 * P, 2 * P - 1 - r)};
+        for (int i = 0; i < 2; i++)
+            if (pre[i].n > 0)
+                k.run[k.nrun++] = pre[i];
+        for (int i = 0; i < step.nrun; i++)
+            k.run[k.nrun++] = step.run[i];
+    }
+    for (int i = 0; i < k.nrun; i++)
+        k.n += k.run[i].n;
+    return k;
+}
+
+/* Causal pairs of the queries of share q against the keys of key set k. */
+static double keys_pairs(const ex_share *q, const ex_share *k)
+{
+    double p = 0;
+    for (int i = 0; i < q->nrun; i++)
+        for (int j = 0; j < k->nrun; j++)
+            p += ex_run_pairs(&q->run[i], &k->run[j]);
+    return p;
+}
+
+/* The most KV positions an SP rank stores of the current step's sequence. */
+static int64_t keys_most(const ex_ctx *x)
+{
+    int64_t most = 0;
+    for (int r = 0; r < x->P; r++) {
+        int64_t n = keys_of(x, r).n;
+        most = n > most ? n : most;
+    }
+    return most;
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 int ex_step_splits(const scenario *s, int64_t t)
 {
     const wl_parallel *p = &s->par;
     int splits = p->kv_storage == KV_BY_HEAD || p->exchange == EX_ALL_GATHER ||
-                 p->exchange == EX_RING;
+                 wl_exchange_is_ring(p->exchange);
     return p->sp > 1 && splits && t >= p->min_tokens && t >= p->sp;
 }
 
@@ -204,12 +292,13 @@ void ex_init(ex_ctx *x, int me)
     x->me = me;
 }
 
-void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split)
+void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split, plan_ring ring)
 {
     x->t = t;
     x->prefix = prefix;
     x->split = split;
-    x->split_kind = x->b.s->par.exchange == EX_RING ? SPLIT_STRIPED : x->b.s->par.split;
+    x->split_kind = x->b.s->par.split;
+    x->ring = split ? ring : PR_NONE;
     memset(&x->mine, 0, sizeof x->mine);
     x->most = 0;
     if (!split)
@@ -565,7 +654,8 @@ static uint32_t ring_p2p(bld *b, const char *name, int stream, double send, int 
 typedef struct ring {
     ex_ctx *x;
     gqa g;
-    int64_t keys;            /* this rank's slots: positions x % P == me */
+    ex_share kv;             /* this rank's slots (keys_of) */
+    int64_t keys;            /* their count */
     double q_row;            /* bytes of one row of a travelling query block */
     double p_row;            /* one row of a partial: output (activation
                                 dtype, as the attention kernel writes it)
@@ -597,15 +687,16 @@ static uint32_t ring_hop(ring *rg, int j, uint32_t after)
     return ring_p2p(b, "ring_hop", ST_COMM, send, 1, recv, -1, after);
 }
 
-/* The attention of round j: block j over this rank's slots, with the exact
- * causal work of the stripe pair (a stripe before or at this rank's sees
- * its diagonal key, one after it does not).  EM_NONE when no pair is
- * visible (a step of fewer than 2P tokens). */
+/* The attention of round j: block j over this rank's slots (the cached
+ * prefix's and the step's), with the exact causal work of the pair of
+ * position sets (striped: a stripe before or at this rank's sees its
+ * diagonal key, one after it does not).  EM_NONE when no pair is visible (a
+ * step of fewer than 2P tokens). */
 static uint32_t ring_round(ring *rg, int j)
 {
     bld *b = &rg->x->b;
     ex_share blk = share_of(rg->x, stripe_of_round(rg, j));
-    double pairs = share_pairs(&blk, rg->x->me, rg->x->P);
+    double pairs = keys_pairs(&blk, &rg->kv);
     if (pairs <= 0)
         return EM_NONE;
     plan_attn at = attn_of(&rg->g, blk.n, rg->keys, rg->g.hq, rg->g.hkv, pairs);
@@ -629,8 +720,10 @@ static uint32_t ring_merge(ring *rg, uint32_t ret, em_tensor *out)
     return i;
 }
 
-/* Split step, striped: the share is exactly the positions this rank stores,
- * so the K/V write is local and K/V never move.  P rounds; the query blocks
+/* Split step, pass-Q (exchange ring), striped or zigzag: the share is
+ * exactly the positions this rank stores, so the K/V write is local and
+ * K/V never move; a cached prefix is already in every rank's slots, so
+ * only the step's new queries travel.  P rounds; the query blocks
  * travel the ring (P-1 hops on the comm stream), partial outputs go back to
  * their owners on the second comm stream into one receive buffer, each
  * merged after the next round's attention, before the buffer takes the next
@@ -646,7 +739,10 @@ static em_tensor ring_attention(ex_ctx *x, int64_t t, int64_t prefix)
     bld *b = &x->b;
     int P = x->P, overlap = b->s->par.ring_overlap;
     ring rg = {.x = x, .g = gqa_of(b)};
-    rg.keys = ex_stripe_below(prefix + t, x->me, P);
+    (void)t;
+    (void)prefix; /* in x, which keys_of and share_of read */
+    rg.kv = keys_of(x, x->me);
+    rg.keys = rg.kv.n;
     rg.q_row = (double)(rg.g.hq * rg.g.d) * b->ab;
     rg.p_row = (double)rg.g.hq * ((double)rg.g.d * b->ab + 4.0); /* + fp32 LSE, 4 B */
     int64_t tm = x->mine.n;
@@ -687,6 +783,250 @@ static em_tensor ring_attention(ex_ctx *x, int64_t t, int64_t prefix)
     return layer_gqa_out(b, tm, &out);
 }
 
+/* ---- pass-KV ring (exchange ring_kv) ------------------------------------------------ */
+
+/* Bytes of the K and V of one position on a TP rank, in the activation
+ * dtype the attention kernels read them in (layer_gqa_attend). */
+static double kv_row_bytes(const gqa *g, double ab)
+{
+    return 2.0 * (double)(g->hkv * g->d) * ab;
+}
+
+/* A hop of the pass-KV ring after op `after`: send the held block to the
+ * next rank, receive the previous rank's into *into (allocated first); both
+ * the padded block of `msg` bytes. */
+static uint32_t kv_hop(bld *b, em_tensor *into, double msg, uint32_t after)
+{
+    *into = em_buf_alloc(b, msg);
+    return ring_p2p(b, "ring_kv_hop", ST_COMM, msg, 1, msg, -1, after);
+}
+
+/* Split step, pass-KV (exchange ring_kv), striped or zigzag: the rank keeps
+ * its queries; its K/V block (the positions it stores: its share of the
+ * cached prefix and of the step, keys_of) travels the ring.  The new K/V
+ * are written locally; the local block is packed from the paged cache
+ * (kv_cache dtype) into a send buffer of the largest block (activation
+ * dtype; the hops move equal-sized messages, padded to the largest
+ * block).  Then P rounds: round j attends the rank's queries over the block
+ * of rank (me - j) mod P with the exact causal work of the two position
+ * sets; hop j (ST_COMM, to the next rank, from the previous one) brought
+ * that block while sending block j - 1 on, so P - 1 hops of the padded
+ * block.  Round 0 writes the accumulator (output + fp32 LSE); each further
+ * round writes a partial, merged into it with the LSE.  Synchronous
+ * (default): hop j starts after round j - 1's attention, then round j runs;
+ * with parallel.ring_overlap hop j + 1 is posted before round j's attention
+ * and waits only for round j - 1's, which freed the receive buffer it fills
+ * (double buffering): each hop runs under the previous block's attention.
+ * Resident during the attention: the rank's q/k/v, the send buffer until
+ * hop 1 sent it, one received block (two when overlapped), the accumulator
+ * and one partial; never the whole sequence's K/V. */
+static em_tensor ring_kv_attention(ex_ctx *x)
+{
+    bld *b = &x->b;
+    int P = x->P, overlap = b->s->par.ring_overlap;
+    gqa g = gqa_of(b);
+    int64_t tm = x->mine.n, most = keys_most(x), width = 2 * g.hkv * g.d; /* k and v */
+    ex_share own = keys_of(x, x->me);
+    double msg = (double)most * kv_row_bytes(&g, b->ab);
+    double out_bytes = (double)tm * (double)(g.hq * g.d) * b->ab;
+    double lse = em_lse_bytes(tm, g.hq);
+
+    b->layout = TL_LOCAL;
+    em_tensor qkv = layer_gqa_qkv(b, tm);
+    layer_gqa_kv_write(b, tm, g.hkv);
+    em_tensor send = em_buf_alloc(b, msg), block[2] = {EM_TENSOR_NONE, EM_TENSOR_NONE};
+    /* reads the rank's positions from the paged cache, writes the send buffer */
+    uint32_t pack = em_compute(b, "ring_kv_pack", KC_COPY, 0,
+                               (double)own.n * (double)width * (b->kvb + b->ab),
+                               shp(2, own.n, width, 0), shp(0, 0, 0, 0), shp(2, most, width, 0));
+    b->pg->ops[pack].eager = 1;
+    uint32_t next = overlap ? kv_hop(b, &block[1], msg, pack) : EM_NONE;
+    em_tensor acc = em_act_alloc(b, out_bytes + lse); /* round 0's output and LSE */
+    uint32_t prev = EM_NONE;
+    for (int j = 0; j < P; j++) {
+        uint32_t hop = EM_NONE;
+        if (j > 0) {
+            hop = overlap ? next : kv_hop(b, &block[j % 2], msg, prev);
+            em_wait_for(b, hop);
+            /* block j - 1 was attended and sent on */
+            em_free(b, j == 1 ? &send : &block[(j - 1) % 2]);
+            if (overlap && j + 1 < P)
+                next = kv_hop(b, &block[(j + 1) % 2], msg, prev);
+        }
+        int src = ((x->me - j) % P + P) % P;
+        ex_share blk = keys_of(x, src);
+        double pairs = keys_pairs(&x->mine, &blk);
+        if (pairs <= 0) /* every key of the block after every query (j > 0) */
+            continue;
+        em_tensor part = j > 0 ? em_act_alloc(b, out_bytes + lse) : EM_TENSOR_NONE;
+        em_wait_for(b, hop);
+        plan_attn at = attn_of(&g, tm, blk.n, g.hq, g.hkv, pairs);
+        prev = layer_gqa_attend(b, "ring_kv_attention", &at);
+        b->pg->ops[prev].eager = 1;
+        if (j > 0) {
+            uint32_t m = merge_partial(b, &g, tm, "ring_kv_merge");
+            b->pg->ops[m].eager = 1;
+            em_free(b, &part);
+        }
+    }
+    em_free(b, &block[(P - 1) % 2]);
+    em_free(b, &qkv); /* the queries were read by every round */
+    em_tensor acc_lse = em_split(&acc, lse);
+    em_free(b, &acc_lse); /* its output is the result */
+    return layer_gqa_out(b, tm, &acc);
+}
+
+/* ---- which ring (parallel.ring_select) ---------------------------------------------- */
+
+/* The SP ring's link: the NICs when an SP group spans nodes (its members are
+ * tp devices apart, plan.h rank numbering, so a group covers tp * sp
+ * consecutive devices), else the node's fabric (a mesh: one pair's link,
+ * bandwidth / (devices - 1), platform.h); the latency of the tiers crossed. */
+static void ring_link(const scenario *s, double *rate, double *latency)
+{
+    const platform *pl = &s->plat;
+    int64_t span = (int64_t)s->par.tp * s->par.sp;
+    if (span > pl->devices_per_node || (s->par.dp > 1 && pl->devices_per_node % span != 0)) {
+        *rate = plat_link_rate(pl, &pl->nic);
+        *latency = pl->nic.latency + pl->spine.latency;
+        return;
+    }
+    *rate = plat_link_rate(pl, &pl->intra);
+    if (pl->fabric == FAB_MESH && pl->devices_per_node > 1)
+        *rate /= (double)(pl->devices_per_node - 1);
+    *latency = pl->intra.latency;
+}
+
+/* Kernel time of one ring block's attention on the platform: an op built
+ * as layer_gqa_attend builds it, priced by the cost model (the profile's
+ * attention tables, else the analytic model); without a cost model, the
+ * attention roofline (flops / (peak * eff_attention)). */
+static double block_attention_s(const scenario *s, int64_t q, int64_t kv, double pairs)
+{
+    const arch *a = &s->model;
+    int64_t hq = a->heads / s->par.tp, hkv = mem_kv_heads_per_rank(a, s->par.tp);
+    int64_t d = a->head_dim;
+    double ab = dtype_bytes(s->a_dtype);
+    plan_op o = {0};
+    o.name = "ring_attention";
+    o.kind = OPK_COMPUTE;
+    o.stream = ST_COMPUTE;
+    o.kclass = KC_ATTENTION;
+    o.dtype = (uint8_t)s->a_dtype;
+    o.layout = TL_LOCAL;
+    o.g = 1;
+    o.eager = 1;
+    o.attn = (plan_attn){.q_len = q, .kv_len = kv, .heads = hq, .kv_heads = hkv, .d_qk = d,
+                         .d_v = d, .pairs = pairs, .causal = 1};
+    /* layer_gqa_attend's counts: 2 flops per multiply-add of q.k and p.v;
+     * q, the output, k and v read or written once */
+    o.flops = 2.0 * pairs * (double)hq * (double)(2 * d);
+    o.bytes = ((double)q * (double)(hq * 2 * d) + (double)kv * (double)(hkv * 2 * d)) * ab;
+    o.in = shp(3, q, hq, d);
+    o.w = shp(3, kv, hkv, d);
+    o.out = shp(3, q, hq, d);
+    cp_err err = {0};
+    cost_model *cm = cost_new(&s->plat, &err);
+    double peak = s->plat.peak_flops[DT_BF16] * s->plat.eff_attention;
+    double t = cm ? cost_kernel_s(cm, &o) : peak > 0 ? o.flops / peak : 0;
+    cost_free(cm);
+    return t;
+}
+
+/* The part of a hop of h seconds alone (a message of `bytes`) that an
+ * attention of A seconds alone running beside it leaves exposed, both
+ * slowed while they overlap (interference.h): ex_ring_rule's x(h, A). */
+static double exposed_hop(const interf_model *im, double h, double A, double bytes)
+{
+    double fc, fm;
+    interf_factors(im, IK_ATTENTION, bytes, &fc, &fm);
+    double end = h * fm <= A * fc ? A + h * fm * (1.0 - 1.0 / fc) : h + A * fc * (1.0 - 1.0 / fm);
+    return end - A;
+}
+
+/* The rule of ring_select: rule, per split step and layer, from the bytes
+ * each ring moves over the SP ring's link (rate R, latency L; ring_link) and
+ * the time A of one block's attention (the rank's most queries over its
+ * most keys with the mean block's pairs, 1/N^2 of the step's causal pairs,
+ * priced by the cost model):
+ *   pass-KV  N - 1 hops of the padded K/V block, B_kv = most keys x 2 hkv d
+ *            x activation bytes;
+ *   pass-Q   N - 1 hops of the query block, B_q = most new tokens x hq d x
+ *            activation bytes, and the partials' returns, B_o = most new
+ *            tokens x hq (d x activation bytes + 4 B of fp32 LSE), all but
+ *            the last under the later rounds (the second comm stream), the
+ *            last on the critical path.
+ * With h(B) = L + B / R, a hop is exposed whole without ring_overlap; with
+ * it, the hop runs under the previous block's attention and is exposed by
+ * x(h, A) = end - A, where the pair of a hop and an attention slowed by the
+ * platform's interference factors fc (compute) and fm (communication) of
+ * a message of B bytes (interference.h, 1 without an overlap table) ends at
+ * A + h fm (1 - 1/fc) when the hop finishes first, else h + A fc (1 - 1/fm)
+ * (without interference: max(0, h - A)):
+ *   exposed_kv = (N - 1) x(h(B_kv), A)
+ *   exposed_q  = (N - 1) x(h(B_q), A) + h(B_o)
+ * and the step runs pass-KV when exposed_kv <= exposed_q (the attention and
+ * the N - 1 merges are the same work either way).  B_kv grows with the
+ * cached prefix (cached + new keys), B_q and B_o with the new tokens only,
+ * so a high prefix-cache hit rate turns the choice to pass-Q; with GQA
+ * (2 hkv < hq) a prefill without cache picks pass-KV.  Not in the rule:
+ * the earlier returns' interference, contention of the hops and returns
+ * for one link, launch gaps; ring_select: simulate measures them. */
+plan_ring ex_ring_rule(const scenario *s, int64_t t, int64_t prefix, ex_ring_est *e)
+{
+    ex_ctx x;
+    memset(&x, 0, sizeof x);
+    memset(e, 0, sizeof *e);
+    x.b.s = s;
+    x.P = s->par.sp;
+    x.t = t;
+    x.prefix = prefix;
+    x.split_kind = s->par.split;
+    int N = x.P;
+    int64_t q_most = 0;
+    for (int r = 0; r < N; r++) {
+        int64_t n = share_of(&x, r).n;
+        q_most = n > q_most ? n : q_most;
+    }
+    int64_t kv_most = keys_most(&x);
+    const arch *a = &s->model;
+    double hq = (double)(a->heads / s->par.tp), d = (double)a->head_dim;
+    double hkv = (double)mem_kv_heads_per_rank(a, s->par.tp), ab = dtype_bytes(s->a_dtype);
+    e->kv_bytes = (double)kv_most * 2.0 * hkv * d * ab;
+    e->q_bytes = (double)q_most * hq * d * ab;
+    e->ret_bytes = (double)q_most * hq * (d * ab + 4.0); /* + fp32 LSE, 4 B */
+    ring_link(s, &e->rate, &e->latency);
+    double pairs = em_causal_pairs(t, prefix, 0) / ((double)N * (double)N);
+    e->attn_s = block_attention_s(s, q_most, kv_most, pairs);
+    double hop_kv = e->latency + e->kv_bytes / e->rate, hop_q = e->latency + e->q_bytes / e->rate;
+    double ret = e->latency + e->ret_bytes / e->rate;
+    if (s->par.ring_overlap) {
+        interf_model im;
+        cp_err err = {0};
+        if (interf_load(&im, &s->plat, &err) != 0)
+            memset(&im, 0, sizeof im); /* no table read: no interference */
+        hop_kv = exposed_hop(&im, hop_kv, e->attn_s, e->kv_bytes);
+        hop_q = exposed_hop(&im, hop_q, e->attn_s, e->q_bytes);
+    }
+    e->exposed_kv_s = (double)(N - 1) * hop_kv;
+    e->exposed_q_s = (double)(N - 1) * hop_q + ret;
+    return e->exposed_kv_s <= e->exposed_q_s ? PR_PASS_KV : PR_PASS_Q;
+}
+
+plan_ring ex_step_ring(const scenario *s, int64_t t, int64_t prefix, int split, plan_ring force)
+{
+    const wl_parallel *p = &s->par;
+    if (!split || p->sp <= 1 || p->kv_storage != KV_BY_POSITION ||
+        !wl_exchange_is_ring(p->exchange))
+        return PR_NONE;
+    if (force == PR_PASS_Q || force == PR_PASS_KV)
+        return force;
+    if (p->ring_select == RS_FIXED)
+        return p->exchange == EX_RING_KV ? PR_PASS_KV : PR_PASS_Q;
+    ex_ring_est e;
+    return ex_ring_rule(s, t, prefix, &e);
+}
+
 /* ---- DCP merge (copied steps on by-position storage) ----------------------------- */
 
 /* Every SP rank runs the whole step's projections, writes the new positions
@@ -720,8 +1060,10 @@ static em_tensor ex_attention(bld *b, int64_t t, int64_t prefix)
         out = head_slice(x, t, prefix);
     else if (!x->split)
         out = dcp(x, t, prefix);
-    else if (p->exchange == EX_RING)
+    else if (x->ring == PR_PASS_Q)
         out = ring_attention(x, t, prefix);
+    else if (x->ring == PR_PASS_KV)
+        out = ring_kv_attention(x);
     else if (p->all_gather_tensors == AGT_KV)
         out = all_gather_kv(x, t, prefix);
     else

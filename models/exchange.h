@@ -14,13 +14,24 @@
  *                                               all-gathers the outputs)
  *   by_position  all_gather (gather q/k/v or    DCP merge (attention over the
  *                k/v, placed attention) or      rank's own slots, partial
- *                ring (striped, the queries     outputs + LSE all-gathered in
- *                travel, K/V stay)              fp32 and merged)
+ *                a ring: pass-Q (exchange       outputs + LSE all-gathered in
+ *                ring: the queries travel,      fp32 and merged)
+ *                K/V stay) or pass-KV
+ *                (exchange ring_kv: the K/V
+ *                travel, the queries stay)
  *
- * Token split of split steps: ring always striped (position x on rank
- * x % P); the others follow parallel.split (striped, contiguous, zigzag:
- * 2P chunks, rank r holding chunks r and 2P-1-r).  Remainders of an uneven
+ * Token split of split steps: parallel.split (striped, contiguous, zigzag:
+ * 2P chunks, rank r holding chunks r and 2P-1-r); the rings take striped
+ * or zigzag only (the workload's validation refuses contiguous), and their
+ * share is exactly the positions the rank stores.  Remainders of an uneven
  * split go to the lowest ranks (contiguous) or chunks (zigzag).
+ *
+ * KV ownership of a ring's split step over a sequence [0, prefix + t):
+ * striped, position x on rank x % P (the cached prefix included); zigzag,
+ * the zigzag chunks of the cached prefix [0, prefix) (as a zigzag prefill
+ * of it left them) and those of the step's new tokens.  Memory accounting
+ * (ex_kv_bytes) counts the striped share, which differs from a zigzag one
+ * by less than a token per chunk.
  *
  * The embedding (and the MoE padding mask) runs over the whole step before
  * the split; the layers run on the rank's share; after the final norm the
@@ -37,10 +48,13 @@ typedef struct ex_run {
     int64_t lo, n, stride;
 } ex_run;
 
-/* The positions of one SP rank's tokens in a split step. */
+/* The positions of one SP rank's tokens in a split step, or of the KV
+ * positions it stores (a zigzag ring: two chunks of the cached prefix and
+ * two of the step). */
+#define EX_MAX_RUNS 4
 typedef struct ex_share {
     int nrun;
-    ex_run run[2];
+    ex_run run[EX_MAX_RUNS];
     int64_t n;               /* tokens in all runs */
 } ex_share;
 
@@ -56,6 +70,8 @@ typedef struct ex_ctx {
     wl_split split_kind;     /* token split of a split step */
     ex_share mine;           /* this rank's positions (split steps) */
     int64_t most;            /* largest share over the SP ranks (split steps) */
+    plan_ring ring;          /* the ring of a split ring step (ex_step_ring),
+                                PR_NONE otherwise */
 } ex_ctx;
 
 /* Whether a step of t new tokens runs split (cp-exchange.md "min_tokens"):
@@ -67,8 +83,41 @@ int ex_step_splits(const scenario *s, int64_t t);
 
 /* Set up x for SP index me; x->b must already hold the builder fields. */
 void ex_init(ex_ctx *x, int me);
-/* Start a step of t new tokens after `prefix` cached ones. */
-void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split);
+/* Start a step of t new tokens after `prefix` cached ones; a split step of
+ * a ring exchange runs `ring` (ex_step_ring; PR_NONE otherwise). */
+void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split, plan_ring ring);
+
+/* ---- the two rings --------------------------------------------------------------
+ * pass-Q (exchange ring): the query blocks travel the ring, K/V stay; the
+ * partial outputs and LSE return to each block's owner and merge there.
+ * pass-KV (exchange ring_kv): the queries stay, the K/V blocks (each rank's
+ * cached and new share) travel the ring N-1 hops, padded to the largest;
+ * every block's partial merges locally.  parallel.ring_select says which a
+ * split step runs: fixed (the exchange as written), rule (ex_ring_rule),
+ * simulate (the simulator builds both and keeps the faster; the plan
+ * builder alone applies the rule). */
+
+/* The ring a step runs: PR_NONE unless it is split (split) on a ring
+ * exchange over position storage; then `force` when not PR_NONE (a caller
+ * building every split step as one ring), else the exchange as written
+ * (ring_select fixed) or the rule (rule, simulate). */
+plan_ring ex_step_ring(const scenario *s, int64_t t, int64_t prefix, int split, plan_ring force);
+
+/* The terms of the rule for a split step of t new tokens after `prefix`
+ * cached ones, per layer and SP rank (see ex_ring_rule in exchange.c). */
+typedef struct ex_ring_est {
+    double kv_bytes;         /* pass-KV: one hop's K/V block (padded) */
+    double q_bytes;          /* pass-Q: one hop's query block */
+    double ret_bytes;        /* pass-Q: one return of partial outputs + LSE */
+    double rate, latency;    /* the SP ring's link: bytes/s, s per transfer */
+    double attn_s;           /* one block's attention (the cost model) */
+    double exposed_kv_s;     /* communication pass-KV leaves exposed */
+    double exposed_q_s;      /* the same for pass-Q */
+} ex_ring_est;
+
+/* Fill *e for the step and return the ring the rule picks: pass-KV when
+ * its exposed communication is at most pass-Q's. */
+plan_ring ex_ring_rule(const scenario *s, int64_t t, int64_t prefix, ex_ring_est *e);
 /* The exchange layer scheme (callbacks take &ex_ctx.b). */
 const layer_scheme *ex_scheme(void);
 
@@ -85,6 +134,10 @@ int64_t ex_stripe_below(int64_t n, int r, int P);
  * against the keys of that stripe only (positions y % P == stripe, y <= the
  * query). */
 double ex_pairs(const ex_run *q, int stripe, int P);
+/* Causal pairs of the queries of run q against the keys of run k (y <= the
+ * query): k of stride 1 with any q, or q and k of one stride (the
+ * combinations the splits produce; another aborts). */
+double ex_run_pairs(const ex_run *q, const ex_run *k);
 
 /* ---- attention calls of a batched step -------------------------------------- */
 

@@ -40,6 +40,7 @@ void plan_free(plan *p)
     free(p->prog_of_rank);
     free(p->prefill_steps);
     free(p->step_split);
+    free(p->step_ring);
     memset(p, 0, sizeof *p);
 }
 
@@ -192,6 +193,12 @@ const char *plan_phase_name(plan_phase p)
 {
     static const char *const t[] = {"other", "attention", "ffn"};
     return NAME_OF(t, p);
+}
+
+const char *plan_ring_name(plan_ring r)
+{
+    static const char *const t[] = {"none", "pass_q", "pass_kv"};
+    return NAME_OF(t, r);
 }
 
 const char *plan_costsrc_file(plan_costsrc c)
@@ -645,6 +652,10 @@ void plan_expand(const plan *p, plan *out)
     if (p->step_split) {
         out->step_split = cp_xcalloc((size_t)p->nsteps + 1, sizeof *out->step_split);
         memcpy(out->step_split, p->step_split, (size_t)p->nsteps * sizeof *out->step_split);
+    }
+    if (p->step_ring) {
+        out->step_ring = cp_xcalloc((size_t)p->nsteps + 1, sizeof *out->step_ring);
+        memcpy(out->step_ring, p->step_ring, (size_t)p->nsteps * sizeof *out->step_ring);
     }
     for (int g = 0; g < p->nprogs; g++) {
         const plan_prog *pg = &p->progs[g];

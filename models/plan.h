@@ -107,6 +107,12 @@ typedef enum {
 
 typedef enum { TL_NONE = 0, TL_FULL, TL_LOCAL } plan_layout;
 
+/* The ring a split step of a ring exchange ran (models/exchange.h):
+ * pass-Q (the query blocks travel, K/V stay: exchange ring) or pass-KV
+ * (the K/V blocks travel, the queries stay: exchange ring_kv); PR_NONE for
+ * a step that is not a split ring step. */
+typedef enum { PR_NONE = 0, PR_PASS_Q, PR_PASS_KV, PR_COUNT } plan_ring;
+
 /* Collective algorithm; AUTO lets collectives/ choose by size and fabric
  * (DIRECT: every member exchanges with every peer at once, over the links
  * of a full mesh). */
@@ -235,6 +241,8 @@ typedef struct plan {
                                 decode steps after them, requests in order */
     uint8_t *step_split;     /* [nsteps]: 1 when the step's tokens ran split
                                 over ranks (layer_scheme.splits), 0 copied */
+    uint8_t *step_ring;      /* [nsteps]: the plan_ring of each step (PR_NONE
+                                unless a split step of a ring exchange) */
 } plan;
 
 /* ---- building ---------------------------------------------------------- */
@@ -292,6 +300,8 @@ const char *plan_alg_name(plan_alg a);
 const char *plan_qscale_name(plan_qscale q);
 const char *plan_route_name(plan_route r);
 const char *plan_phase_name(plan_phase p);
+/* "pass_q", "pass_kv" ("none" for PR_NONE). */
+const char *plan_ring_name(plan_ring r);
 /* File name of a table source ("gemm_graph.csv"), "" for CS_ROOFLINE. */
 const char *plan_costsrc_file(plan_costsrc c);
 /* "table:<file>" or "roofline:<class>" of a priced compute op, into buf. */

@@ -57,6 +57,24 @@ void plot_figset_free(plot_figset *fs)
     for (int i = 0; i < fs->n; i++)
         free(fs->fig[i].body);
     free(fs->fig);
+    for (int i = 0; i < fs->nnote; i++)
+        free(fs->note[i]);
+    free(fs->note);
+}
+
+void plot_note(plot_figset *fs, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        abort();
+    fs->note = realloc(fs->note, (size_t)(fs->nnote + 1) * sizeof *fs->note);
+    if (!fs->note)
+        abort();
+    fs->note[fs->nnote++] = s;
 }
 
 int plot_multiplot(char *buf, size_t len, int n)
@@ -159,6 +177,11 @@ static void write_index(const plot_figset *fs, const char *heading, FILE *f)
           "figcaption{margin-top:.4em;color:#333}</style></head>\n<body>\n<h1>", f);
     html_text(f, heading);
     fputs("</h1>\n", f);
+    for (int i = 0; i < fs->nnote; i++) {
+        fputs("<p class=\"note\">", f);
+        html_text(f, fs->note[i]);
+        fputs("</p>\n", f);
+    }
     if (fs->n == 0)
         fputs("<p>Nothing to draw: no point of this sweep ran.</p>\n", f);
     for (int i = 0; i < fs->n; i++) {

@@ -15,6 +15,20 @@
  *                held stacked by category over time, the capacity line and,
  *                when the run ran out of memory, the OOM point
  *                (plot_memory.c)
+ *   a serving run folder (summary.json "mode": "serving", steps.csv):
+ *     ttft-cdf   the empirical CDF of each request's TTFT per request class
+ *                (and of all requests with 2+ classes), log x in seconds;
+ *                requests without a first token left out, counted in the key
+ *     tpot-cdf   the same of each finished request's mean TPOT, over the
+ *                requests with decode tokens (plot_serving.c)
+ *     batch      per replica (replica 0 alone past 4), each step's decodes
+ *                and prefills stacked over time, tokens per step on the right
+ *                axis (plot_serving.c)
+ *     then the timeline of what the trace holds (every op of its first
+ *     steps, numbered from steps.csv) and the memory panels; the breakdown
+ *     is left out with a note in index.html (the serving trace has no
+ *     kernel classes, the summary's ttft_s is the first request's), as is a
+ *     picture with nothing to draw (plot_run.c)
  *   a sweep folder (the lines of results.jsonl, sim/sweep/sweep.h):
  *     ttft       TTFT against prompt length per strategy (log axes), OOM
  *                points circled; overlap: the overlap fraction likewise
@@ -35,7 +49,8 @@
  *   each as NAME.png and NAME.svg, the data behind it as .dat files, the
  *   gnuplot script (plots.gp, rerunnable by hand: restyle it there),
  *   gnuplot's messages (gnuplot.log) and index.html, which shows them all
- *   with captions naming the workload and platform (plot.c).
+ *   with captions naming the workload and platform, after the notes on any
+ *   picture left out (plot.c).
  *
  * A strategy is a point's grid parameters other than the prompt length
  * (keys ending in prompt_tokens) and min_tokens; at each prompt length it

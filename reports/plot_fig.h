@@ -2,7 +2,7 @@
  * (plot_sweep.c) fill, its drawing (plot.c), and what the picture families
  * share (one file each: plot_breakdown.c, plot_timeline.c, plot_memory.c,
  * plot_strategies.c, plot_bars.c, plot_heatmap.c, plot_pareto.c,
- * plot_crossover.c), internal to reports/.
+ * plot_crossover.c, plot_serving.c), internal to reports/.
  *
  * A figure is one block of the generated gnuplot script plots.gp, drawn
  * twice: on the pngcairo terminal and on the svg terminal.  The data files
@@ -35,6 +35,8 @@ typedef struct plot_figset {
     char what[512];        /* the workload and platform, in every caption */
     plot_figure *fig;
     int n, cap;
+    char **note;           /* lines index.html shows above the figures */
+    int nnote;
 } plot_figset;
 
 /* The plots folder DIR/plots (created) into an empty *fs. */
@@ -46,6 +48,9 @@ plot_figure *plot_fig_add(plot_figset *fs, const char *name, const char *data,
 /* The figure draws the data file STEM.dat too (index.html links it). */
 void plot_fig_data(plot_figure *f, const char *stem);
 void plot_figset_free(plot_figset *fs);
+/* A line index.html shows above the figures, in the order given: a picture
+ * not drawn and why. */
+void plot_note(plot_figset *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The stream of f's gnuplot commands (its body once the caller closes it),
  * begun with `cmd` (set title, or a multiplot's set multiplot ... title)
  * and a title of two lines: fmt's text, then the workload and platform. */
@@ -139,15 +144,41 @@ typedef struct plot_trace {
     int nranks;            /* 1 + the highest rank */
 } plot_trace;
 
-/* A run folder as its pictures read it: summary.json and the trace's ops. */
+/* A row of a serving run's steps.csv (sim/serve): one step as it ran on its
+ * replica, times in simulated seconds. */
+typedef struct plot_step {
+    int step, replica;
+    double t0, t1;
+    int decodes, prefills; /* requests in the step: decoding, prefilling (a
+                              prefill chunk counts as one) */
+    long long tokens;      /* tokens the step computed */
+} plot_step;
+
+typedef struct plot_steps {
+    plot_step *v;          /* in the file's order */
+    size_t n;
+} plot_steps;
+
+/* DIR/steps.csv into an empty *st: 0 read, 1 when the folder has none (*st
+ * stays empty), -1 on an error (err says where). */
+int plot_read_steps(const char *dir, plot_steps *st, cp_err *err);
+
+/* A run folder as its pictures read it: summary.json and the trace's ops;
+ * of a serving run (summary "mode": "serving") its steps.csv too. */
 typedef struct plot_run {
     const char *dir;
     json_t *summary;
     plot_trace tr;
+    int serving;           /* summary.json's mode is "serving" */
+    plot_steps steps;      /* serving: steps.csv (empty when the folder has none) */
 } plot_run;
 
 int plot_timeline(plot_figset *fs, const plot_run *run, const plot_opts *o, cp_err *err);
 int plot_memory(plot_figset *fs, const plot_run *run, cp_err *err);
 int plot_breakdown(plot_figset *fs, const plot_run *run, cp_err *err);
+/* A serving run's pictures: ttft-cdf and tpot-cdf from summary.json's
+ * requests, batch from steps.csv (plot_serving.c); a picture with nothing
+ * to draw is left out with a note. */
+int plot_serving(plot_figset *fs, const plot_run *run, cp_err *err);
 
 #endif

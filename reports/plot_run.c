@@ -1,5 +1,7 @@
 /* plot_run: the plots of a run folder: its summary and trace read once, then
- * the breakdown, the timeline and the memory panels (see plot.h). */
+ * the breakdown, the timeline and the memory panels (see plot.h); of a
+ * serving run the serving pictures (plot_serving.c), the timeline of what
+ * its trace holds and the memory panels, the breakdown left out with a note. */
 #include "reports/plot_fig.h"
 
 #include <stdio.h>
@@ -69,12 +71,18 @@ static json_t *load_trace(const char *path, json_error_t *je)
     return t;
 }
 
-static int read_trace(const char *dir, plot_trace *tr, cp_err *err)
+/* The trace's ops into *tr; *full_steps (when not NULL) its otherData's
+ * full_steps, how many steps a serving trace holds every op of (-1: none
+ * said). */
+static int read_trace(const char *dir, plot_trace *tr, int *full_steps, cp_err *err)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/trace.json", dir);
     json_error_t je;
     json_t *t = load_trace(path, &je);
+    json_t *fsteps = json_object_get(json_object_get(t, "otherData"), "full_steps");
+    if (full_steps)
+        *full_steps = json_is_integer(fsteps) ? (int)json_integer_value(fsteps) : -1;
     json_t *evs = json_object_get(t, "traceEvents");
     if (!json_is_array(evs)) {
         json_decref(t);
@@ -114,7 +122,8 @@ static int read_trace(const char *dir, plot_trace *tr, cp_err *err)
     return 0;
 }
 
-/* "model (workload.yaml) on platform, TP8 SP1, 32768 tokens" */
+/* "model (workload.yaml) on platform, TP8 SP1, 32768 tokens"; of a serving
+ * run "..., TP4 SP2 DP2, 91 requests, 30 s simulated" (DP when above 1) */
 static void run_what(json_t *summary, char *buf, size_t len)
 {
     json_t *sc = json_object_get(summary, "scenario");
@@ -123,19 +132,174 @@ static void run_what(json_t *summary, char *buf, size_t len)
     const char *plat = json_string_value(json_object_get(sc, "platform"));
     const char *wl = json_string_value(json_object_get(sc, "workload"));
     const char *base = wl && strrchr(wl, '/') ? strrchr(wl, '/') + 1 : wl;
+    const char *mode = json_string_value(json_object_get(summary, "mode"));
+    int serving = mode && strcmp(mode, "serving") == 0;
     size_t off = (size_t)snprintf(buf, len, "%s%s%s%s on %s, TP%lld SP%lld", model ? model : "?",
                                   base ? " (" : "", base ? base : "", base ? ")" : "",
                                   plat ? plat : "?",
                                   (long long)json_integer_value(json_object_get(par, "tp")),
                                   (long long)json_integer_value(json_object_get(par, "sp")));
+    long long dp = json_integer_value(json_object_get(par, "dp"));
+    if (serving && dp > 1 && off < len)
+        off += (size_t)snprintf(buf + off, len - off, " DP%lld", dp);
     json_t *rq = json_object_get(summary, "requests");
     size_t nrq = json_array_size(rq);
     if (nrq == 1 && off < len)
-        snprintf(buf + off, len - off, ", %lld prompt tokens",
-                 (long long)json_integer_value(
-                     json_object_get(json_array_get(rq, 0), "prompt_tokens")));
+        off += (size_t)snprintf(buf + off, len - off, ", %lld prompt tokens",
+                                (long long)json_integer_value(
+                                    json_object_get(json_array_get(rq, 0), "prompt_tokens")));
     else if (nrq > 1 && off < len)
-        snprintf(buf + off, len - off, ", %zu requests", nrq);
+        off += (size_t)snprintf(buf + off, len - off, ", %zu requests", nrq);
+    if (serving && off < len)
+        snprintf(buf + off, len - off, ", %.3g s simulated",
+                 json_number_value(json_object_get(summary, "makespan_s")));
+}
+
+/* ---- a serving run ---------------------------------------------------------------------- */
+
+static int trace_exists(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    if (access(path, F_OK) == 0)
+        return 1;
+    snprintf(path, sizeof path, "%s/trace.json.gz", dir);
+    return access(path, F_OK) == 0;
+}
+
+/* A step's span on one replica, in ms (the trace's unit). */
+typedef struct step_span {
+    double t0, t1;
+    int step;
+} step_span;
+
+static int cmp_span(const void *a, const void *b)
+{
+    double x = ((const step_span *)a)->t0, y = ((const step_span *)b)->t0;
+    return (x > y) - (x < y);
+}
+
+/* A serving trace's ops carry no step number (sim/serve writes name, stream,
+ * times): each op gets the step of steps.csv that ran on its rank's replica
+ * (any replica when dp is 1 or the replicas run in lockstep over all ranks)
+ * and whose span holds the op's midpoint, to a nanosecond (the trace's
+ * rounding); -1 when none does. */
+static void serving_step_numbers(plot_trace *tr, const plot_steps *st, json_t *summary)
+{
+    json_t *sv = json_object_get(summary, "serving");
+    json_t *par = json_object_get(json_object_get(summary, "scenario"), "parallel");
+    long long dp = json_integer_value(json_object_get(par, "dp"));
+    int nranks = (int)json_array_size(json_object_get(summary, "ranks"));
+    int per_replica = dp > 1 && nranks >= dp && !json_is_true(json_object_get(sv, "lockstep"));
+    int nrep = per_replica ? (int)dp : 1;
+    int rpr = per_replica ? nranks / nrep : nranks;   /* ranks per replica */
+    step_span *sp = malloc((st->n + 1) * sizeof *sp);
+    size_t *first = calloc((size_t)nrep + 1, sizeof *first);
+    if (!sp || !first)
+        abort();
+    /* the steps grouped by replica (one group when not per replica), each
+     * group by start */
+    size_t k = 0;
+    for (int r = 0; r < nrep; r++) {
+        first[r] = k;
+        for (size_t i = 0; i < st->n; i++)
+            if (nrep == 1 || st->v[i].replica == r)
+                sp[k++] = (step_span){st->v[i].t0 * 1e3, st->v[i].t1 * 1e3, st->v[i].step};
+        qsort(sp + first[r], k - first[r], sizeof *sp, cmp_span);
+    }
+    first[nrep] = k;
+    const double tol = 1e-6;   /* ms: the trace's nanosecond */
+    for (size_t i = 0; i < tr->n; i++) {
+        plot_event *e = &tr->e[i];
+        int r = nrep == 1 || rpr <= 0 ? 0 : e->rank / rpr;
+        if (r >= nrep)
+            continue;
+        double mid = 0.5 * (e->t0 + e->t1);
+        /* past the last step of the group that starts at or before mid */
+        size_t lo = first[r], hi = first[r + 1];
+        while (lo < hi) {
+            size_t m = lo + (hi - lo) / 2;
+            if (sp[m].t0 <= mid + tol)
+                lo = m + 1;
+            else
+                hi = m;
+        }
+        if (lo > first[r] && mid <= sp[lo - 1].t1 + tol)
+            e->step = sp[lo - 1].step;
+    }
+    free(first);
+    free(sp);
+}
+
+/* The timeline option given, NULL when none (the whole run). */
+static const char *tl_option(const plot_opts *o)
+{
+    return !o                            ? NULL
+           : o->layer_lo >= 0            ? "--layers"
+           : o->step >= 0                ? "--step"
+           : o->win_hi > o->win_lo       ? "--window"
+           : o->ranks                    ? "--ranks"
+                                         : NULL;
+}
+
+/* The pictures of a serving run (see the top of this file). */
+static int plot_serving_run(plot_figset *fs, plot_run *run, const plot_opts *opts, cp_err *err)
+{
+    int rc = plot_read_steps(run->dir, &run->steps, err);
+    if (rc < 0)
+        return -1;
+    int full = -1;
+    int traced = trace_exists(run->dir);
+    if (traced && read_trace(run->dir, &run->tr, &full, err) != 0)
+        return -1;
+    if (run->steps.n > 0)
+        serving_step_numbers(&run->tr, &run->steps, run->summary);
+    if (plot_serving(fs, run, err) != 0)
+        return -1;
+    plot_note(fs, "breakdown: not drawn for a serving run: its trace holds the ops of the "
+              "first steps only, and summary.json's ttft_s is the first request's; every "
+              "rank's compute_s, comm_s and overlap_s over the whole run are in "
+              "summary.json's ranks");
+    const char *opt = tl_option(opts);
+    if (run->tr.n == 0) {
+        if (opt)
+            return cp_fail(err, CP_EXIT_INPUT, "%s: the serving run in %s has %s: no op to "
+                           "draw a timeline of (cpsim run --trace full writes the ops of the "
+                           "first steps)", opt, run->dir,
+                           traced ? "a trace of step spans only" : "no trace");
+        plot_note(fs, "timeline: not drawn: %s", traced
+                  ? "the trace holds one span per rank and step, no op (cpsim run --trace full "
+                    "writes every op of the first steps)"
+                  : "the run wrote no trace (--trace none)");
+    } else {
+        /* what plot_timeline would refuse, said of a serving trace */
+        int has_step = 0, lo_step = -1, hi_step = -1;
+        for (size_t i = 0; i < run->tr.n; i++) {
+            int st = run->tr.e[i].step;
+            has_step |= opts && st == opts->step;
+            if (st >= 0 && (lo_step < 0 || st < lo_step))
+                lo_step = st;
+            hi_step = st > hi_step ? st : hi_step;
+        }
+        if (opts && opts->step >= 0 && !has_step && lo_step < 0)
+            return cp_fail(err, CP_EXIT_INPUT, "--step %d: the ops of this serving run's trace "
+                           "have no step numbers (they come from steps.csv)", opts->step);
+        if (opts && opts->step >= 0 && !has_step)
+            return cp_fail(err, CP_EXIT_INPUT, "--step %d: the trace of this serving run holds "
+                           "the ops of steps %d-%d only (steps.csv lists every step)",
+                           opts->step, lo_step, hi_step);
+        if (plot_timeline(fs, run, opts, err) != 0)
+            return -1;
+        plot_figure *f = &fs->fig[fs->n - 1];
+        size_t len = strlen(f->desc);
+        char nsteps[32] = "the first";
+        if (full >= 0)
+            snprintf(nsteps, sizeof nsteps, "the first %d", full);
+        snprintf(f->desc + len, sizeof f->desc - len, ". A serving trace holds every op of %s "
+                 "steps (--step picks one of them), then one span per rank and step, not drawn "
+                 "here: the batch picture covers every step", nsteps);
+    }
+    return plot_memory(fs, run, err);
 }
 
 int plot_run_dir(const char *dir, const plot_opts *opts, cp_err *err)
@@ -148,24 +312,32 @@ int plot_run_dir(const char *dir, const plot_opts *opts, cp_err *err)
     if (!run.summary)
         return cp_fail(err, CP_EXIT_INPUT, "%s: not the output folder of a run (%s)", dir,
                        je.text);
+    const char *mode = json_string_value(json_object_get(run.summary, "mode"));
+    run.serving = mode && strcmp(mode, "serving") == 0;
     plot_figset fs;
     int rc = plot_dir_open(dir, &fs, err);
     if (rc == 0)
         run_what(run.summary, fs.what, sizeof fs.what);
-    if (rc == 0)
-        rc = read_trace(dir, &run.tr, err);
-    if (rc == 0)
-        rc = plot_breakdown(&fs, &run, err);
-    if (rc == 0)
-        rc = plot_timeline(&fs, &run, opts, err);
-    if (rc == 0)
-        rc = plot_memory(&fs, &run, err);
+    if (rc == 0 && run.serving) {
+        rc = plot_serving_run(&fs, &run, opts, err);
+    } else {
+        if (rc == 0)
+            rc = read_trace(dir, &run.tr, NULL, err);
+        if (rc == 0)
+            rc = plot_breakdown(&fs, &run, err);
+        if (rc == 0)
+            rc = plot_timeline(&fs, &run, opts, err);
+        if (rc == 0)
+            rc = plot_memory(&fs, &run, err);
+    }
     char heading[700];
-    snprintf(heading, sizeof heading, "cpsim run: %s", fs.what);
+    snprintf(heading, sizeof heading, "cpsim %srun: %s", run.serving ? "serving " : "",
+             fs.what);
     if (rc == 0)
         rc = plot_draw(&fs, heading, err);
     plot_figset_free(&fs);
     free(run.tr.e);
+    free(run.steps.v);
     json_decref(run.summary);
     return rc;
 }

@@ -55,6 +55,9 @@ typedef struct rep_request {
     int split;             /* every prefill step ran split over ranks
                               (plan.step_split) */
     int split_steps;       /* how many of its steps ran split */
+    int ring;              /* the plan_ring its split ring steps ran
+                              (plan.step_ring): PR_NONE without any,
+                              PR_COUNT when they differ */
 } rep_request;
 
 typedef struct rep_summary {
@@ -82,6 +85,7 @@ typedef struct rep_summary {
     double kv_need_bytes;      /* the most KV the requests hold at once */
     rep_costsrc cost;          /* where the compute prices came from */
     long events, messages, execs;
+    int replicas_simulated;    /* DP replicas simulated (1: copied to the rest) */
     double wall_s;             /* simulator wall time (not written to files) */
 } rep_summary;
 
@@ -117,6 +121,19 @@ typedef struct rep_trace_opts {
 /* o NULL: the full trace of every rank. */
 int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
                     const rep_trace_opts *o, const char *path, cp_err *err);
+
+/* Pieces of trace.json for writers of their own (the serving run,
+ * sim/serve/): the node and rank track names of the ranks sel[] selects
+ * (the first piece of traceEvents: *first says whether a comma is due);
+ * an op's span with its name, category and arguments, its step `step`;
+ * a step's span on the compute track ("step N: what", what NULL: none).
+ * Spans begin with ",\n": they follow the metadata. */
+void rep_trace_metadata(FILE *f, const scenario *s, int nranks, const unsigned char *sel,
+                        int *first);
+void rep_trace_op(FILE *f, int dpn, const plan_op *op, int rank, int stream, int32_t layer,
+                  int32_t step, double t0, double t1);
+void rep_trace_step(FILE *f, int dpn, int rank, int step, const char *what, double t0,
+                    double t1);
 
 /* A rank list "0,2,4-7" (ascending or not, ranges inclusive) given to the
  * option `opt`: sel[r] = 1 for every rank listed, which must be < nranks;

@@ -286,7 +286,10 @@ static void requests(const scenario *s, const plan *p, const eng_result *r, rep_
         rq->split = 1;
         for (int k = 0; k < nsteps; k++, step++) {
             int split = p->step_split && p->step_split[step];
+            int ring = p->step_ring ? p->step_ring[step] : PR_NONE;
             rq->split_steps += split;
+            if (ring != PR_NONE)
+                rq->ring = rq->ring == PR_NONE || rq->ring == ring ? ring : PR_COUNT;
             if (k < prefill && !split)
                 rq->split = 0;
             double end = 0;
@@ -368,6 +371,7 @@ int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
     out->events = (long)r->nev;
     out->messages = r->messages;
     out->execs = r->execs;
+    out->replicas_simulated = r->replicas_simulated;
     out->wall_s = r->wall_s;
     return 0;
 }
@@ -451,6 +455,10 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
         json_object_set_new(o, "end_s", json_real(rq->end_s));
         json_object_set_new(o, "split", json_boolean(rq->split));
         json_object_set_new(o, "split_steps", json_integer(rq->split_steps));
+        if (rq->ring != PR_NONE) /* which ring its split steps ran */
+            json_object_set_new(o, "ring", json_string(rq->ring == PR_COUNT
+                                                           ? "mixed"
+                                                           : plan_ring_name(rq->ring)));
         json_array_append_new(reqs, o);
     }
     json_object_set_new(j, "requests", reqs);
@@ -511,6 +519,8 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
     json_object_set_new(sim, "events", json_integer(sm->events));
     json_object_set_new(sim, "messages", json_integer(sm->messages));
     json_object_set_new(sim, "execs", json_integer(sm->execs));
+    if (sm->replicas_simulated > 0)
+        json_object_set_new(sim, "replicas_simulated", json_integer(sm->replicas_simulated));
     json_object_set_new(j, "simulation", sim);
     return j;
 }

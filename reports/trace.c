@@ -112,11 +112,11 @@ static int pid_of(int rank, int dpn)
     return REP_TRACE_ID_BASE + rank / dpn;
 }
 
-static void write_metadata(FILE *f, const scenario *s, const plan *p, const unsigned char *rsel,
-                           int *first)
+void rep_trace_metadata(FILE *f, const scenario *s, int nranks, const unsigned char *rsel,
+                        int *first)
 {
     int dpn = s->plat.devices_per_node > 0 ? s->plat.devices_per_node : 1;
-    int nodes = (p->nranks + dpn - 1) / dpn;
+    int nodes = (nranks + dpn - 1) / dpn;
     for (int n = 0; n < nodes; n++) {
         int pid = pid_of(n * dpn, dpn);
         fprintf(f, "%s{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\","
@@ -125,7 +125,7 @@ static void write_metadata(FILE *f, const scenario *s, const plan *p, const unsi
         fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_sort_index\","
                    "\"args\":{\"sort_index\":%d}}", pid, n);
     }
-    for (int r = 0; r < p->nranks; r++) {
+    for (int r = 0; r < nranks; r++) {
         for (int st = 0; st < ST_COUNT && rsel[r]; st++) {
             fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
                        "\"args\":{\"name\":\"rank %d %s\"}}",
@@ -137,9 +137,9 @@ static void write_metadata(FILE *f, const scenario *s, const plan *p, const unsi
     }
 }
 
-static void write_op_args(FILE *f, const plan_op *o, int32_t layer)
+static void write_op_args(FILE *f, const plan_op *o, int32_t layer, int32_t step)
 {
-    fprintf(f, "\"layer\":%d,\"step\":%d", layer, o->step);
+    fprintf(f, "\"layer\":%d,\"step\":%d", layer, step);
     fprintf(f, ",\"phase\":\"%s\"", plan_phase_name(o->phase));
     if (o->kind == OPK_COMPUTE) {
         char src[64];
@@ -195,6 +195,25 @@ static void put_span(FILE *f, int dpn, int rank, int stream, double t0_s, double
     put_us(f, t1 - t0);
 }
 
+void rep_trace_op(FILE *f, int dpn, const plan_op *op, int rank, int stream, int32_t layer,
+                  int32_t step, double t0, double t1)
+{
+    put_span(f, dpn, rank, stream, t0, t1);
+    fputs(",\"name\":", f);
+    put_str(f, op->name);
+    fprintf(f, ",\"cat\":\"%s\",\"args\":{", op_category(op));
+    write_op_args(f, op, layer, step);
+    fputs("}}", f);
+}
+
+void rep_trace_step(FILE *f, int dpn, int rank, int step, const char *what, double t0,
+                    double t1)
+{
+    put_span(f, dpn, rank, ST_COMPUTE, t0, t1);
+    fprintf(f, ",\"name\":\"step %d%s%s\",\"cat\":\"step\",\"args\":{\"step\":%d}}", step,
+            what ? ": " : "", what ? what : "", step);
+}
+
 /* --trace steps: per rank and step one span on the compute track, from the
  * step's start to its end on that rank. */
 static void write_steps(FILE *f, const plan *p, const eng_result *r, int dpn,
@@ -205,9 +224,7 @@ static void write_steps(FILE *f, const plan *p, const eng_result *r, int dpn,
             continue;
         for (int st = 0; st < r->nsteps; st++) {
             size_t k = (size_t)rk * r->nsteps + st;
-            put_span(f, dpn, rk, ST_COMPUTE, r->step_start[k], r->step_end[k]);
-            fprintf(f, ",\"name\":\"step %d\",\"cat\":\"step\",\"args\":{\"step\":%d}}", st,
-                    st);
+            rep_trace_step(f, dpn, rk, st, NULL, r->step_start[k], r->step_end[k]);
         }
     }
 }
@@ -258,7 +275,7 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
         fputc('}', f);
     }
     fputs("},\n\"traceEvents\":[\n", f);
-    write_metadata(f, s, p, rsel, &first);
+    rep_trace_metadata(f, s, p->nranks, rsel, &first);
     if (so->level == REP_TRACE_STEPS) {
         write_steps(f, p, r, dpn, rsel);
     } else {
@@ -267,12 +284,7 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
             const plan_op *op = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
             if (!selected(e, op, so, rsel))
                 continue;
-            put_span(f, dpn, e->rank, e->stream, e->t0, e->t1);
-            fputs(",\"name\":", f);
-            put_str(f, op->name);
-            fprintf(f, ",\"cat\":\"%s\",\"args\":{", op_category(op));
-            write_op_args(f, op, e->layer);
-            fputs("}}", f);
+            rep_trace_op(f, dpn, op, e->rank, e->stream, e->layer, op->step, e->t0, e->t1);
         }
         /* memory counters: one series per rank, categories stacked */
         counter_ctx cc = {f, dpn, rsel};

@@ -37,8 +37,8 @@ bench() {
     rm -rf "$tmp/out"
     /usr/bin/time -f '%U %S %e %M' -o "$tmp/time" "$CPSIM" run "$wl" --out "$tmp/out" "$@" \
         >"$tmp/table" 2>"$tmp/err" || { echo "$name: exited $?: $(cat "$tmp/err")"; return; }
-    events=$(sed -n 's/.*simulated \([0-9]*\) events.*/\1/p; s/.* simulated, \([0-9]*\) events.*/\1/p' \
-        "$tmp/table")
+    events=$(sed -n -e 's/.*simulated \([0-9]*\) events.*/\1/p' \
+        -e 's/.* simulated, \([0-9]*\) events.*/\1/p' "$tmp/table")
     bytes=$(du -sb "$tmp/out" | cut -f1)
     awk -v n="$name" -v r="$ranks" -v e="$events" -v b="$bytes" \
         '{ printf "%-34s %6d %8.2f %8.2f %9.0f %10d %11.1f\n", n, r, $1 + $2, $3, $4 / 1024,

@@ -5,10 +5,14 @@
  * bytes of collectives and ring hops against closed forms from the
  * thinker's config (hidden 2048, 32 q heads, 4 KV heads, head dim 128,
  * 128 experts top-8); exact causal work per rank; split vs copied around
- * min_tokens; MoE under SP; memory by phase; refusals.
+ * min_tokens; MoE under SP; memory by phase; refusals; the two rings
+ * (pass-Q: exchange ring, pass-KV: exchange ring_kv) with their hops,
+ * padding and returns, zigzag balance, prefix-cached pairs, the
+ * ring_select rule and the builder's per-step override.
  * Timing (one simulation per child process): ring overlap vs synchronous,
  * split balance, the split/copied crossover and its move with bandwidth,
- * the OOM verdict.  Timing runs use a uniform roofline platform: the
+ * the OOM verdict, pass-KV's exposed communication against T, the ring
+ * each request ran in the summary.  Timing runs use a uniform roofline platform: the
  * h100-sxm-8 preset without its calibration profile (no measured tables,
  * no compute/communication interference). */
 #include <check.h>
@@ -458,6 +462,371 @@ START_TEST(ring_hops_closed_form)
 }
 END_TEST
 
+/* ---- the two rings: pass-KV, zigzag, cached prefixes ------------------------------------ */
+
+/* ex_run_pairs against enumeration: stride-1 keys under queries of stride 1
+ * or P, and queries and keys of one stride P, at every offset. */
+START_TEST(run_pairs_match_enumeration)
+{
+    for (int P = 2; P <= 4; P++) {
+        for (int qs = 1; qs <= P; qs += P - 1) {
+            for (int ks = 1; ks <= qs; ks += qs > 1 ? qs - 1 : 1) {
+                for (int64_t qlo = 0; qlo < 9; qlo++)
+                    for (int64_t qn = 0; qn < 7; qn++)
+                        for (int64_t klo = 0; klo < 9; klo++)
+                            for (int64_t kn = 0; kn < 7; kn++) {
+                                ex_run q = {qlo, qn, qs}, k = {klo, kn, ks};
+                                double want = 0;
+                                for (int64_t i = 0; i < qn; i++)
+                                    for (int64_t j = 0; j < kn; j++)
+                                        want += klo + j * ks <= qlo + i * qs;
+                                ck_assert_double_eq(ex_run_pairs(&q, &k), want);
+                            }
+            }
+        }
+    }
+}
+END_TEST
+
+/* Chunk c of n positions cut into `parts` (the first n % parts one longer). */
+static double chunk_len(long n, int parts, int c)
+{
+    return (double)(n / parts + (c < n % parts));
+}
+
+/* Rows of SP rank r's share of T new tokens after C cached ones (striped:
+ * the positions x % P == r of [C, C + T); zigzag: chunks r and 2P-1-r of
+ * the step), and of the KV positions it stores of the C + T (striped:
+ * stripe r; zigzag: chunks r and 2P-1-r of the prefix and of the step). */
+static double share_rows(long C, long T, int P, int r, int zigzag)
+{
+    if (zigzag)
+        return chunk_len(T, 2 * P, r) + chunk_len(T, 2 * P, 2 * P - 1 - r);
+    return (double)(ex_stripe_below(C + T, r, P) - ex_stripe_below(C, r, P));
+}
+
+static double kv_rows(long C, long T, int P, int r, int zigzag)
+{
+    if (zigzag)
+        return share_rows(0, C, P, r, 1) + share_rows(C, T, P, r, 1);
+    return (double)ex_stripe_below(C + T, r, P);
+}
+
+/* Sum of the attention pairs of the calls named `name` in (step 0, layer)
+ * of program g, and their count. */
+static int call_pairs(const plan *p, int g, int layer, const char *name, double *pairs)
+{
+    int n = 0;
+    const plan_op *o;
+    *pairs = 0;
+    while ((o = nth_op(p, g, layer, name, n, NULL)) != NULL) {
+        *pairs += o->attn.pairs;
+        n++;
+    }
+    return n;
+}
+
+/* pass-KV (exchange ring_kv): per layer and rank, the packed local block,
+ * P - 1 hops of the block padded to the largest (an uneven T: stripe 0 or
+ * the first chunks hold one more position), P attention calls of the
+ * rank's queries over each rank's block (kv_len its real size), P - 1 LSE
+ * merges, no SP collective; the hops' order against the attention follows
+ * ring_overlap as pass-Q's does; every causal pair counted once. */
+static void check_ring_kv(int tp, int P, int overlap, int zigzag)
+{
+    scenario s;
+    plan p;
+    const long T = 16387;
+    const int hq = HEADS / tp, hkv = KV_HEADS / tp > 0 ? KV_HEADS / tp : 1;
+    const char *extra[] = {overlap ? "parallel.ring_overlap=true" : "parallel.ring_overlap=false",
+                           zigzag ? "parallel.split=zigzag" : "parallel.split=striped"};
+    sp_plan(&s, &p, tp, P, "by_position", "ring_kv", T, extra, 2);
+    const double ab = dtype_bytes(s.a_dtype);
+    double most = 0, total = 0;
+    for (int r = 0; r < P; r++)
+        most = fmax(most, kv_rows(0, T, P, r, zigzag));
+    ck_assert_double_gt(most, (double)T / P); /* padded: some block is smaller */
+    ck_assert_int_eq(p.step_split[0], 1);
+    ck_assert_int_eq(p.step_ring[0], PR_PASS_KV);
+    for (int me = 0; me < P; me++) {
+        for (int l = 0; l < LAYERS; l += 23) {
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_P2P, "ring_kv_hop", NULL), P - 1);
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_P2P, NULL, NULL), P - 1);
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_COMPUTE, "ring_kv_attention", NULL), P);
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_COMPUTE, "ring_kv_merge", NULL), P - 1);
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_COMPUTE, "ring_kv_pack", NULL), 1);
+            for (int k = 0; k < CK_COUNT; k++)
+                ck_assert_int_eq(count_coll(&p, me, l, G_SP, (plan_coll)k, NULL), 0);
+            double mine = share_rows(0, T, P, me, zigzag);
+            ck_assert_int_eq(nth_op(&p, me, l, "kv_write", 0, NULL)->out.d[0], (int64_t)mine);
+            for (int j = 0; j < P; j++) {
+                uint32_t ia;
+                const plan_op *at = nth_op(&p, me, l, "ring_kv_attention", j, &ia);
+                int src = ((me - j) % P + P) % P; /* the block round j attends */
+                ck_assert_int_eq(at->attn.q_len, (int64_t)mine);
+                ck_assert_int_eq(at->attn.kv_len, (int64_t)kv_rows(0, T, P, src, zigzag));
+                ck_assert_int_eq(at->attn.heads, hq);
+                ck_assert_int_eq(at->attn.kv_heads, hkv);
+                ck_assert_int_eq(at->eager, 1);
+                total += l == 0 ? at->attn.pairs : 0;
+                if (j == 0)
+                    continue;
+                uint32_t ih, ip;
+                const plan_op *hop = nth_op(&p, me, l, "ring_kv_hop", j - 1, &ih);
+                ck_assert_int_eq(hop->stream, ST_COMM);
+                ck_assert_int_eq(hop->group, G_SP);
+                ck_assert_int_eq(hop->send_off, 1);
+                ck_assert_int_eq(hop->recv_off, -1);
+                /* k and v of the largest block, whatever the block */
+                ck_assert_double_eq(hop->comm_bytes, most * 2.0 * hkv * D * ab);
+                ck_assert_double_eq(hop->recv_bytes, most * 2.0 * hkv * D * ab);
+                ck_assert_int_eq(hop->eager, 1);
+                ck_assert(depends_on(&p, me, ia, ih)); /* round j attends what hop j brought */
+                nth_op(&p, me, l, "ring_kv_attention", j - 1, &ip);
+                if (overlap) { /* under the previous round's attention */
+                    ck_assert_uint_lt(ih, ip);
+                    if (j >= 2) {
+                        uint32_t ipp;
+                        nth_op(&p, me, l, "ring_kv_attention", j - 2, &ipp);
+                        ck_assert(depends_on(&p, me, ih, ipp));
+                    }
+                } else { /* hop, then attention */
+                    ck_assert_uint_gt(ih, ip);
+                    ck_assert(depends_on(&p, me, ih, ip));
+                }
+            }
+        }
+    }
+    ck_assert_double_eq(total, (double)T * (T + 1) / 2.0);
+    plan_free(&p);
+    wl_free(&s);
+}
+
+START_TEST(ring_kv_hops_closed_form)
+{
+    for (int zz = 0; zz < 2; zz++) {
+        check_ring_kv(4, 2, 0, zz);
+        check_ring_kv(4, 2, 1, zz);
+        check_ring_kv(2, 4, 0, zz);
+        check_ring_kv(2, 4, 1, zz);
+    }
+}
+END_TEST
+
+/* zigzag (2P chunks, rank r holds chunks r and 2P-1-r) balances the causal
+ * work of both rings: every rank's attention pairs (pass-Q: the visiting
+ * blocks over its slots; pass-KV: its queries over every block) within 1 %
+ * of each other, with and without a cached prefix; pass-Q keeps its hops
+ * (the query blocks, padded to none: each hop carries its block) and
+ * returns, P - 1 each. */
+START_TEST(zigzag_balances_both_rings)
+{
+    const char *ex[] = {"ring", "ring_kv"};
+    const char *call[] = {"ring_attention", "ring_kv_attention"};
+    const long T = 32768;
+    const int P = 4;
+    for (int e = 0; e < 2; e++) {
+        for (long C = 0; C <= 8192; C += 8192) {
+            scenario s;
+            plan p;
+            char cached[64];
+            snprintf(cached, sizeof cached, "requests.0.cached_tokens=%ld", C);
+            const char *extra[] = {"parallel.split=zigzag", cached};
+            sp_plan(&s, &p, 2, P, "by_position", ex[e], T, extra, 2);
+            double lo = INFINITY, hi = 0, total = 0;
+            for (int g = 0; g < P; g++) {
+                double pairs;
+                ck_assert_int_eq(call_pairs(&p, g, 5, call[e], &pairs), P);
+                lo = fmin(lo, pairs);
+                hi = fmax(hi, pairs);
+                total += pairs;
+                if (e == 0) {
+                    ck_assert_int_eq(count_ops(&p, g, 0, 5, OPK_P2P, "ring_hop", NULL), P - 1);
+                    ck_assert_int_eq(count_ops(&p, g, 0, 5, OPK_P2P, "ring_return", NULL), P - 1);
+                }
+            }
+            ck_assert_double_lt(hi / lo - 1.0, 0.01);
+            ck_assert_double_eq(total, (double)T * C + (double)T * (T + 1) / 2.0);
+            plan_free(&p);
+            wl_free(&s);
+        }
+    }
+}
+END_TEST
+
+/* A prefix-cached prefill (cached_tokens C, prompt_tokens T) on split
+ * steps: both rings compute only the T new tokens (qkv_proj and kv_write on
+ * the share of them), their attention covers C + T keys, the C cached ones
+ * already in every rank's share: the ranks' pairs together are the causal
+ * pairs of T queries over C + T keys, T C + T (T + 1) / 2.  pass-KV's hops
+ * carry the whole local KV (the cached share and the new one, padded);
+ * pass-Q's carry the new queries only (as without a prefix) and its
+ * returns the partials of the new queries (output + fp32 LSE). */
+START_TEST(prefix_cached_pairs)
+{
+    const char *ex[] = {"ring", "ring_kv"};
+    const char *call[] = {"ring_attention", "ring_kv_attention"};
+    const long T = 12003, C = 5001;
+    for (int P = 2; P <= 4; P += 2) {
+        for (int zz = 0; zz < 2; zz++) {
+            for (int e = 0; e < 2; e++) {
+                scenario s;
+                plan p;
+                char cached[64];
+                snprintf(cached, sizeof cached, "requests.0.cached_tokens=%ld", C);
+                const char *extra[] = {zz ? "parallel.split=zigzag" : "parallel.split=striped",
+                                       cached};
+                sp_plan(&s, &p, 8 / P, P, "by_position", ex[e], T, extra, 2);
+                const int tp = 8 / P, hq = HEADS / tp, hkv = KV_HEADS / tp ? KV_HEADS / tp : 1;
+                const double ab = dtype_bytes(s.a_dtype);
+                double most = 0, total = 0;
+                for (int r = 0; r < P; r++)
+                    most = fmax(most, kv_rows(C, T, P, r, zz));
+                for (int g = 0; g < P; g++) {
+                    double pairs, mine = share_rows(C, T, P, g, zz);
+                    ck_assert_int_eq(call_pairs(&p, g, 7, call[e], &pairs), P);
+                    total += pairs;
+                    ck_assert_int_eq(nth_op(&p, g, 7, "qkv_proj", 0, NULL)->m, (int64_t)mine);
+                    ck_assert_int_eq(nth_op(&p, g, 7, "kv_write", 0, NULL)->out.d[0],
+                                     (int64_t)mine);
+                    for (int j = 1; j < P; j++) {
+                        int src = ((g - j) % P + P) % P;
+                        if (e == 1) {
+                            const plan_op *hop = nth_op(&p, g, 7, "ring_kv_hop", j - 1, NULL);
+                            ck_assert_double_eq(hop->comm_bytes, most * 2.0 * hkv * D * ab);
+                            continue;
+                        }
+                        const plan_op *hop = nth_op(&p, g, 7, "ring_hop", j - 1, NULL);
+                        ck_assert_double_eq(hop->recv_bytes,
+                                            share_rows(C, T, P, src, zz) * hq * D * ab);
+                        const plan_op *at = nth_op(&p, g, 7, "ring_attention", j, NULL);
+                        ck_assert_int_eq(at->attn.q_len, (int64_t)share_rows(C, T, P, src, zz));
+                        ck_assert_int_eq(at->attn.kv_len, (int64_t)kv_rows(C, T, P, g, zz));
+                        const plan_op *ret = nth_op(&p, g, 7, "ring_return", j - 1, NULL);
+                        ck_assert_double_eq(ret->comm_bytes,
+                                            share_rows(C, T, P, src, zz) * hq * (D * ab + 4.0));
+                    }
+                }
+                ck_assert_double_eq(total, (double)T * C + (double)T * (T + 1) / 2.0);
+                plan_free(&p);
+                wl_free(&s);
+            }
+        }
+    }
+}
+END_TEST
+
+/* The bytes each ring moves per layer and rank as the new tokens T and the
+ * cached prefix C grow: pass-Q's query hops and returns grow with T alone
+ * (C changes nothing), pass-KV's block hops with C + T. */
+static double p2p_bytes(long T, long C, const char *exchange, const char *name)
+{
+    scenario s;
+    plan p;
+    char cached[64];
+    snprintf(cached, sizeof cached, "requests.0.cached_tokens=%ld", C);
+    const char *extra[] = {cached};
+    sp_plan(&s, &p, 2, 4, "by_position", exchange, T, extra, 1);
+    double bytes = 0;
+    for (uint32_t i = 0; i < p.progs[0].nops; i++) {
+        const plan_op *o = &p.progs[0].ops[i];
+        if (o->layer == 0 && o->kind == OPK_P2P && !strcmp(o->name, name))
+            bytes += o->comm_bytes;
+    }
+    plan_free(&p);
+    wl_free(&s);
+    return bytes;
+}
+
+START_TEST(ring_bytes_with_tokens)
+{
+    double q1 = p2p_bytes(8192, 0, "ring", "ring_hop");
+    double r1 = p2p_bytes(8192, 0, "ring", "ring_return");
+    ck_assert_double_eq(p2p_bytes(8192, 65536, "ring", "ring_hop"), q1);
+    ck_assert_double_eq(p2p_bytes(8192, 65536, "ring", "ring_return"), r1);
+    ck_assert_double_eq(p2p_bytes(16384, 65536, "ring", "ring_hop"), 2 * q1);
+    ck_assert_double_eq(p2p_bytes(16384, 65536, "ring", "ring_return"), 2 * r1);
+    double kv1 = p2p_bytes(8192, 0, "ring_kv", "ring_kv_hop");
+    ck_assert_double_eq(p2p_bytes(8192, 8192, "ring_kv", "ring_kv_hop"), 2 * kv1);
+    ck_assert_double_eq(p2p_bytes(16384, 0, "ring_kv", "ring_kv_hop"), 2 * kv1);
+    /* GQA (2 x 2 KV heads < 16 q heads per TP rank): a K/V block is a
+     * quarter of a query block without a prefix */
+    ck_assert_double_eq(kv1, q1 / 4);
+}
+END_TEST
+
+/* ring_select: rule, the terms of ex_ring_rule against closed forms (TP4 x
+ * SP2 inside a node, synchronous hops: every hop exposed), its pick and
+ * the plan's record of it; the builder's override of a step's ring
+ * (ring_select: simulate builds both) and which ring a step would run. */
+START_TEST(ring_rule_and_overrides)
+{
+    const long T = 8192;
+    scenario s;
+    const char *sets[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+                          "parallel.exchange=ring", "parallel.ring_select=rule",
+                          "requests.0.prompt_tokens=8192"};
+    tu_load(&s, THINKER, sets, 6);
+    const double ab = dtype_bytes(s.a_dtype), hq = HEADS / 4, hkv = 1;
+    ex_ring_est e;
+    ck_assert_int_eq(ex_ring_rule(&s, T, 0, &e), PR_PASS_KV);
+    ck_assert_double_eq(e.kv_bytes, T / 2 * 2.0 * hkv * D * ab);
+    ck_assert_double_eq(e.q_bytes, T / 2 * hq * D * ab);
+    ck_assert_double_eq(e.ret_bytes, T / 2 * hq * (D * ab + 4.0));
+    ck_assert_double_eq(e.rate, plat_link_rate(&s.plat, &s.plat.intra));
+    ck_assert_double_gt(e.attn_s, 0);
+    ck_assert_double_eq_tol(e.exposed_kv_s, e.latency + e.kv_bytes / e.rate, 1e-15);
+    ck_assert_double_eq_tol(e.exposed_q_s, 2 * e.latency + (e.q_bytes + e.ret_bytes) / e.rate,
+                            1e-15);
+    /* 97 % of a long context cached: the K/V blocks outweigh the queries */
+    ck_assert_int_eq(ex_ring_rule(&s, T, 262144, &e), PR_PASS_Q);
+    ck_assert_double_gt(e.exposed_kv_s, e.exposed_q_s);
+    ck_assert_int_eq(build_step_ring(&s, T, 0, PR_NONE), PR_PASS_KV);
+    ck_assert_int_eq(build_step_ring(&s, T, 262144, PR_NONE), PR_PASS_Q);
+    ck_assert_int_eq(build_step_ring(&s, T, 0, PR_PASS_Q), PR_PASS_Q);
+    ck_assert_int_eq(build_step_ring(&s, 1, T, PR_PASS_KV), PR_NONE); /* a decode: copied */
+
+    /* the plan builds and records the rule's pick; an override builds the other */
+    plan p;
+    build_plan(&s, &p);
+    ck_assert_int_eq(p.step_ring[0], PR_PASS_KV);
+    ck_assert_int_eq(tu_count(&p, 0, "ring_kv_hop", 3), 1);
+    ck_assert_int_eq(tu_count(&p, 0, "ring_hop", 3), 0);
+    plan_free(&p);
+    build_plan_ring(&s, PR_PASS_Q, &p);
+    ck_assert_int_eq(p.step_ring[0], PR_PASS_Q);
+    ck_assert_int_eq(tu_count(&p, 1, "ring_hop", 3), 1);
+    ck_assert_int_eq(tu_count(&p, 1, "ring_kv_hop", 3), 0);
+    plan_free(&p);
+    build_seq one = {T, 262144, 1};
+    build_batch bt = {&one, 1, 1};
+    build_step_plan(&s, &bt, 0, &p);
+    ck_assert_int_eq(p.step_ring[0], PR_PASS_Q);
+    plan_free(&p);
+    build_step_plan_ring(&s, &bt, 0, PR_PASS_KV, &p);
+    ck_assert_int_eq(p.step_ring[0], PR_PASS_KV);
+    ck_assert_int_eq(tu_count(&p, 0, "ring_kv_attention", 3), 2);
+    plan_free(&p);
+    wl_free(&s);
+
+    /* fixed: the exchange as written; not a ring: no ring at all */
+    const char *kv[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+                        "parallel.exchange=ring_kv"};
+    tu_load(&s, THINKER, kv, 4);
+    ck_assert_int_eq(build_step_ring(&s, T, 262144, PR_NONE), PR_PASS_KV);
+    wl_free(&s);
+    const char *ag[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+                        "parallel.exchange=all_gather"};
+    tu_load(&s, THINKER, ag, 4);
+    ck_assert_int_eq(build_step_ring(&s, T, 0, PR_PASS_KV), PR_NONE);
+    build_plan_ring(&s, PR_PASS_KV, &p);
+    ck_assert_int_eq(p.step_ring[0], PR_NONE);
+    ck_assert_int_eq(tu_count(&p, 0, "ring_kv_hop", -2), 0);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
 /* ---- DCP merge ------------------------------------------------------------------------ */
 
 /* exchange none on position storage: every step copied; each rank attends
@@ -607,8 +976,11 @@ START_TEST(memory_balance_all_strategies)
                               {"by_position", "none", "parallel.min_tokens=0"},
                               {"by_position", "all_gather", "parallel.split=zigzag"},
                               {"by_position", "all_gather", "parallel.all_gather_tensors=kv"},
-                              {"by_position", "ring", "parallel.ring_overlap=true"}};
-    for (int c = 0; c < 5; c++) {
+                              {"by_position", "ring", "parallel.ring_overlap=true"},
+                              {"by_position", "ring", "parallel.split=zigzag"},
+                              {"by_position", "ring_kv", "parallel.ring_overlap=true"},
+                              {"by_position", "ring_kv", "parallel.split=zigzag"}};
+    for (int c = 0; c < 8; c++) {
         scenario s;
         plan p;
         const long T = 10001;
@@ -986,6 +1358,61 @@ START_TEST(summary_says_split)
 }
 END_TEST
 
+/* pass-KV's exposed communication (communication not under compute) shrinks
+ * against the compute as the new tokens T grow over a fixed cached prefix:
+ * each hop carries the cached and the new keys, each block's attention
+ * grows with T times the keys (TP1 x SP4, so the SP ring and the final
+ * gather are the only communication; ring_overlap; a fabric slow enough to
+ * expose the hops of a short step).  pass-Q's returns of partial outputs
+ * grow with T (ring_bytes_with_tokens counts their bytes). */
+START_TEST(pass_kv_exposure_shrinks_with_t)
+{
+    const char *extra[] = {"parallel.ring_overlap=true", "requests.0.cached_tokens=65536",
+                           "platform.fabric.bandwidth=45e9"};
+    double last = INFINITY;
+    for (long T = 1024; T <= 16384; T *= 4) {
+        json_t *sm = simulate(1, 4, "ring_kv", T, extra, 3);
+        double exposed = rank_num(sm, 0, "comm_s") - rank_num(sm, 0, "overlap_s");
+        double ratio = exposed / rank_num(sm, 0, "compute_s");
+        ck_assert_str_eq(json_string_value(json_object_get(
+                             json_array_get(json_object_get(sm, "requests"), 0), "ring")),
+                         "pass_kv");
+        ck_assert_double_lt(ratio, 0.8 * last);
+        last = ratio;
+        json_decref(sm);
+    }
+    ck_assert_double_gt(p2p_bytes(16384, 0, "ring", "ring_return"),
+                        p2p_bytes(4096, 0, "ring", "ring_return"));
+}
+END_TEST
+
+/* The summary says which ring a request's split steps ran: the exchange as
+ * written (fixed), the rule's pick at a low and a high prefix-cache hit
+ * rate; a request that never splits says nothing. */
+START_TEST(summary_says_ring)
+{
+    const struct {
+        const char *exchange, *select, *cached, *want;
+    } cases[] = {{"ring", "parallel.ring_select=fixed", "requests.0.cached_tokens=0", "pass_q"},
+                 {"ring_kv", "parallel.ring_select=fixed", "requests.0.cached_tokens=0", "pass_kv"},
+                 {"ring", "parallel.ring_select=rule", "requests.0.cached_tokens=0", "pass_kv"},
+                 {"ring_kv", "parallel.ring_select=rule", "requests.0.cached_tokens=262144",
+                  "pass_q"},
+                 {"ring", "parallel.min_tokens=8192", "requests.0.cached_tokens=0", NULL}};
+    for (int c = 0; c < 5; c++) {
+        const char *extra[] = {cases[c].select, cases[c].cached};
+        json_t *sm = simulate(4, 2, cases[c].exchange, 4096, extra, 2);
+        json_t *rq = json_array_get(json_object_get(sm, "requests"), 0);
+        json_t *ring = json_object_get(rq, "ring");
+        if (cases[c].want)
+            ck_assert_str_eq(json_string_value(ring), cases[c].want);
+        else
+            ck_assert_ptr_null(ring);
+        json_decref(sm);
+    }
+}
+END_TEST
+
 /* Memory capacity below the peak the timeline reaches sets the OOM verdict. */
 START_TEST(oom_verdict)
 {
@@ -1019,6 +1446,11 @@ START_TEST(sp_plans_fold_identically)
                           "parallel.exchange=ring", "parallel.ring_overlap=true",
                           "requests.0.prompt_tokens=8192", "requests.0.decode_tokens=2"};
     json_decref(tu_fold_identical(NULL, sets, 7));
+    const char *kv[] = {"parallel.tp=2", "parallel.sp=4", "parallel.kv_storage=by_position",
+                        "parallel.exchange=ring_kv", "parallel.ring_overlap=true",
+                        "parallel.split=zigzag", "requests.0.prompt_tokens=8192",
+                        "requests.0.cached_tokens=3000"};
+    json_decref(tu_fold_identical(NULL, kv, 8));
 }
 END_TEST
 
@@ -1033,6 +1465,12 @@ static Suite *suite(void)
     tcase_add_test(tc, all_gather_qkv_is_dcp);
     tcase_add_test(tc, all_gather_kv_kernels);
     tcase_add_test(tc, ring_hops_closed_form);
+    tcase_add_test(tc, run_pairs_match_enumeration);
+    tcase_add_test(tc, ring_kv_hops_closed_form);
+    tcase_add_test(tc, zigzag_balances_both_rings);
+    tcase_add_test(tc, prefix_cached_pairs);
+    tcase_add_test(tc, ring_bytes_with_tokens);
+    tcase_add_test(tc, ring_rule_and_overrides);
     tcase_add_test(tc, dcp_copied_steps);
     tcase_add_test(tc, min_tokens_boundary);
     tcase_add_test(tc, summary_says_split);
@@ -1049,6 +1487,8 @@ static Suite *suite(void)
     tcase_add_test(tt, peak_phase_by_strategy);
     tcase_add_test(tt, split_overtakes_copied);
     tcase_add_test(tt, oom_verdict);
+    tcase_add_test(tt, pass_kv_exposure_shrinks_with_t);
+    tcase_add_test(tt, summary_says_ring);
     tcase_add_test(tt, sp_plans_fold_identically);
     suite_add_tcase(s, tt);
     return s;

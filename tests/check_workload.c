@@ -312,11 +312,43 @@ static const vcase vcases[] = {
     { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
         "parallel.exchange=ring" }, NULL },
     { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+        "parallel.exchange=ring_kv" }, NULL },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_head",
+        "parallel.exchange=ring_kv" },
+      "parallel.exchange: \"ring_kv\" needs kv_storage by_position; with kv_storage by_head the "
+      "accepted values are auto, ulysses" },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
         "parallel.exchange=none" }, NULL },
+    /* the rings: striped or zigzag, ring_select only on a ring */
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+        "parallel.exchange=ring", "parallel.split=zigzag" }, NULL },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+        "parallel.exchange=ring_kv", "parallel.split=contiguous" },
+      "parallel.split: the ring exchanges (ring, ring_kv) split by the KV positions each rank "
+      "stores, striped or zigzag, not contiguous" },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+        "parallel.exchange=ring", "parallel.ring_select=simulate" }, NULL },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+        "parallel.exchange=all_gather", "parallel.ring_select=rule" },
+      "--set parallel.ring_select=rule: parallel.ring_select: rule picks pass-KV or pass-Q for "
+      "the split steps of a ring exchange" },
+    { { "parallel.tp=4", "parallel.sp=2", "parallel.ring_select=fixed" }, NULL },
+    /* a cached prefix on split steps: all but all_gather of k/v read it */
+    { { "parallel.sp=2", "parallel.kv_storage=by_position", "parallel.exchange=ring_kv",
+        "requests.0.cached_tokens=1024" }, NULL },
+    { { "parallel.sp=2", "parallel.kv_storage=by_position", "parallel.exchange=all_gather",
+        "requests.0.cached_tokens=1024" }, NULL },
+    { { "parallel.sp=2", "parallel.kv_storage=by_position", "parallel.exchange=all_gather",
+        "parallel.all_gather_tensors=kv", "requests.0.cached_tokens=1024" },
+      "--set parallel.all_gather_tensors=kv: parallel.all_gather_tensors: kv gathers a split "
+      "step's own K/V only, so a split prefill after a cached prefix (request 0: cached_tokens "
+      "1024, prompt_tokens 4096) would miss the prefix's keys" },
+    { { "parallel.sp=2", "parallel.kv_storage=by_position", "parallel.exchange=all_gather",
+        "parallel.all_gather_tensors=kv", "parallel.min_tokens=8192" }, NULL },
     { { "parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
         "parallel.exchange=ulysses" },
       "parallel.exchange: \"ulysses\" needs kv_storage by_head; with kv_storage by_position the "
-      "accepted values are auto, all_gather, ring, none" },
+      "accepted values are auto, all_gather, ring, ring_kv, none" },
     /* Ulysses: heads per TP rank divisible by sp */
     { { "parallel.tp=2", "parallel.sp=4" }, NULL },
     { { "parallel.tp=2", "parallel.sp=3" },
@@ -496,8 +528,15 @@ START_TEST(test_workload_names)
     ck_assert_str_eq(wl_exchange_name(EX_ULYSSES), "ulysses");
     ck_assert_str_eq(wl_exchange_name(EX_ALL_GATHER), "all_gather");
     ck_assert_str_eq(wl_exchange_name(EX_RING), "ring");
+    ck_assert_str_eq(wl_exchange_name(EX_RING_KV), "ring_kv");
     ck_assert_str_eq(wl_exchange_name(EX_NONE), "none");
-    ck_assert_str_eq(wl_exchange_name((wl_exchange)5), "?");
+    ck_assert_str_eq(wl_exchange_name((wl_exchange)6), "?");
+    ck_assert_str_eq(wl_ring_select_name(RS_FIXED), "fixed");
+    ck_assert_str_eq(wl_ring_select_name(RS_RULE), "rule");
+    ck_assert_str_eq(wl_ring_select_name(RS_SIMULATE), "simulate");
+    ck_assert_str_eq(wl_ring_select_name((wl_ring_select)3), "?");
+    ck_assert(wl_exchange_is_ring(EX_RING) && wl_exchange_is_ring(EX_RING_KV));
+    ck_assert(!wl_exchange_is_ring(EX_ALL_GATHER) && !wl_exchange_is_ring(EX_NONE));
     ck_assert_str_eq(wl_kv_storage_name(KV_BY_HEAD), "by_head");
     ck_assert_str_eq(wl_kv_storage_name(KV_BY_POSITION), "by_position");
     ck_assert_str_eq(wl_kv_storage_name((wl_kv_storage)2), "?");

@@ -136,6 +136,31 @@ expect 2 "--log=root.thres:loud: cpsim passes on SimGrid thresholds" -- \
     fail "run on a raw SimGrid XML platform"
 grep -q '"platform": "raw-ok.xml"' "$tmp/raw/summary.json" || fail "raw platform not in the summary"
 
+# independent DP replicas simulated once and copied: the same bytes as
+# simulating every rank (issue 13 part 2); four TP8 replicas on four nodes,
+# and two TP4 replicas inside one node (switch ports of their own)
+cat >"$tmp/dp.yaml" <<'YAML'
+model: qwen3-omni-30b-a3b-thinker
+platform: {name: h100-sxm-8, nodes: 4}
+parallel: {tp: 8, dp: 4}
+requests: [{prompt_tokens: 4096, decode_tokens: 2}]
+YAML
+for lay in "" "--set parallel.tp=4 --set parallel.dp=2"; do
+    # shellcheck disable=SC2086
+    "$CPSIM" run "$tmp/dp.yaml" --quiet $lay --out "$tmp/dp-share" || fail "dp run ($lay)"
+    # shellcheck disable=SC2086
+    "$CPSIM" run "$tmp/dp.yaml" --quiet $lay --set simulation.share_replicas=false \
+        --out "$tmp/dp-all" || fail "dp run, every rank ($lay)"
+    grep -q '"replicas_simulated": 1$' "$tmp/dp-share/summary.json" ||
+        fail "dp replicas not shared ($lay)"
+    for f in trace.json memory.csv; do
+        cmp -s "$tmp/dp-share/$f" "$tmp/dp-all/$f" || fail "shared dp replicas: $f differs ($lay)"
+    done
+    sed '/replicas_simulated/d' "$tmp/dp-share/summary.json" >"$tmp/dp-a"
+    sed '/replicas_simulated/d' "$tmp/dp-all/summary.json" >"$tmp/dp-b"
+    cmp -s "$tmp/dp-a" "$tmp/dp-b" || fail "shared dp replicas: summary differs ($lay)"
+done
+
 # folding identical layers changes nothing in the results
 "$CPSIM" run --quiet --set simulation.fold_layers=true --out "$tmp/fold" || fail "folded run"
 cmp -s "$tmp/out/summary.json" "$tmp/fold/summary.json" || fail "folded run differs"

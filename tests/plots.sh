@@ -13,6 +13,12 @@
 #     trace.json and trace.json.gz alike); the timeline's --step, --window,
 #     --ranks and --layers windows, their refusals; a run out of memory: the
 #     OOM point on the memory picture;
+#   - a serving run (the long/short mix, 5 simulated seconds): the TTFT and
+#     TPOT CDFs per class against summary.json's serving figures, the batch
+#     picture against steps.csv, the timeline of what the trace holds (--step
+#     within its first steps, the refusals past them), the breakdown left out
+#     with a note; a mix cut before its first tokens: the requests left out
+#     counted in the key; a run that is not serving draws none of these;
 #   - every index.html: links that resolve, captions naming the workload and
 #     platform, PNG and SVG of every picture.
 name=plots
@@ -332,6 +338,118 @@ awk -v g="${pt:-0}" -v c="$cap" 'BEGIN { exit !(g * 1e9 > c) }' ||
 grep -q 'title "out of memory"' "$O/plots/plots.gp" || fail "the memory picture lacks the OOM point"
 check_pic "$O/plots" memory 1200 750
 check_index "$O/plots" $MODEL $PLAT
+
+# ---- a serving run: TTFT and TPOT CDFs per class, batch composition ---------------------
+M="$tmp/mix"
+MIX="$top_srcdir/workloads/examples/long-short-mix.yaml"
+"$CPSIM" run "$MIX" --set simulation.duration_s=5 --quiet --plots --out "$M" ||
+    fail "the serving mix exited $?"
+P="$M/plots"
+for f in ttft-cdf tpot-cdf batch memory; do
+    check_pic "$P" $f 1200 750
+done
+check_pic "$P" timeline 1600 900
+check_index "$P" $MODEL $PLAT long-short-mix.yaml "TP4 SP2"
+# non-trivial pictures: lines drawn, not an empty frame
+for f in ttft-cdf tpot-cdf batch; do
+    [ "$(wc -c <"$P/$f.png")" -gt 15000 ] || fail "$f.png: $(wc -c <"$P/$f.png") bytes"
+    [ "$(grep -c '<path' "$P/$f.svg")" -gt 20 ] || fail "$f.svg draws next to nothing"
+done
+grep -q '<p class="note">breakdown: not drawn for a serving run' "$P/index.html" ||
+    fail "a serving run's index.html does not say why there is no breakdown"
+! grep -q '<figure id="breakdown"' "$P/index.html" || fail "a serving run draws a breakdown"
+# sv NAME FIELD: summary.json's serving.FIELD (NAME all) or serving.by_name.NAME.FIELD
+sv() {
+    awk -v n="$1" -v f="\"$2\":" '/"serving": \{/ { on = n == "all" }
+        /"by_name": \{/ { on = 0 } n != "all" && $1 == "\"" n "\":" { on = 1 }
+        on && $1 == f { sub(/,$/, "", $2); print $2; exit }' "$M/summary.json"
+}
+# cdf FILE LINE P: the nearest-rank P-quantile of that line's values in FILE;
+# cdfn FILE LINE: how many values it draws, its last fraction
+cdf() {
+    awk -v c="$2" -v p="$3" '/^# / { on = index($0, "# " c ": ") == 1; if (on) n = 0; next }
+        on && NF == 2 && $2 > 0 { v[++n] = $1 }
+        END { k = p * n; if (k > int(k)) k = int(k) + 1; print v[k] }' "$1"
+}
+cdfn() {
+    awk -v c="$2" '/^# / { on = index($0, "# " c ": ") == 1; next }
+        on && NF == 2 && $2 > 0 { n++; last = $2 } END { print n + 0, last }' "$1"
+}
+for c in short all; do
+    [ "$(cdfn "$P/ttft-cdf.dat" $c | cut -d' ' -f2)" = 1 ] || fail "ttft-cdf.dat: $c ends below 1"
+    for q in 50 99; do
+        for m in ttft tpot; do
+            want=$(sv $c ${m}_p${q}_s)
+            got=$(cdf "$P/$m-cdf.dat" $c 0.$q)
+            near "$want" "$got" || fail "$m-cdf.dat: $c p$q $got, summary.json $want"
+        done
+    done
+done
+# every request with a first token on the TTFT lines; the finished ones with
+# decode tokens on the TPOT lines, the others counted in the key
+reqs=$(sv all requests)
+nulls=$(grep -c '"ttft_s": null' "$M/summary.json")
+[ "$(cdfn "$P/ttft-cdf.dat" all | cut -d' ' -f1)" -eq $((reqs - nulls)) ] ||
+    fail "ttft-cdf.dat: the all line is not the $((reqs - nulls)) requests with a first token"
+[ "$(cdfn "$P/ttft-cdf.dat" long | cut -d' ' -f1)" -eq "$(sv long requests)" ] ||
+    fail "ttft-cdf.dat: the long line lacks long requests"
+[ "$(cdfn "$P/tpot-cdf.dat" short | cut -d' ' -f1)" -eq "$(sv short finished)" ] ||
+    fail "tpot-cdf.dat: the short line is not its $(sv short finished) finished requests"
+unf=$(($(sv short requests) - $(sv short finished)))
+[ $unf -gt 0 ] || fail "the 5 s mix should leave short requests unfinished"
+key="short: $(sv short finished) of $(sv short requests) requests, .* ($unf unfinished)"
+grep -q "title \"$key\"" "$P/plots.gp" ||
+    fail "the TPOT key does not count the $unf unfinished short requests"
+# the long prompts have no decode tokens: named in the TPOT key, no line
+grep -q "keyentry .* title \"long: none of $(sv long requests) requests ($(sv long finished) \
+without decode tokens)\"" "$P/plots.gp" || fail "the TPOT key does not name the long class"
+grep -q 'set logscale x 10' "$P/plots.gp" || fail "the CDFs lack their log x axis"
+# the batch picture: two rows per step of steps.csv, their requests and tokens
+awk -F, 'NR > 1 { n++; r += $5 + $6; if ($7 > t) t = $7 } END { print n, r, t }' \
+    "$M/steps.csv" >"$tmp/steps.want"
+awk '!/^#/ && NF == 4 && $4 != "NaN" { n++; r += $3; if ($4 > t) t = $4 }
+     END { print n / 2, r / 2, t }' "$P/batch.dat" >"$tmp/steps.got"
+cmp -s "$tmp/steps.want" "$tmp/steps.got" ||
+    fail "batch.dat: steps, requests, largest step $(cat "$tmp/steps.got"), steps.csv $(cat \
+"$tmp/steps.want")"
+grep -q 'axes x1y2' "$P/plots.gp" || fail "the batch picture lacks tokens on the right axis"
+# the timeline shows what the trace holds: the ops of the first 8 steps
+# (their spans from steps.csv, ms); --step picks one of them, refuses others
+step_t() { awk -F, -v s="$1" -v c="$2" 'NR > 1 && $1 == s { printf "%.6f\n", $c * 1e3 }' \
+               "$M/steps.csv"; }
+tlm() { awk -v f="$1" '!/^#/ && NF { if (lo == "" || $1 < lo) lo = $1; if ($2 > hi) hi = $2 }
+                       END { print (f == "lo" ? lo : hi) }' "$P/timeline.dat"; }
+awk -v hi="$(tlm hi)" -v end="$(step_t 7 4)" 'BEGIN { exit !(hi <= end + 1e-3) }' ||
+    fail "the serving timeline ends at $(tlm hi) ms, after step 7 ($(step_t 7 4) ms)"
+grep -q 'A serving trace holds every op of the first 8 steps' "$P/index.html" ||
+    fail "the serving timeline's caption does not say what the trace holds"
+"$CPSIM" plot "$M" --step 3 >/dev/null || fail "plot --step 3 of the serving run exited $?"
+awk -v lo="$(tlm lo)" -v hi="$(tlm hi)" -v a="$(step_t 3 3)" -v b="$(step_t 3 4)" \
+    'BEGIN { exit !(lo >= a - 1e-3 && hi <= b + 1e-3 && hi > lo) }' ||
+    fail "--step 3 of the serving run spans $(tlm lo)-$(tlm hi) ms, steps.csv $(step_t 3 3)-\
+$(step_t 3 4)"
+expect_refusal "--step 20: the trace of this serving run holds the ops of steps 0-7 only" \
+    "$CPSIM" plot "$M" --step 20
+# the serving trace's ops carry their kernel classes and layers, as a run's do
+"$CPSIM" plot "$M" --layers 1-2 >/dev/null || fail "plot --layers of the serving run exited $?"
+grep -q '"cat":"gemm"' "$M/trace.json" || fail "the serving trace's ops lack kernel classes"
+# cut at 0.3 s: the long prompt's step (0.46 s) ends the run, the short
+# prompts waited behind it: the requests without a first token in the key
+"$CPSIM" run "$MIX" --set simulation.duration_s=0.3 --quiet --plots --out "$tmp/mixcut" ||
+    fail "the cut mix exited $?"
+nulls=$(grep -c '"ttft_s": null' "$tmp/mixcut/summary.json")
+[ "$nulls" -gt 0 ] || fail "the mix cut at 0.3 s should leave requests without a first token"
+grep -q "title \"all: .* of .* requests, .* ($nulls without a first token)\"" \
+    "$tmp/mixcut/plots/plots.gp" || fail "the TTFT key does not count $nulls without a first token"
+grep -q '<p class="note">tpot-cdf: not drawn: no finished request has decode tokens' \
+    "$tmp/mixcut/plots/index.html" || fail "the cut mix does not say why there is no TPOT"
+check_index "$tmp/mixcut/plots" $MODEL $PLAT
+# a run that is not serving: none of these
+for f in ttft-cdf tpot-cdf batch; do
+    [ ! -e "$R/plots/$f.png" ] && [ ! -e "$R/plots/$f.dat" ] || fail "$R draws $f"
+    ! grep -q "$f" "$R/plots/index.html" || fail "$R/plots/index.html names $f"
+done
+! grep -q 'class="note"' "$R/plots/index.html" || fail "a run that is not serving has notes"
 
 [ $fails -eq 0 ] || exit 1
 exit 0

@@ -41,8 +41,9 @@
 #define WL_MAX_SEQS 65536
 
 static const char *const kv_storage_names[] = { "by_head", "by_position", NULL };
-static const char *const exchange_names[] = { "auto", "ulysses", "all_gather", "ring", "none",
-                                              NULL };
+static const char *const exchange_names[] = { "auto", "ulysses", "all_gather", "ring", "ring_kv",
+                                              "none", NULL };
+static const char *const ring_select_names[] = { "fixed", "rule", "simulate", NULL };
 static const char *const split_names[] = { "striped", "contiguous", "zigzag", NULL };
 static const char *const agt_names[] = { "qkv", "kv", NULL };
 static const char *const graph_names[] = { "eager", "captured", NULL };
@@ -75,6 +76,7 @@ static const char *const router_names[] = { "round_robin", "least_loaded", NULL 
 _Static_assert(sizeof(wl_kv_storage) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_exchange) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_split) == sizeof(int), "enum size");
+_Static_assert(sizeof(wl_ring_select) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_ag_tensors) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_graph) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_netmodel) == sizeof(int), "enum size");
@@ -110,6 +112,7 @@ static const wl_field parallel_fields[] = {
     { "split", F_ENUM, 0, 0, SPLIT_STRIPED, split_names, NULL, PAR(split) },
     { "all_gather_tensors", F_ENUM, 0, 0, AGT_QKV, agt_names, NULL, PAR(all_gather_tensors) },
     { "ring_overlap", F_BOOL, 0, 1, 0, NULL, NULL, PAR(ring_overlap) },
+    { "ring_select", F_ENUM, 0, 0, RS_FIXED, ring_select_names, NULL, PAR(ring_select) },
     { "sequence_parallel", F_BOOL, 0, 1, 0, NULL, NULL, PAR(sequence_parallel) },
     { "dsa_cp", F_ENUM, 0, 0, -1, dsa_cp_names, dsa_cp_values, PAR(dsa_cp) },
     { "dsa_cp_layout", F_ENUM, 0, 0, DSA_LAYOUT_RFC, dsa_layout_names, NULL, PAR(dsa_cp_layout) },
@@ -135,6 +138,9 @@ static const wl_field simulation_fields[] = {
     { "fold_layers", F_BOOL, 0, 1, 0, NULL, NULL, offsetof(scenario, fold_layers) },
     { "moe_routing", F_ENUM, 0, 0, RT_RANDOM, plan_route_names, NULL,
       offsetof(scenario, moe_routing) },
+    /* simulate one DP replica when the replicas are independent (engine.h),
+     * false: every rank (the same bytes; for the check) */
+    { "share_replicas", F_BOOL, 0, 1, 1, NULL, NULL, offsetof(scenario, share_replicas) },
     /* 0: no end, the run lasts until every request finished */
     { "duration_s", F_DOUBLE, 0, (long long)WL_MAX_ARRIVAL, 0, NULL, NULL,
       offsetof(scenario, duration_s) },
@@ -1201,12 +1207,12 @@ static int check_exchange(const scenario *s, cp_err *err)
     wl_exchange ex = p->exchange;
     int by_head = p->kv_storage == KV_BY_HEAD;
     int ok = ex == EX_AUTO || (ex == EX_ULYSSES && by_head) ||
-             ((ex == EX_ALL_GATHER || ex == EX_RING) && !by_head) ||
+             ((ex == EX_ALL_GATHER || wl_exchange_is_ring(ex)) && !by_head) ||
              (ex == EX_NONE && (!by_head || p->sp == 1));
     if (ok)
         return 0;
     const char *accepted = by_head ? "auto, ulysses (and none when sp = 1)"
-                                   : "auto, all_gather, ring, none";
+                                   : "auto, all_gather, ring, ring_kv, none";
     char needs[96];
     if (ex == EX_NONE)
         snprintf(needs, sizeof needs, "with kv_storage by_head needs sp = 1 (parallel.sp = %d)",
@@ -1262,15 +1268,68 @@ static int check_exchange_keys(const scenario *s, cp_err *err)
                           "gathers; this node runs exchange %s with kv_storage %s (set "
                           "exchange: all_gather with kv_storage: by_position, or drop the key)",
                           ex, kv);
-    if (yio_key(par, "ring_overlap") && p->ring_overlap && p->exchange != EX_RING)
+    int ring = wl_exchange_is_ring(p->exchange);
+    if (yio_key(par, "ring_overlap") && p->ring_overlap && !ring)
         return cp_fail_at(err, loc_of(s, "parallel", "ring_overlap"),
-                          "parallel.ring_overlap: overlaps the hops of the ring exchange; this "
-                          "node runs exchange %s", ex);
-    if (yio_key(par, "split") && p->exchange == EX_RING && p->split != SPLIT_STRIPED)
+                          "parallel.ring_overlap: overlaps the hops of the ring exchanges "
+                          "(ring, ring_kv); this node runs exchange %s", ex);
+    /* the rings split by KV ownership: a rank's share is the positions it
+     * stores, striped (x % P) or zigzag (chunks r and 2P-1-r); a contiguous
+     * split would leave the last rank most of the causal work */
+    if (yio_key(par, "split") && ring && p->split == SPLIT_CONTIGUOUS)
         return cp_fail_at(err, loc_of(s, "parallel", "split"),
-                          "parallel.split: the ring exchange splits striped by KV position "
-                          "(cp-exchange.md), not %s", split_names[p->split]);
+                          "parallel.split: the ring exchanges (ring, ring_kv) split by the KV "
+                          "positions each rank stores, striped or zigzag, not contiguous");
+    if (yio_key(par, "ring_select") && p->ring_select != RS_FIXED && !ring)
+        return cp_fail_at(err, loc_of(s, "parallel", "ring_select"),
+                          "parallel.ring_select: %s picks pass-KV or pass-Q for the split steps "
+                          "of a ring exchange (exchange: ring or ring_kv with kv_storage: "
+                          "by_position); this node runs exchange %s with kv_storage %s",
+                          ring_select_names[p->ring_select], ex, kv);
     return 0;
+}
+
+/* A split step's attention covers the request's cached prefix (the KV of
+ * the cached_tokens, already in each rank's share).  The rings, Ulysses
+ * (every position of the rank's heads) and all_gather of q/k/v (every query
+ * over the rank's own slots) read it where it is stored; all_gather of k/v
+ * gathers the step's K/V alone, so its split steps would miss the prefix:
+ * refused, naming the first request that would run such a step. */
+static int check_split_prefix(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    if (p->sp <= 1 || p->kv_storage != KV_BY_POSITION || p->exchange != EX_ALL_GATHER ||
+        p->all_gather_tensors != AGT_KV)
+        return 0;
+    long long cached = 0, prompt = 0;
+    int q = -1;
+    for (int i = 0; i < s->nreqs && q < 0; i++)
+        if (s->reqs[i].cached_tokens > 0 && s->reqs[i].prompt_tokens >= p->min_tokens &&
+            s->reqs[i].prompt_tokens >= p->sp) {
+            q = i;
+            cached = s->reqs[i].cached_tokens;
+            prompt = s->reqs[i].prompt_tokens;
+        }
+    for (int i = 0; i < s->nstreams && q < 0; i++)
+        if (s->streams[i].cached_tokens > 0 && s->streams[i].prompt_tokens >= p->min_tokens &&
+            s->streams[i].prompt_tokens >= p->sp) {
+            q = s->nreqs + i;
+            cached = s->streams[i].cached_tokens;
+            prompt = s->streams[i].prompt_tokens;
+        }
+    if (q < 0)
+        return 0;
+    char who[64];
+    if (q < s->nreqs)
+        snprintf(who, sizeof who, "request %d", q);
+    else
+        snprintf(who, sizeof who, "closed-loop source %d", q - s->nreqs);
+    return cp_fail_at(err, loc_of(s, "parallel", "all_gather_tensors"),
+                      "parallel.all_gather_tensors: kv gathers a split step's own K/V only, so "
+                      "a split prefill after a cached prefix (%s: cached_tokens %lld, "
+                      "prompt_tokens %lld) would miss the prefix's keys; use all_gather_tensors: "
+                      "qkv or exchange: ring / ring_kv, or raise parallel.min_tokens above the "
+                      "prompt", who, cached, prompt);
 }
 
 int64_t wl_prefill_chunk(const scenario *s, int q)
@@ -1324,9 +1383,9 @@ static int check_sp_attention(const scenario *s, cp_err *err)
                           "parallel.sp = %d: the sequence-parallel exchange strategies "
                           "(cp-exchange.md) split GQA attention; %s uses MLA (use sp: 1)",
                           p->sp, s->model.name);
-    if (p->exchange == EX_RING && p->sp > 128)
+    if (wl_exchange_is_ring(p->exchange) && p->sp > 128)
         return cp_fail_at(err, loc_of(s, "parallel", "sp"),
-                          "parallel.sp = %d: the ring exchange addresses at most 128 SP ranks",
+                          "parallel.sp = %d: the ring exchanges address at most 128 SP ranks",
                           p->sp);
     return 0;
 }
@@ -1437,6 +1496,7 @@ static int validate(const scenario *s, cp_err *err)
 {
     if (check_devices(s, err) < 0 || check_heads(s, err) < 0 || check_experts(s, err) < 0 ||
         check_exchange(s, err) < 0 || check_exchange_keys(s, err) < 0 ||
+        check_split_prefix(s, err) < 0 ||
         check_ulysses(s, err) < 0 || check_engine(s, err) < 0 ||
         check_dsa(s, err) < 0 || check_sharding(s, err) < 0 || check_seqpar(s, err) < 0 ||
         check_sp_attention(s, err) < 0 || check_plan_size(s, err) < 0)
@@ -1592,6 +1652,16 @@ const char *wl_weights_name(const scenario *s)
 const char *wl_exchange_name(wl_exchange e)
 {
     return (unsigned)e < COUNT(exchange_names) - 1 ? exchange_names[e] : "?";
+}
+
+int wl_exchange_is_ring(wl_exchange e)
+{
+    return e == EX_RING || e == EX_RING_KV;
+}
+
+const char *wl_ring_select_name(wl_ring_select r)
+{
+    return (unsigned)r < COUNT(ring_select_names) - 1 ? ring_select_names[r] : "?";
 }
 
 const char *wl_kv_storage_name(wl_kv_storage k)

@@ -8,7 +8,7 @@
  *   precision   scalar dtype or {weights, activations, kv_cache,
  *                activation_quant, quant_description}
  *   parallel    {tp, sp, ep, dp, kv_storage, exchange, min_tokens, split,
- *                all_gather_tensors, ring_overlap, sequence_parallel,
+ *                all_gather_tensors, ring_overlap, ring_select, sequence_parallel,
  *                dsa_cp, dsa_cp_layout, layer_sharding}
  *   engine      {graph: eager|captured, chunked_prefill, max_num_batched_tokens,
  *                max_num_seqs, router, memory}
@@ -30,7 +30,14 @@
 #include "workloads/yamlio.h"
 
 typedef enum { KV_BY_HEAD, KV_BY_POSITION } wl_kv_storage;
-typedef enum { EX_AUTO, EX_ULYSSES, EX_ALL_GATHER, EX_RING, EX_NONE } wl_exchange;
+/* ring: pass-Q (the queries travel, K/V stay); ring_kv: pass-KV (the K/V
+ * blocks travel, the queries stay); models/exchange.h. */
+typedef enum { EX_AUTO, EX_ULYSSES, EX_ALL_GATHER, EX_RING, EX_RING_KV, EX_NONE } wl_exchange;
+/* Which ring a split step of a ring exchange runs (parallel.ring_select):
+ * the exchange as written, the cost rule of models/exchange.c
+ * ex_ring_rule, or both simulated and the faster kept (the simulator's
+ * side; the plan builder alone applies the rule). */
+typedef enum { RS_FIXED, RS_RULE, RS_SIMULATE } wl_ring_select;
 typedef enum { SPLIT_STRIPED, SPLIT_CONTIGUOUS, SPLIT_ZIGZAG } wl_split;
 typedef enum { AGT_QKV, AGT_KV } wl_ag_tensors;
 typedef enum { GRAPH_EAGER, GRAPH_CAPTURED } wl_graph;
@@ -72,6 +79,7 @@ typedef struct wl_parallel {
     wl_split split;                 /* default striped */
     wl_ag_tensors all_gather_tensors; /* default qkv */
     int ring_overlap;               /* default 0 */
+    wl_ring_select ring_select;     /* default fixed */
     int sequence_parallel;          /* RFC SP over the TP group, default 0 */
     int dsa_cp;                     /* -1 auto (default), 0 off, 1 on */
     wl_dsa_layout dsa_cp_layout;    /* default rfc */
@@ -134,6 +142,7 @@ typedef struct scenario {
     wl_engine_memory mem;           /* engine.memory */
     wl_netmodel net_model;
     int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
+    int share_replicas;     /* simulation.share_replicas: sim/engine/engine.h */
     int moe_routing;        /* simulation.moe_routing: plan_route, default random */
 
     /* requests: every open-loop request (single entries, periodic, Poisson
@@ -202,6 +211,9 @@ int64_t wl_prefill_steps(const scenario *s, int q);
 int wl_dsa_cp(const scenario *s);
 
 const char *wl_exchange_name(wl_exchange e);
+/* Whether the exchange is one of the two rings (ring, ring_kv). */
+int wl_exchange_is_ring(wl_exchange e);
+const char *wl_ring_select_name(wl_ring_select r);
 /* precision.weights as written: "bf16", "fp8" (per-tensor scales),
  * "fp8_rowwise", "fp8_blockwise", "int8", ... */
 const char *wl_weights_name(const scenario *s);

@@ -111,7 +111,8 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
         rc = interf_load(&im, &s->plat, err);
     if (rc == 0) {
         eng_opts eo = {.plat = &s->plat, .cm = &cm, .graph = s->graph == GRAPH_CAPTURED,
-                       .l07 = s->net_model == NET_L07, .im = &im};
+                       .l07 = s->net_model == NET_L07, .im = &im,
+                       .share_replicas = s->share_replicas};
         rc = eng_run(p, &eo, &r, err);
     }
     if (rc == 0)
@@ -127,8 +128,12 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
         else if (rq->out_dir)
             fprintf(table, "\nwrote %s/summary.json, %s/trace.json%s, %s/memory.csv ",
                     rq->out_dir, rq->out_dir, rq->trace_gz ? ".gz" : "", rq->out_dir);
-        fprintf(table, "(simulated %ld events, %ld messages in %.3f s)\n", sm.events,
-                sm.messages, sm.wall_s);
+        fprintf(table, "(simulated %ld events, %ld messages in %.3f s", sm.events, sm.messages,
+                sm.wall_s);
+        if (sm.replicas_simulated == 1 && s->par.dp > 1)
+            fprintf(table, "; one of the %d independent DP replicas simulated, copied to the rest",
+                    s->par.dp);
+        fputs(")\n", table);
     }
     if (rc != 0 && *summary) {
         json_decref(*summary);

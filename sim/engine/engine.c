@@ -2,18 +2,18 @@
 #include "sim/engine/engine.h"
 
 #include <simgrid/actor.h>
-#include <simgrid/cond.h>
 #include <simgrid/engine.h>
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
 #include <simgrid/link.h>
-#include <simgrid/mutex.h>
+#include <simgrid/semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <xbt/config.h>
+#include <xbt/dynar.h>
 #include <xbt/log.h>
 
 #include "collectives/sg_transport.h"
@@ -36,11 +36,15 @@ typedef struct rank_st {
     const prog_index *ix;
     sg_host_t host;
     double speed;               /* host flop/s: exec amount = cost_s * speed */
-    sg_mutex_t mu;
-    sg_cond_t cv;
+    /* a stream that must wait parks on its semaphore with the element it
+     * waits for in want[]; a completion releases it once that element is
+     * ready (engine.h), never before */
+    sg_sem_t sem[ST_COUNT];
+    uint32_t want[ST_COUNT];
+    uint8_t parked[ST_COUNT];
     uint32_t done[ST_COUNT];    /* ops completed per stream */
     int32_t started_step;       /* last step whose step op completed, -1 before */
-    int waiters;                /* streams blocked in wait_ready */
+    int waiters;                /* streams parked */
     uint32_t at[ST_COUNT];      /* op each stream is working on (deadlock report) */
     int finished[ST_COUNT];
     /* interference (engine.h) */
@@ -136,20 +140,19 @@ static int ready(const rank_st *rs, uint32_t i)
 }
 
 /* Actors are coroutines that switch only inside SimGrid calls, so the
- * rank's counters are read and written without the mutex; the mutex and
- * the condition serve the streams that must wait.  A waiter registers and
- * re-checks with no SimGrid call in between, so a completion can never slip
- * between its check and its wait. */
-static void wait_ready(rank_st *rs, uint32_t i)
+ * rank's counters are read and written without a lock.  A stream whose op
+ * is not ready parks on its semaphore, with no SimGrid call between its
+ * check and the park, so a completion cannot slip between them; the
+ * completion that makes the op ready releases it: one hand-off per wait,
+ * no wake-up that finds the op still blocked. */
+static void wait_ready(rank_st *rs, int s, uint32_t i)
 {
     if (ready(rs, i))
         return;
-    sg_mutex_lock(rs->mu);
+    rs->want[s] = i;
+    rs->parked[s] = 1;
     rs->waiters++;
-    while (!ready(rs, i))
-        sg_cond_wait(rs->cv, rs->mu);
-    rs->waiters--;
-    sg_mutex_unlock(rs->mu);
+    sg_sem_acquire(rs->sem[s]);
 }
 
 static void mark_done(rank_st *rs, int stream)
@@ -157,9 +160,12 @@ static void mark_done(rank_st *rs, int stream)
     rs->done[stream]++;
     if (rs->waiters == 0)
         return;
-    sg_mutex_lock(rs->mu);
-    sg_cond_notify_all(rs->cv);
-    sg_mutex_unlock(rs->mu);
+    for (int s = 0; s < ST_COUNT; s++)
+        if (rs->parked[s] && ready(rs, rs->want[s])) {
+            rs->parked[s] = 0;
+            rs->waiters--;
+            sg_sem_release(rs->sem[s]);
+        }
 }
 
 static void sleep_until(double t)
@@ -300,7 +306,7 @@ static void stream_main(int argc, char **argv)
         const plan_op *o = &rs->pg->ops[real];
         int32_t layer = plan_vseq_layer(rs->pg, &ix->v, i);
         rs->at[s] = i;
-        wait_ready(rs, i);
+        wait_ready(rs, s, i);
         double base = o->step >= 0 ? step_start[o->step] : 0.0;
         if (o->kind != OPK_STEP)
             sleep_until(base + ix->issue_off[i]);
@@ -454,19 +460,10 @@ static int report_unfinished(rank_st *ranks, int nranks, cp_err *err)
                    "simulation deadlocked: %d stream(s) did not finish:%s", bad, buf);
 }
 
-int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
+/* Load the platform into SimGrid (the first run of the process), or check
+ * that a later run is on the same one. */
+static int load_platform(const eng_opts *o, cp_err *err)
 {
-    memset(res, 0, sizeof *res);
-    res->nranks = p->nranks;
-    res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
-    res->step_start = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_start);
-    res->step_end = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_end);
-    if (!res->step_start || !res->step_end)
-        abort();
-    if (p->nranks > plat_devices(o->plat))
-        return cp_fail(err, CP_EXIT_INPUT, "the plan needs %d devices, platform %s has %d",
-                       p->nranks, o->plat->name, plat_devices(o->plat));
-
     /* the platform as SimGrid would read it: a later run must be on the
      * same one (the same XML, or the same raw XML file) */
     char *text = NULL;
@@ -510,6 +507,12 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
         if (!o->plat->raw_xml)
             unlink(xml);
     }
+    return 0;
+}
+
+/* Simulate plan p (platform loaded) into res (its arrays allocated). */
+static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
+{
     res->t0 = simgrid_get_clock();
 
     prog_index *ix = calloc((size_t)p->nprogs, sizeof *ix);
@@ -541,8 +544,8 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
             break;
         }
         rs->speed = sg_host_get_speed(rs->host);
-        rs->mu = sg_mutex_init();
-        rs->cv = sg_cond_init();
+        for (int st = 0; st < ST_COUNT; st++)
+            rs->sem[st] = sg_sem_init(0);
         rs->started_step = -1;
         for (int s = 0; s < ST_COUNT; s++) {
             if (rs->ix->nlist[s] == 0)
@@ -573,10 +576,9 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
     }
 
     for (int r = 0; r < p->nranks; r++) {
-        if (ranks[r].mu)
-            sg_mutex_destroy(ranks[r].mu);
-        if (ranks[r].cv)
-            sg_cond_destroy(ranks[r].cv);
+        for (int st = 0; st < ST_COUNT; st++)
+            if (ranks[r].sem[st])
+                sg_sem_destroy(ranks[r].sem[st]);
         free(ranks[r].links);
     }
     free(E.links);
@@ -587,6 +589,179 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
     free(ranks);
     free(streams);
     memset(&E, 0, sizeof E);
+    return rc;
+}
+
+/* ---- independent replicas ---------------------------------------------------------- */
+
+/* The ranks of one model replica when p's dp replicas can be simulated as
+ * one and copied: the same program on every replica's rank i, no group
+ * wider than a replica (EP groups inside it, no G_WORLD op), replicas
+ * aligned with nodes (a replica fills whole nodes or a node holds whole
+ * replicas) on a generated, homogeneous platform, and the routes between
+ * the ranks of each replica on links no other replica's routes use.
+ * Otherwise 0: the run simulates every rank. */
+static int replica_ranks(const plan *p, const eng_opts *o)
+{
+    const plan_layout_cfg *l = &p->lay;
+    int rpr = l->tp * l->sp, dpn = o->plat->devices_per_node;
+    if (l->dp <= 1 || o->plat->raw_xml || l->ep > rpr || rpr % l->ep != 0 || dpn <= 0 ||
+        (rpr % dpn != 0 && dpn % rpr != 0))
+        return 0;
+    for (int r = rpr; r < p->nranks; r++)
+        if (p->prog_of_rank[r] != p->prog_of_rank[r % rpr])
+            return 0;
+    for (int g = 0; g < p->nprogs; g++)
+        for (uint32_t i = 0; i < p->progs[g].nops; i++) {
+            const plan_op *op = &p->progs[g].ops[i];
+            if ((op->kind == OPK_COLL || op->kind == OPK_P2P) && op->group == G_WORLD)
+                return 0;
+        }
+    /* every link on a route inside a replica belongs to that replica only */
+    size_t cap = 1024;
+    while (cap < (size_t)p->nranks * 64)
+        cap *= 2;
+    const void **key = calloc(cap, sizeof *key);
+    int *owner = calloc(cap, sizeof *owner);
+    if (!key || !owner)
+        abort();
+    xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    int ok = 1;
+    for (int r = 0; r < p->nranks && ok; r++) {
+        char a[128], b[128];
+        plat_host_name(o->plat, r, a, sizeof a);
+        sg_host_t ha = sg_host_by_name(a);
+        int d = r / rpr;
+        for (int q = d * rpr; q < (d + 1) * rpr && ok; q++) {
+            if (q == r)
+                continue;
+            plat_host_name(o->plat, q, b, sizeof b);
+            sg_host_t hb = sg_host_by_name(b);
+            if (!ha || !hb) {
+                ok = 0;
+                break;
+            }
+            xbt_dynar_reset(links);
+            sg_host_get_route(ha, hb, links);
+            unsigned n = xbt_dynar_length(links);
+            for (unsigned k = 0; k < n && ok; k++) {
+                sg_link_t lk = xbt_dynar_get_as(links, k, sg_link_t);
+                size_t h = ((uintptr_t)lk >> 4) & (cap - 1);
+                while (key[h] && key[h] != lk)
+                    h = (h + 1) & (cap - 1);
+                if (!key[h]) {
+                    key[h] = lk;
+                    owner[h] = d;
+                } else if (owner[h] != d) {
+                    ok = 0;
+                }
+            }
+        }
+    }
+    xbt_dynar_free(&links);
+    free(key);
+    free(owner);
+    return ok ? rpr : 0;
+}
+
+/* Events (or memory events) of res in rank order, each rank's in the order
+ * they were recorded (a stable counting sort): the order of the outputs,
+ * the same whether the replicas were simulated or copied. */
+#define BY_RANK(name, type)                                                                 \
+    static void name(type *v, size_t n, int nranks)                                          \
+    {                                                                                        \
+        size_t *start = calloc((size_t)nranks + 1, sizeof *start);                           \
+        type *out = malloc((n + 1) * sizeof *out);                                           \
+        if (!start || !out)                                                                  \
+            abort();                                                                         \
+        for (size_t i = 0; i < n; i++)                                                       \
+            start[v[i].rank + 1]++;                                                          \
+        for (int r = 0; r < nranks; r++)                                                     \
+            start[r + 1] += start[r];                                                        \
+        for (size_t i = 0; i < n; i++)                                                       \
+            out[start[v[i].rank]++] = v[i];                                                  \
+        memcpy(v, out, n * sizeof *v);                                                       \
+        free(out);                                                                           \
+        free(start);                                                                         \
+    }
+BY_RANK(events_by_rank, eng_event)
+BY_RANK(mems_by_rank, eng_mem)
+
+/* res of the first replica (rpr ranks) copied to every replica of p. */
+static void copy_replicas(const plan *p, int rpr, eng_result *res)
+{
+    int dp = p->nranks / rpr, ns = res->nsteps;
+    eng_event *ev = malloc((res->nev * (size_t)dp + 1) * sizeof *ev);
+    eng_mem *mem = malloc((res->nmem * (size_t)dp + 1) * sizeof *mem);
+    double *ss = realloc(res->step_start, (size_t)p->nranks * ns * sizeof *ss);
+    double *se = realloc(res->step_end, (size_t)p->nranks * ns * sizeof *se);
+    if (!ev || !mem || !ss || !se)
+        abort();
+    for (int d = 0; d < dp; d++) {
+        for (size_t i = 0; i < res->nev; i++) {
+            ev[(size_t)d * res->nev + i] = res->ev[i];
+            ev[(size_t)d * res->nev + i].rank += d * rpr;
+        }
+        for (size_t i = 0; i < res->nmem; i++) {
+            mem[(size_t)d * res->nmem + i] = res->mem[i];
+            mem[(size_t)d * res->nmem + i].rank += d * rpr;
+        }
+        if (d > 0) {
+            memcpy(ss + (size_t)d * rpr * ns, ss, (size_t)rpr * ns * sizeof *ss);
+            memcpy(se + (size_t)d * rpr * ns, se, (size_t)rpr * ns * sizeof *se);
+        }
+    }
+    free(res->ev);
+    free(res->mem);
+    res->ev = ev;
+    res->mem = mem;
+    res->nev *= (size_t)dp;
+    res->nmem *= (size_t)dp;
+    res->cap = res->nev;
+    res->mcap = res->nmem;
+    res->step_start = ss;
+    res->step_end = se;
+    res->nranks = p->nranks;
+    res->messages *= dp;
+    res->execs *= dp;
+}
+
+int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->nranks = p->nranks;
+    res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
+    res->step_start = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_start);
+    res->step_end = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_end);
+    if (!res->step_start || !res->step_end)
+        abort();
+    if (p->nranks > plat_devices(o->plat))
+        return cp_fail(err, CP_EXIT_INPUT, "the plan needs %d devices, platform %s has %d",
+                       p->nranks, o->plat->name, plat_devices(o->plat));
+    if (load_platform(o, err) != 0)
+        return -1;
+    int rpr = o->share_replicas ? replica_ranks(p, o) : 0;
+    int rc;
+    if (rpr > 0) {
+        plan one = *p;
+        one.nranks = rpr;
+        one.lay.dp = 1;
+        res->nranks = rpr;
+        rc = run_plan(&one, o, res, err);
+        if (rc == 0) {
+            events_by_rank(res->ev, res->nev, rpr);
+            mems_by_rank(res->mem, res->nmem, rpr);
+            copy_replicas(p, rpr, res);
+            res->replicas_simulated = 1;
+        }
+    } else {
+        rc = run_plan(p, o, res, err);
+        if (rc == 0) {
+            events_by_rank(res->ev, res->nev, p->nranks);
+            mems_by_rank(res->mem, res->nmem, p->nranks);
+            res->replicas_simulated = p->lay.dp;
+        }
+    }
     return rc;
 }
 

@@ -44,6 +44,8 @@ typedef struct eng_opts {
     int l07;            /* 1: host/model ptask_L07 instead of CM02 */
     const interf_model *im; /* compute/communication interference, NULL: none
                                (needs CM02: ignored under ptask_L07) */
+    int share_replicas; /* 1: simulate one DP replica when the replicas are
+                           independent and copy its figures (see eng_run) */
 } eng_opts;
 
 
@@ -56,7 +58,15 @@ void eng_init(int *argc, char **argv);
  * run (SimGrid holds one platform per process): each later run continues
  * the clock where the previous one ended (res->t0), its events and step
  * times are on that clock, its arrival times count from 0 of the process.
- * The serving scheduler (sim/serve/) runs one plan per distinct step. */
+ * The serving scheduler (sim/serve/) runs one plan per distinct step.
+ *
+ * With o->share_replicas, DP replicas that cannot affect each other (the
+ * same program, no group wider than a replica, node-aligned, routes on
+ * links of their own: checked from the platform's routes) are simulated
+ * once and the first replica's events copied to the others, shifted in
+ * rank (res->replicas_simulated says which way it went).  Either way the
+ * events and memory events come in rank order, each rank's in the order
+ * they happened, so the outputs are the same bytes. */
 int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err);
 
 #endif

@@ -39,7 +39,9 @@ typedef struct eng_result {
     double *step_start;  /* [nranks * nsteps]: when each rank started each step */
     double *step_end;    /* [nranks * nsteps]: when each rank finished each step */
     int nsteps;
-    long messages;       /* simulated point-to-point messages */
+    int replicas_simulated; /* DP replicas simulated (1: the first one, its
+                               figures copied to the others, engine.h) */
+    long messages;       /* simulated point-to-point messages (copies counted) */
     long execs;          /* simulated compute activities */
     double wall_s;       /* wall-clock seconds inside simgrid_run() */
 } eng_result;

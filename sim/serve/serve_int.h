@@ -13,15 +13,6 @@
 #include "sim/engine/engine.h"
 #include "sim/serve/serve.h"
 
-/* An op a rank ran in a step, relative to the step's start. */
-typedef struct srv_event {
-    int32_t rank;
-    uint8_t stream;
-    int32_t layer;
-    const char *name;        /* the op's static name */
-    double t0, t1;
-} srv_event;
-
 /* A rank's figures over one step. */
 typedef struct srv_rank {
     double compute_s, comm_s, overlap_s;
@@ -42,7 +33,11 @@ typedef struct srv_step {
     srv_rank *rank;
     rep_costsrc cost;
     long events, messages, execs;
-    srv_event *ev;
+    /* the first SRV_FULL_STEPS simulated steps (the only ones the first
+     * SRV_FULL_STEPS steps of a run can be): the plan and its events, times
+     * from the step's start; NULL and 0 for the others */
+    plan *p;
+    eng_event *ev;
     size_t nev;
 } srv_step;
 

@@ -227,19 +227,12 @@ json_t *srv_summary(const srv_run_st *R, rep_summary *sm)
 
 /* ---- trace.json ------------------------------------------------------------------- */
 
-static void span(FILE *f, int *first, const char *name, const char *cat, int pid, int tid,
-                 double t0, double t1)
-{
-    fprintf(f, "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
-               "\"ts\":%.3f,\"dur\":%.3f}",
-            *first ? "" : ",\n", name, cat, pid, tid, t0 * 1e6, (t1 - t0) * 1e6);
-    *first = 0;
-}
-
 int srv_write_trace(const srv_run_st *R, const rep_trace_opts *o, const char *path,
                     cp_err *err)
 {
-    int nranks = R->s->par.dp * R->rpr;
+    const scenario *s = R->s;
+    int nranks = s->par.dp * R->rpr;
+    int dpn = s->plat.devices_per_node > 0 ? s->plat.devices_per_node : 1;
     unsigned char *sel = cp_xcalloc((size_t)nranks + 1, 1);
     if (!o || !o->ranks)
         memset(sel, 1, (size_t)nranks);
@@ -260,36 +253,29 @@ int srv_write_trace(const srv_run_st *R, const rep_trace_opts *o, const char *pa
                "\"mode\":\"serving\",\"full_steps\":%d},\n\"traceEvents\":[\n",
             full);
     int first = 1;
-    for (int rk = 0; rk < nranks; rk++) {
-        if (!sel[rk])
-            continue;
-        fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-                   "\"args\":{\"name\":\"rank %d steps\"}}",
-                first ? "" : ",\n", REP_TRACE_ID_BASE, REP_TRACE_ID_BASE + rk * ST_COUNT, rk);
-        first = 0;
-    }
+    rep_trace_metadata(f, s, nranks, sel, &first);
     for (int i = 0; i < R->ninst; i++) {
         const srv_inst *in = &R->inst[i];
         const srv_step *e = &R->steps.v[in->step];
-        char name[96];
-        snprintf(name, sizeof name, "step %d: %d decode, %d prefill, %lld tokens", i,
-                 in->ndecode, in->nprefill, (long long)in->tokens);
-        if (i >= full) {
+        if (i >= full || !e->p) {
+            char what[80];
+            snprintf(what, sizeof what, "%d decode, %d prefill, %lld tokens", in->ndecode,
+                     in->nprefill, (long long)in->tokens);
             for (int rk = 0; rk < e->nranks; rk++) {
                 int g = global_rank(R, in->replica, rk);
                 if (sel[g])
-                    span(f, &first, name, "step", REP_TRACE_ID_BASE,
-                         REP_TRACE_ID_BASE + g * ST_COUNT, in->t0, in->t1);
+                    rep_trace_step(f, dpn, g, i, what, in->t0, in->t1);
             }
             continue;
         }
         for (size_t k = 0; k < e->nev; k++) {
-            const srv_event *v = &e->ev[k];
+            const eng_event *v = &e->ev[k];
+            const plan_op *op = &e->p->progs[e->p->prog_of_rank[v->rank]].ops[v->op];
             int g = global_rank(R, in->replica, v->rank);
-            if (!sel[g] || (lo >= 0 && v->layer >= 0 && (v->layer < lo || v->layer > hi)))
+            if (!sel[g] ||
+                (lo >= 0 && op->kind != OPK_STEP && (v->layer < lo || v->layer > hi)))
                 continue;
-            span(f, &first, v->name, plan_stream_name(v->stream), REP_TRACE_ID_BASE,
-                 REP_TRACE_ID_BASE + g * ST_COUNT + v->stream, in->t0 + v->t0, in->t0 + v->t1);
+            rep_trace_op(f, dpn, op, g, v->stream, v->layer, i, in->t0 + v->t0, in->t0 + v->t1);
         }
     }
     fputs("\n]}\n", f);

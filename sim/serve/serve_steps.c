@@ -57,7 +57,8 @@ int srv_steps_init(srv_steps *st, const scenario *s, int lockstep, double reuse,
     if (coll_model_init(&st->cm, &s->plat, err) != 0 || interf_load(&st->im, &s->plat, err) != 0)
         return -1;
     st->eo = (eng_opts){.plat = &s->plat, .cm = &st->cm, .graph = s->graph == GRAPH_CAPTURED,
-                        .l07 = s->net_model == NET_L07, .im = &st->im};
+                        .l07 = s->net_model == NET_L07, .im = &st->im,
+                        .share_replicas = s->share_replicas};
     /* the scenario the step summaries see: one request */
     st->one = *s;
     st->one.nreqs = 1;
@@ -70,6 +71,10 @@ void srv_steps_free(srv_steps *st)
     for (int i = 0; i < st->n; i++) {
         free(st->v[i].rank);
         free(st->v[i].ev);
+        if (st->v[i].p) {
+            plan_free(st->v[i].p);
+            free(st->v[i].p);
+        }
     }
     free(st->v);
     if (st->cost)
@@ -101,12 +106,22 @@ static void keep(srv_step *e, const plan *p, const eng_result *r, const rep_summ
     e->events = sm->events;
     e->messages = sm->messages;
     e->execs = sm->execs;
+}
+
+/* Keep the plan and events of step e for the trace (p moves into e). */
+static void keep_events(srv_step *e, plan *p, const eng_result *r)
+{
+    e->p = malloc(sizeof *e->p);
+    if (!e->p)
+        abort();
+    *e->p = *p;
+    memset(p, 0, sizeof *p);
     e->nev = r->nev;
     e->ev = cp_xcalloc(r->nev + 1, sizeof *e->ev);
     for (size_t i = 0; i < r->nev; i++) {
-        const eng_event *v = &r->ev[i];
-        const plan_op *o = &p->progs[p->prog_of_rank[v->rank]].ops[v->op];
-        e->ev[i] = (srv_event){v->rank, v->stream, v->layer, o->name, v->t0 - t0, v->t1 - t0};
+        e->ev[i] = r->ev[i];
+        e->ev[i].t0 -= r->t0;
+        e->ev[i].t1 -= r->t0;
     }
 }
 
@@ -159,6 +174,8 @@ int srv_step_get(srv_steps *st, const build_batch *bt, cp_err *err)
     e->ctx = ctx;
     e->split = bt->split;
     keep(e, &p, &r, &sm);
+    if (st->n <= SRV_FULL_STEPS)
+        keep_events(e, &p, &r);
     st->wall_s += r.wall_s;
     rep_summary_free(&sm);
     eng_result_free(&r);
