@@ -161,6 +161,24 @@ for lay in "" "--set parallel.tp=4 --set parallel.dp=2"; do
     cmp -s "$tmp/dp-a" "$tmp/dp-b" || fail "shared dp replicas: summary differs ($lay)"
 done
 
+# parallel.ring_select: simulate runs both rings and keeps the faster: its
+# makespan is the smaller one, and the run matches the winner run alone
+cat >"$tmp/rs.yaml" <<'YAML'
+model: llama-3.1-70b
+platform: {name: h200-sxm-8, nodes: 2}
+precision: {weights: fp8}
+parallel: {tp: 8, sp: 2, kv_storage: by_position, exchange: ring, ring_select: simulate}
+requests: [{prompt_tokens: 8192, cached_tokens: 24576}]
+YAML
+"$CPSIM" run "$tmp/rs.yaml" --quiet --trace none --out "$tmp/rs" || fail "ring_select simulate"
+num() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" "$tmp/rs/summary.json" | head -1; }
+picked=$(sed -n 's/.*"picked": "\([a-z_]*\)".*/\1/p' "$tmp/rs/summary.json")
+awk -v m="$(num makespan_s)" -v kv="$(num pass_kv_makespan_s)" -v q="$(num pass_q_makespan_s)" \
+    'BEGIN { b = kv < q ? kv : q; exit !(m == b && kv > 0 && q > 0) }' ||
+    fail "ring_select simulate: makespan $(num makespan_s) is not the faster ring's"
+grep -q "\"ring\": \"$picked\"" "$tmp/rs/summary.json" ||
+    fail "ring_select simulate: the request does not say it ran $picked"
+
 # folding identical layers changes nothing in the results
 "$CPSIM" run --quiet --set simulation.fold_layers=true --out "$tmp/fold" || fail "folded run"
 cmp -s "$tmp/out/summary.json" "$tmp/fold/summary.json" || fail "folded run differs"

@@ -27,6 +27,8 @@ typedef struct drv_req {
     int trace_gz;                  /* 1: trace.json.gz (gzip) instead of trace.json */
     const struct rep_trace_opts *trace; /* what trace.json holds (reports/report.h);
                                            NULL: every op of every rank */
+    const double *picked;          /* set by drv_simulate under ring_select: simulate:
+                                      the makespans of pass-KV and pass-Q (NULL) */
 } drv_req;
 
 /* The plan of s: every request's steps (build_plan), or for a serving
@@ -45,9 +47,16 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err);
 int drv_run(const drv_req *rq, json_t **summary, FILE *table, cp_err *err);
 
 /* The simulation and reports of a prepared scenario and plan (the second
- * half of drv_run; rq gives out_dir).  Frees neither. */
+ * half of drv_run; rq gives out_dir).  Frees neither.  A serving scenario
+ * runs the scheduler (sim/serve/); under parallel.ring_select: simulate a
+ * plan with split ring steps is simulated with every such step as pass-KV
+ * and as pass-Q (in child processes) and the faster one's outputs written,
+ * the summary's ring_select saying what each took. */
 int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **summary,
                  FILE *table, cp_err *err);
+/* drv_simulate of exactly the plan p (no ring selection, not serving). */
+int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p, json_t **summary,
+                     FILE *table, cp_err *err);
 
 /* ---- children (driver_child.c): one scenario in a child process ---------------
  *

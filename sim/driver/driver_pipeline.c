@@ -96,12 +96,82 @@ int drv_run(const drv_req *rq, json_t **summary, FILE *table, cp_err *err)
     return rc;
 }
 
+/* Whether plan p has a split step of a ring exchange (plan.step_ring). */
+static int has_ring_step(const plan *p)
+{
+    for (int k = 0; p->step_ring && k < p->nsteps; k++)
+        if (p->step_ring[k] != PR_NONE)
+            return 1;
+    return 0;
+}
+
+/* parallel.ring_select: simulate: the plan with every split ring step as
+ * pass-KV and as pass-Q, each simulated in a child process (summary only),
+ * the one that ends first into *win (ties: pass-KV), priced and folded as
+ * drv_prepare does.  Its summary's `ring_select` says what both took. */
+static int pick_ring(const drv_req *rq, const scenario *s, plan *win, double took[2],
+                     cp_err *err)
+{
+    static const plan_ring rings[2] = {PR_PASS_KV, PR_PASS_Q};
+    cost_model *cm = cost_new(&s->plat, err);
+    if (!cm)
+        return -1;
+    plan cand[2];
+    drv_req quiet = *rq;
+    quiet.out_dir = NULL;
+    quiet.warn = NULL;
+    quiet.picked = took; /* the children simulate their plan as it is */
+    int rc = 0;
+    for (int k = 0; k < 2; k++) {
+        build_plan_ring(s, rings[k], &cand[k]);
+        cost_price_plan(cm, &cand[k], s->graph == GRAPH_CAPTURED);
+        if (rq->fold_layers || s->fold_layers)
+            plan_fold_layers(&cand[k]);
+    }
+    cost_free(cm);
+    drv_child ch[2];
+    for (int k = 0; k < 2 && rc == 0; k++)
+        rc = drv_spawn_prepared(&quiet, s, &cand[k], &ch[k], err);
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        json_t *sm = NULL;
+        rc = drv_finish(&ch[k], &sm, err);
+        took[k] = rc == 0 ? json_number_value(json_object_get(sm, "makespan_s")) : 0;
+        json_decref(sm);
+    }
+    int best = took[1] < took[0];
+    for (int k = 0; k < 2; k++) {
+        if (rc == 0 && k == best)
+            *win = cand[k];
+        else
+            plan_free(&cand[k]);
+    }
+    return rc;
+}
+
 int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **summary,
                       FILE *table, cp_err *err)
 {
     *summary = NULL;
     if (s->serving)
         return srv_run(rq, s, s->decode_reuse, summary, table, err);
+    if (s->par.ring_select == RS_SIMULATE && !rq->picked && has_ring_step(p)) {
+        plan win;
+        double took[2];
+        if (pick_ring(rq, s, &win, took, err) != 0)
+            return -1;
+        drv_req once = *rq;
+        once.picked = took;
+        int rc = drv_simulate_one(&once, s, &win, summary, table, err);
+        plan_free(&win);
+        return rc;
+    }
+    return drv_simulate_one(rq, s, p, summary, table, err);
+}
+
+int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p, json_t **summary,
+                     FILE *table, cp_err *err)
+{
+    *summary = NULL;
     coll_model cm;
     interf_model im;
     eng_result r = {0};
@@ -119,6 +189,14 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
         rc = rep_summarize(s, p, &r, &sm, err);
     if (rc == 0)
         *summary = rep_summary_json(&sm, s);
+    if (rc == 0 && rq->picked) { /* ring_select: simulate, what both rings took */
+        json_t *rs = json_object();
+        json_object_set_new(rs, "pass_kv_makespan_s", json_real(rq->picked[0]));
+        json_object_set_new(rs, "pass_q_makespan_s", json_real(rq->picked[1]));
+        json_object_set_new(rs, "picked", json_string(rq->picked[1] < rq->picked[0]
+                                                          ? "pass_q" : "pass_kv"));
+        json_object_set_new(*summary, "ring_select", rs);
+    }
     if (rc == 0 && rq->out_dir)
         rc = write_outputs(rq, s, p, &r, *summary, err);
     if (rc == 0 && table) {

@@ -284,8 +284,13 @@ static void record(sched *S, int d, int step, double t0, double t1, double kv_be
         else
             in->nprefill++;
     }
-    for (int k = 0; k < S->nseq; k++)
-        R->req[S->seq_req[k]].split_steps += R->steps.v[step].split;
+    int ring = R->steps.v[step].ring;
+    for (int k = 0; k < S->nseq; k++) {
+        srv_req *q = &R->req[S->seq_req[k]];
+        q->split_steps += R->steps.v[step].split;
+        if (ring != PR_NONE) /* one ring, or "mixed" (PR_COUNT) */
+            q->ring = q->ring == PR_NONE || q->ring == ring ? ring : PR_COUNT;
+    }
 }
 
 /* The next arrival: an open-loop request or a client's (time, or INFINITY). */

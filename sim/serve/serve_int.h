@@ -27,6 +27,7 @@ typedef struct srv_step {
                                 (with them under the exact key) */
     double ctx;              /* the decode contexts' sum */
     int split;
+    int ring;                /* plan_ring the step ran (PR_NONE: no ring) */
     double dur;              /* start to the last rank's end */
     int nranks;              /* ranks of the step's plan (one replica, or all
                                 in lockstep) */
@@ -76,6 +77,7 @@ typedef struct srv_req {
     double *gaps;                   /* inter-token times of its decodes */
     int ngaps;
     int split_steps, steps;
+    int ring;                       /* as rep_request.ring */
 } srv_req;
 
 enum { SRQ_FUTURE, SRQ_WAITING, SRQ_RUNNING, SRQ_DONE };

@@ -176,6 +176,7 @@ static void fill_summary(const srv_run_st *R, rep_summary *sm)
         o->tpot_s = tpot(q);
         o->split_steps = q->split_steps;
         o->split = q->split_steps > 0;
+        o->ring = q->ring;
     }
     sm->ttft_s = R->nreq > 0 ? sm->reqs[0].ttft_s : 0;
     sm->wall_s = R->steps.wall_s;
