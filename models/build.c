@@ -262,7 +262,8 @@ static const layer_scheme *plan_begin(const scenario *s, int dp, plan *out, int 
         sc = *nprogs > 1 ? ex_scheme() : &TP_SCHEME;
 
     plan_layout_cfg lay = {.tp = s->par.tp, .sp = s->par.sp, .ep = s->par.ep,
-                           .dp = dp, .devices_per_node = s->plat.devices_per_node};
+                           .dp = dp, .devices_per_node = s->plat.devices_per_node,
+                           .order = s->par.order};
     plan_init(out, &lay);
     for (int g = 0; g < *nprogs; g++)
         plan_add_prog(out);

@@ -878,15 +878,22 @@ static em_tensor ring_kv_attention(ex_ctx *x)
 
 /* ---- which ring (parallel.ring_select) ---------------------------------------------- */
 
-/* The SP ring's link: the NICs when an SP group spans nodes (its members are
- * tp devices apart, plan.h rank numbering, so a group covers tp * sp
- * consecutive devices), else the node's fabric (a mesh: one pair's link,
- * bandwidth / (devices - 1), platform.h); the latency of the tiers crossed. */
+/* The SP ring's link: the NICs when an SP group spans nodes (some group's
+ * members on two nodes, plan.h rank numbering and parallel.order), else the
+ * node's fabric (a mesh: one pair's link, bandwidth / (devices - 1),
+ * platform.h); the latency of the tiers crossed. */
 static void ring_link(const scenario *s, double *rate, double *latency)
 {
     const platform *pl = &s->plat;
-    int64_t span = (int64_t)s->par.tp * s->par.sp;
-    if (span > pl->devices_per_node || (s->par.dp > 1 && pl->devices_per_node % span != 0)) {
+    plan_layout_cfg lay = {.tp = s->par.tp, .sp = s->par.sp, .ep = s->par.ep, .dp = s->par.dp,
+                           .devices_per_node = pl->devices_per_node, .order = s->par.order};
+    int dpn = pl->devices_per_node > 0 ? pl->devices_per_node : 1, spans = 0;
+    for (int r = 0; r < lay.tp * lay.sp * lay.dp && !spans; r++) {
+        int tp_i, sp_i, dp_i;
+        plan_rank_coords(&lay, r, &tp_i, &sp_i, &dp_i);
+        spans = plan_rank_of(&lay, tp_i, 0, dp_i) / dpn != r / dpn;
+    }
+    if (spans) {
         *rate = plat_link_rate(pl, &pl->nic);
         *latency = pl->nic.latency + pl->spine.latency;
         return;

@@ -93,12 +93,27 @@ static void plan_dep_raw(plan_prog *prog, uint32_t op, uint32_t on)
 
 void plan_rank_coords(const plan_layout_cfg *lay, int r, int *tp_i, int *sp_i, int *dp_i)
 {
+    int sp_fast = lay->order == ORDER_SP_TP_DP;
     if (tp_i)
-        *tp_i = r % lay->tp;
+        *tp_i = sp_fast ? (r / lay->sp) % lay->tp : r % lay->tp;
     if (sp_i)
-        *sp_i = (r / lay->tp) % lay->sp;
+        *sp_i = sp_fast ? r % lay->sp : (r / lay->tp) % lay->sp;
     if (dp_i)
         *dp_i = r / (lay->tp * lay->sp);
+}
+
+int plan_rank_of(const plan_layout_cfg *lay, int tp_i, int sp_i, int dp_i)
+{
+    if (lay->order == ORDER_SP_TP_DP)
+        return (dp_i * lay->tp + tp_i) * lay->sp + sp_i;
+    return (dp_i * lay->sp + sp_i) * lay->tp + tp_i;
+}
+
+const char *const plan_order_names[] = {"tp_sp_dp", "sp_tp_dp", NULL};
+
+const char *plan_order_name(plan_order o)
+{
+    return (unsigned)o <= ORDER_SP_TP_DP ? plan_order_names[o] : "?";
 }
 
 int plan_group_size(const plan_layout_cfg *lay, plan_group g)
@@ -125,28 +140,21 @@ int plan_group_members(const plan_layout_cfg *lay, int r, plan_group g,
     int tp_i, sp_i, dp_i;
     plan_rank_coords(lay, r, &tp_i, &sp_i, &dp_i);
     int n = plan_group_size(lay, g);
-    int first = 0, stride = 1;
+    int first = 0;
     switch (g) {
-    case G_TP:
-        first = (dp_i * lay->sp + sp_i) * lay->tp;
-        break;
-    case G_SP:
-        first = dp_i * lay->sp * lay->tp + tp_i;
-        stride = lay->tp;
-        break;
     case G_EP:
         first = (r / lay->ep) * lay->ep;
         break;
     case G_NODE:
         first = dp_i * lay->sp * lay->tp;
         break;
-    case G_WORLD:
     default:
-        first = 0;
         break;
     }
     for (int i = 0; i < n; i++) {
-        int m = first + i * stride;
+        int m = g == G_TP ? plan_rank_of(lay, i, sp_i, dp_i)
+                : g == G_SP ? plan_rank_of(lay, tp_i, i, dp_i)
+                            : first + i;
         if (i < cap)
             out[i] = m;
         if (m == r && my_index)

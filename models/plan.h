@@ -223,9 +223,16 @@ typedef struct plan_vseq {
     uint32_t *deps;
 } plan_vseq;
 
+/* How ranks are numbered (parallel.order): TP fastest (a TP group on
+ * consecutive devices, one node's; the SP group of TP index i spans the
+ * nodes), or SP fastest (an SP group on consecutive devices, TP across);
+ * DP outermost either way. */
+typedef enum { ORDER_TP_SP_DP = 0, ORDER_SP_TP_DP } plan_order;
+
 typedef struct plan_layout_cfg {
     int tp, sp, ep, dp;      /* ranks = tp * sp * dp; ep divides ranks */
     int devices_per_node;    /* for node-locality queries */
+    int order;               /* plan_order (0: TP fastest) */
 } plan_layout_cfg;
 
 typedef struct plan {
@@ -279,13 +286,18 @@ void plan_expand(const plan *p, plan *out);
 /* ---- layout ------------------------------------------------------------- */
 
 /* Members of rank r's group g, in group order, into out[] (capacity cap);
- * returns the member count and sets *my_index.  Rank numbering:
- * r = (dp_i * sp + sp_i) * tp + tp_i  (TP innermost, so a TP group sits on
- * consecutive devices of one node); EP groups are ep consecutive ranks. */
+ * returns the member count and sets *my_index.  Rank numbering (order TP
+ * fastest, the default): r = (dp_i * sp + sp_i) * tp + tp_i, so a TP group
+ * sits on consecutive devices of one node; SP fastest:
+ * r = (dp_i * tp + tp_i) * sp + sp_i.  EP groups are ep consecutive ranks. */
 int plan_group_members(const plan_layout_cfg *lay, int r, plan_group g,
                        int *out, int cap, int *my_index);
 int plan_group_size(const plan_layout_cfg *lay, plan_group g);
 void plan_rank_coords(const plan_layout_cfg *lay, int r, int *tp_i, int *sp_i, int *dp_i);
+/* The rank of coordinates (tp_i, sp_i, dp_i). */
+int plan_rank_of(const plan_layout_cfg *lay, int tp_i, int sp_i, int dp_i);
+const char *plan_order_name(plan_order o);
+extern const char *const plan_order_names[];
 
 /* ---- names ------------------------------------------------------------- */
 

@@ -588,6 +588,50 @@ START_TEST(layout_groups)
 }
 END_TEST
 
+/* parallel.order sp_tp_dp: an SP group on consecutive devices, TP across;
+ * every rank's coordinates map back to it under both orders. */
+START_TEST(layout_order_sp_fastest)
+{
+    plan_layout_cfg lay = {.tp = 4, .sp = 2, .ep = 1, .dp = 2, .devices_per_node = 8,
+                           .order = ORDER_SP_TP_DP};
+    int m[16], me = -1;
+    /* rank 13 = dp 1, tp 2, sp 1 */
+    int tp_i, sp_i, dp_i;
+    plan_rank_coords(&lay, 13, &tp_i, &sp_i, &dp_i);
+    ck_assert_int_eq(tp_i, 2);
+    ck_assert_int_eq(sp_i, 1);
+    ck_assert_int_eq(dp_i, 1);
+    ck_assert_int_eq(plan_group_members(&lay, 13, G_SP, m, 16, &me), 2);
+    ck_assert_int_eq(m[0], 12);
+    ck_assert_int_eq(m[1], 13);
+    ck_assert_int_eq(me, 1);
+    ck_assert_int_eq(plan_group_members(&lay, 13, G_TP, m, 16, &me), 4);
+    ck_assert_int_eq(m[0], 9);
+    ck_assert_int_eq(m[3], 15);
+    ck_assert_int_eq(me, 2);
+    for (int o = 0; o < 2; o++) {
+        lay.order = o;
+        for (int r = 0; r < 16; r++) {
+            plan_rank_coords(&lay, r, &tp_i, &sp_i, &dp_i);
+            ck_assert_int_eq(plan_rank_of(&lay, tp_i, sp_i, dp_i), r);
+        }
+    }
+    /* a workload says it and the plan follows */
+    scenario s;
+    plan p;
+    tu_plan(&s, &p,
+            "model: qwen3-omni-30b-a3b-thinker\nplatform: h100-sxm-8\n"
+            "parallel: {tp: 4, sp: 2, kv_storage: by_position, exchange: ring, order: sp_tp_dp}\n"
+            "requests: [{prompt_tokens: 8192}]\n", NULL, 0);
+    ck_assert_int_eq(p.lay.order, ORDER_SP_TP_DP);
+    /* one program per SP index: ranks 0, 2, 4, 6 run SP index 0's */
+    for (int r = 0; r < 8; r++)
+        ck_assert_int_eq(p.prog_of_rank[r], r % 2);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("plan");
@@ -596,6 +640,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, thinker_tp8_layer_contract);
     tcase_add_test(tc, tp1_has_no_collectives);
+    tcase_add_test(tc, layout_order_sp_fastest);
     tcase_add_test(tc, priced_from_new_tables);
     tcase_add_test(tc, cost_src_on_every_op);
     tcase_add_test(tc, ep_uses_all_to_all);

@@ -112,6 +112,8 @@ static const wl_field parallel_fields[] = {
     { "split", F_ENUM, 0, 0, SPLIT_STRIPED, split_names, NULL, PAR(split) },
     { "all_gather_tensors", F_ENUM, 0, 0, AGT_QKV, agt_names, NULL, PAR(all_gather_tensors) },
     { "ring_overlap", F_BOOL, 0, 1, 0, NULL, NULL, PAR(ring_overlap) },
+    /* rank numbering (models/plan.h): TP fastest, or SP fastest */
+    { "order", F_ENUM, 0, 0, ORDER_TP_SP_DP, plan_order_names, NULL, PAR(order) },
     { "ring_select", F_ENUM, 0, 0, RS_FIXED, ring_select_names, NULL, PAR(ring_select) },
     { "sequence_parallel", F_BOOL, 0, 1, 0, NULL, NULL, PAR(sequence_parallel) },
     { "dsa_cp", F_ENUM, 0, 0, -1, dsa_cp_names, dsa_cp_values, PAR(dsa_cp) },

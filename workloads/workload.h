@@ -83,6 +83,7 @@ typedef struct wl_parallel {
     int sequence_parallel;          /* RFC SP over the TP group, default 0 */
     int dsa_cp;                     /* -1 auto (default), 0 off, 1 on */
     wl_dsa_layout dsa_cp_layout;    /* default rfc */
+    int order;                      /* plan_order: rank numbering, default tp_sp_dp */
     int n_layer_sharding;
     char layer_sharding[WL_MAX_SHARDED][32];
 } wl_parallel;

@@ -89,6 +89,75 @@ static int accuracy(const cli_opts *o)
     return CP_EXIT_OK;
 }
 
+/* The members of rank r's group g as text ("0-7", "0, 8, ..., 120" for a
+ * stride) and the nodes they are on ("node 0", "nodes 0-15"). */
+static void group_text(const plan_layout_cfg *lay, int r, plan_group g, char *buf, size_t n)
+{
+    int cnt = plan_group_size(lay, g), me = 0;
+    int *m = malloc((size_t)cnt * sizeof *m);
+    if (!m)
+        abort();
+    plan_group_members(lay, r, g, m, cnt, &me);
+    int stride = cnt > 1 ? m[1] - m[0] : 1, even = 1;
+    for (int i = 2; i < cnt; i++)
+        even &= m[i] - m[i - 1] == stride;
+    int dpn = lay->devices_per_node > 0 ? lay->devices_per_node : 1;
+    int n0 = m[0] / dpn, n1 = m[cnt - 1] / dpn;
+    size_t off = 0;
+    if (cnt == 1)
+        off = (size_t)snprintf(buf, n, "[%d]", m[0]);
+    else if (even && stride == 1)
+        off = (size_t)snprintf(buf, n, "[%d-%d]", m[0], m[cnt - 1]);
+    else if (even && cnt > 4)
+        off = (size_t)snprintf(buf, n, "[%d, %d, ..., %d] (every %d)", m[0], m[1], m[cnt - 1],
+                               stride);
+    else {
+        off = (size_t)snprintf(buf, n, "[");
+        for (int i = 0; i < cnt && off < n; i++)
+            off += (size_t)snprintf(buf + off, n - off, "%s%d", i ? ", " : "", m[i]);
+        if (off < n)
+            off += (size_t)snprintf(buf + off, n - off, "]");
+    }
+    if (off < n) {
+        if (n0 == n1)
+            snprintf(buf + off, n - off, " on node %d", n0);
+        else
+            snprintf(buf + off, n - off, " on nodes %d-%d", n0, n1);
+    }
+    free(m);
+}
+
+/* How ranks map onto devices and groups (cpsim validate). */
+static void print_mapping(const plan *p)
+{
+    const plan_layout_cfg *l = &p->lay;
+    int dpn = l->devices_per_node > 0 ? l->devices_per_node : 1;
+    char t[256];
+    printf("mapping:                # parallel.order %s: rank = %s; device r of node r / %d\n",
+           plan_order_name((plan_order)l->order),
+           l->order == ORDER_SP_TP_DP ? "(dp * tp + tp_i) * sp + sp_i"
+                                      : "(dp * sp + sp_i) * tp + tp_i", dpn);
+    printf("  ranks: %d on %d node(s) of %d devices\n", p->nranks, (p->nranks + dpn - 1) / dpn,
+           dpn);
+    group_text(l, 0, G_TP, t, sizeof t);
+    printf("  tp_groups: %d of %d, the first %s\n", l->sp * l->dp, l->tp, t);
+    if (l->sp > 1) {
+        for (int i = 0; i < l->tp && i < 2; i++) {
+            group_text(l, plan_rank_of(l, i, 0, 0), G_SP, t, sizeof t);
+            printf("  sp_group_of_tp_%d: %s\n", i, t);
+        }
+        printf("  sp_groups: %d of %d (one per TP index and replica)\n", l->tp * l->dp, l->sp);
+    }
+    if (l->ep > 1) {
+        group_text(l, 0, G_EP, t, sizeof t);
+        printf("  ep_groups: %d of %d, the first %s\n", p->nranks / l->ep, l->ep, t);
+    }
+    if (l->dp > 1) {
+        group_text(l, 0, G_NODE, t, sizeof t);
+        printf("  dp_replicas: %d of %d ranks, the first %s\n", l->dp, l->tp * l->sp, t);
+    }
+}
+
 int cli_validate(const cli_opts *o)
 {
     if (o->accuracy)
@@ -112,6 +181,7 @@ int cli_validate(const cli_opts *o)
     if (s.serving)
         printf("  # serving: the plan above is the first request's prefill step alone; the\n"
                "  # scheduler (sim/serve/) builds each step from the requests as it runs\n");
+    print_mapping(&p);
     plan_free(&p);
     wl_free(&s);
     return CP_EXIT_OK;

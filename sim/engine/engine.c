@@ -670,6 +670,8 @@ static int replica_ranks(const plan *p, const eng_opts *o)
 #define BY_RANK(name, type)                                                                 \
     static void name(type *v, size_t n, int nranks)                                          \
     {                                                                                        \
+        if (n == 0)                                                                          \
+            return;                                                                          \
         size_t *start = calloc((size_t)nranks + 1, sizeof *start);                           \
         type *out = malloc((n + 1) * sizeof *out);                                           \
         if (!start || !out)                                                                  \

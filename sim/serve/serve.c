@@ -372,8 +372,10 @@ static int run_loop(sched *S, cp_err *err)
                 keep_req = realloc(keep_req, (size_t)(nkeep + S->nseq + 1) * sizeof *keep_req);
                 if (!keep || !keep_req)
                     abort();
-                memcpy(keep + nkeep, S->seq, (size_t)S->nseq * sizeof *keep);
-                memcpy(keep_req + nkeep, S->seq_req, (size_t)S->nseq * sizeof *keep_req);
+                if (S->nseq > 0) {
+                    memcpy(keep + nkeep, S->seq, (size_t)S->nseq * sizeof *keep);
+                    memcpy(keep_req + nkeep, S->seq_req, (size_t)S->nseq * sizeof *keep_req);
+                }
                 nkeep += S->nseq;
                 S->rep[k].free_at = tr;
             }
@@ -389,8 +391,10 @@ static int run_loop(sched *S, cp_err *err)
                     S->nseq = cnt;
                 at += cnt;
             }
-            memcpy(S->seq, keep + from, (size_t)S->nseq * sizeof *S->seq);
-            memcpy(S->seq_req, keep_req + from, (size_t)S->nseq * sizeof *S->seq_req);
+            if (S->nseq > 0) {
+                memcpy(S->seq, keep + from, (size_t)S->nseq * sizeof *S->seq);
+                memcpy(S->seq_req, keep_req + from, (size_t)S->nseq * sizeof *S->seq_req);
+            }
             build_batch bt = {S->seq, S->nseq, split};
             int st = srv_step_get(&R->steps, &bt, err);
             if (st < 0) {
@@ -406,8 +410,10 @@ static int run_loop(sched *S, cp_err *err)
                 for (int j = at; j < nkeep && R->req[keep_req[j]].replica == k; j++)
                     cnt++;
                 S->nseq = cnt;
-                memcpy(S->seq, keep + at, (size_t)cnt * sizeof *S->seq);
-                memcpy(S->seq_req, keep_req + at, (size_t)cnt * sizeof *S->seq_req);
+                if (cnt > 0) {
+                    memcpy(S->seq, keep + at, (size_t)cnt * sizeof *S->seq);
+                    memcpy(S->seq_req, keep_req + at, (size_t)cnt * sizeof *S->seq_req);
+                }
                 apply(S, &S->rep[k], t1);
                 S->rep[k].free_at = t1;
                 at += cnt;

@@ -70,7 +70,8 @@ static json_t *figures(const srv_run_st *R, int cls)
         const srv_req *q = &R->req[i];
         if (cls != -2 && q->cls != cls)
             continue;
-        memcpy(gaps + ig, q->gaps, (size_t)q->ngaps * sizeof *gaps);
+        if (q->ngaps > 0)
+            memcpy(gaps + ig, q->gaps, (size_t)q->ngaps * sizeof *gaps);
         ig += (size_t)q->ngaps;
     }
     double dur = R->end_s;
@@ -205,7 +206,8 @@ json_t *srv_summary(const srv_run_st *R, rep_summary *sm)
                             q->state >= SRQ_RUNNING ? json_real(q->admit - q->arrival)
                                                     : json_null());
         double *g = cp_xcalloc((size_t)q->ngaps + 1, sizeof *g);
-        memcpy(g, q->gaps, (size_t)q->ngaps * sizeof *g);
+        if (q->ngaps > 0)
+            memcpy(g, q->gaps, (size_t)q->ngaps * sizeof *g);
         json_object_set_new(o, "tpot_p50_s", json_real(pct(g, q->ngaps, 0.50)));
         json_object_set_new(o, "tpot_p99_s", json_real(pct(g, q->ngaps, 0.99)));
         free(g);
