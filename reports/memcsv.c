@@ -15,12 +15,16 @@ void rep_memcsv_header(FILE *f)
 void rep_memcsv_row(FILE *f, int rank, double t, const double cur[MC_COUNT])
 {
     double tot = 0;
-    fprintf(f, "%d,%.9f", rank, t);
+    fprintf(f, "%d,", rank);
+    rep_put_fixed(f, t, 9);
     for (int c = 0; c < MC_COUNT; c++) {
-        fprintf(f, ",%.0f", cur[c]);
+        fputc(',', f);
+        rep_put_fixed(f, cur[c], 0);
         tot += cur[c];
     }
-    fprintf(f, ",%.0f\n", tot);
+    fputc(',', f);
+    rep_put_fixed(f, tot, 0);
+    fputc('\n', f);
 }
 
 static void row_fn(void *ctx, int rank, double t, const double cur[MC_COUNT],

@@ -141,6 +141,13 @@ void rep_trace_step(FILE *f, int dpn, int rank, int step, const char *what, doub
 int rep_rank_list(const char *opt, const char *s, unsigned char *sel, int nranks, cp_err *err);
 int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path,
                          cp_err *err);
+/* v as printf("%.*f", decimals, v) writes it (decimals 0..9), into buf
+ * (len >= 48; returns the length): integer arithmetic where the result is
+ * certain, printf itself near a rounding tie, past 2^53 and for
+ * non-finite values (reports/numfmt.c); rep_put_fixed writes it to f. */
+int rep_fixed(char *buf, size_t len, double v, int decimals);
+void rep_put_fixed(FILE *f, double v, int decimals);
+
 /* memory.csv's header line, and one row: rank, t, the bytes of each
  * category and their total (the serving run writes its own rows). */
 void rep_memcsv_header(FILE *f);

@@ -140,12 +140,19 @@ static int cmp_mem(const void *a, const void *b)
 
 void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx)
 {
-    eng_mem *m = malloc((r->nmem + 1) * sizeof *m);
-    if (!m)
-        abort();
-    if (r->nmem > 0) { /* r->mem may be NULL without samples */
-        memcpy(m, r->mem, r->nmem * sizeof *m);
-        qsort(m, r->nmem, sizeof *m, cmp_mem);
+    /* the engine hands them sorted (engine.h); a hand-made result may not */
+    int sorted = 1;
+    for (size_t i = 1; i < r->nmem && sorted; i++)
+        sorted = cmp_mem(&r->mem[i - 1], &r->mem[i]) <= 0;
+    eng_mem *copy = NULL;
+    const eng_mem *m = r->mem;
+    if (!sorted) {
+        copy = malloc((r->nmem + 1) * sizeof *copy);
+        if (!copy)
+            abort();
+        memcpy(copy, r->mem, r->nmem * sizeof *copy);
+        qsort(copy, r->nmem, sizeof *copy, cmp_mem);
+        m = copy;
     }
     double cur[MC_COUNT];
     int rank = -1;
@@ -160,7 +167,7 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
             continue;
         fn(ctx, rank, m[i].t, cur, &m[i]);
     }
-    free(m);
+    free(copy);
 }
 
 static double sum_categories(const double cur[MC_COUNT])

@@ -179,8 +179,10 @@ static void counter_fn(void *vctx, int rank, double t, const double cur[MC_COUNT
             pid_of(rank, cc->dpn), rank);
     put_us(cc->f, ns_of(t));
     fputs(",\"args\":{", cc->f);
-    for (int c = 0; c < MC_COUNT; c++)
-        fprintf(cc->f, "%s\"%s\":%.6f", c ? "," : "", plan_memcat_name(c), cur[c] / 1e9);
+    for (int c = 0; c < MC_COUNT; c++) {
+        fprintf(cc->f, "%s\"%s\":", c ? "," : "", plan_memcat_name(c));
+        rep_put_fixed(cc->f, cur[c] / 1e9, 6);
+    }
     fputs("}}", cc->f);
 }
 

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,12 +307,48 @@ START_TEST(files_parse_and_are_atomic)
 }
 END_TEST
 
+/* rep_fixed writes what printf's %.*f writes: random magnitudes and
+ * digits, exact ties, integers, negatives, the 2^53 edge, non-finite. */
+START_TEST(fixed_point_matches_printf)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ULL; /* splitmix64 state (any seed) */
+    char a[400], b[400];
+    const double edge[] = {0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.125, 1e-10, -1e-10, 0.0049999999,
+                           123456789.123456789, 9007199254740991.0, 9007199254740993.0, 1e300,
+                           -1e300, 4.35, 2.675, 1.0000000005, INFINITY, -INFINITY, NAN};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
+        for (int d = 0; d <= 9; d++) {
+            rep_fixed(a, sizeof a, edge[i], d);
+            snprintf(b, sizeof b, "%.*f", d, edge[i]);
+            ck_assert_msg(strcmp(a, b) == 0, "%.17g at %d: %s, printf %s", edge[i], d, a, b);
+        }
+    for (int k = 0; k < 200000; k++) {
+        x += 0x9e3779b97f4a7c15ULL;
+        uint64_t z = x;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        /* a mantissa over 16 decades, either sign, some exact halves */
+        double v = (double)(z >> 11) / 9007199254740992.0 * pow(10.0, (double)(z % 16) - 6.0);
+        if (z & 1)
+            v = -v;
+        if ((z >> 8) % 7 == 0)
+            v = floor(v * 1000.0) / 1000.0 + 0.0005;
+        int d = (int)((z >> 16) % 10);
+        rep_fixed(a, sizeof a, v, d);
+        snprintf(b, sizeof b, "%.*f", d, v);
+        ck_assert_msg(strcmp(a, b) == 0, "%.17g at %d: %s, printf %s", v, d, a, b);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("reports");
     TCase *tc = tcase_create("reports");
     tcase_add_checked_fixture(tc, tu_setup, NULL);
     tcase_add_test(tc, overlap_and_busy_times);
+    tcase_add_test(tc, fixed_point_matches_printf);
     tcase_add_test(tc, oom_verdict_names_rank_and_phase);
     tcase_add_test(tc, files_parse_and_are_atomic);
     tcase_add_test(tc, trace_reads_in_every_viewer);

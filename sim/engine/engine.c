@@ -664,9 +664,9 @@ static int replica_ranks(const plan *p, const eng_opts *o)
     return ok ? rpr : 0;
 }
 
-/* Events (or memory events) of res in rank order, each rank's in the order
- * they were recorded (a stable counting sort): the order of the outputs,
- * the same whether the replicas were simulated or copied. */
+/* Events of res in rank order, each rank's in the order they were
+ * recorded (a stable counting sort): the order of the outputs, the same
+ * whether the replicas were simulated or copied. */
 #define BY_RANK(name, type)                                                                 \
     static void name(type *v, size_t n, int nranks)                                          \
     {                                                                                        \
@@ -687,7 +687,25 @@ static int replica_ranks(const plan *p, const eng_opts *o)
         free(start);                                                                         \
     }
 BY_RANK(events_by_rank, eng_event)
-BY_RANK(mems_by_rank, eng_mem)
+
+/* Memory events by rank, time and op: the order every report walks them in
+ * (reports/report.h rep_mem_walk), sorted once here. */
+static int cmp_mem(const void *a, const void *b)
+{
+    const eng_mem *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank - y->rank;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->op > y->op) - (x->op < y->op);
+}
+
+static void mems_by_rank(eng_mem *v, size_t n, int nranks)
+{
+    (void)nranks;
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_mem);
+}
 
 /* res of the first replica (rpr ranks) copied to every replica of p. */
 static void copy_replicas(const plan *p, int rpr, eng_result *res)

@@ -65,8 +65,9 @@ void eng_init(int *argc, char **argv);
  * links of their own: checked from the platform's routes) are simulated
  * once and the first replica's events copied to the others, shifted in
  * rank (res->replicas_simulated says which way it went).  Either way the
- * events and memory events come in rank order, each rank's in the order
- * they happened, so the outputs are the same bytes. */
+ * events come in rank order, each rank's in the order they happened, and
+ * the memory events by rank, time and op (the reports' order, sorted once
+ * here), so the outputs are the same bytes. */
 int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err);
 
 #endif
