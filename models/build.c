@@ -158,6 +158,11 @@ static double program_begin(ex_ctx *x, const scenario *s, const plan_layout_cfg 
     b->adt = s->a_dtype;
     b->gdt = gemm_dtype(s);
     b->gqs = s->w_qscale;
+    /* the MLP linears at precision.mlp_weights (workload.h), by the rule of
+     * gemm_dtype: 8-bit weights run 8-bit GEMMs, others the activation dtype */
+    int mlp8 = s->mlp_dtype == DT_INT8 || s->mlp_dtype == DT_FP8;
+    b->mlp = (em_wprec){mlp8 ? s->mlp_dtype : s->a_dtype, s->mlp_qscale,
+                        dtype_bytes(s->mlp_dtype)};
     b->phase = PH_OTHER;
     b->sample = 1;
     b->nsample = 1;

@@ -61,6 +61,15 @@ void em_kernels(bld *b, uint32_t i, int nkern)
     b->pg->ops[i].nkern = (uint8_t)nkern;
 }
 
+em_wprec em_use_weights(bld *b, em_wprec w)
+{
+    em_wprec prev = {b->gdt, b->gqs, b->wb};
+    b->gdt = w.gdt;
+    b->gqs = w.gqs;
+    b->wb = w.wb;
+    return prev;
+}
+
 static int eight_bit(cp_dtype t)
 {
     return t == DT_FP8 || t == DT_INT8;

@@ -53,6 +53,15 @@ typedef struct em_bcasts {
     em_tensor window[MP_COUNT]; /* the weight window it fills (EM_TENSOR_NONE: none posted) */
 } em_bcasts;
 
+/* The weights a linear computes with: the GEMM's dtype (plan_op.dtype: an
+ * 8-bit weight dtype, else the activation dtype), the scales of an 8-bit
+ * GEMM (plan_qscale) and the bytes per weight element. */
+typedef struct em_wprec {
+    cp_dtype gdt;
+    uint8_t gqs;
+    double wb;
+} em_wprec;
+
 typedef struct bld {
     const scenario *s;
     const arch *a;
@@ -74,6 +83,11 @@ typedef struct bld {
     cp_dtype adt;            /* activation dtype */
     cp_dtype gdt;            /* GEMM compute dtype */
     double ab, wb, kvb;      /* bytes per element: activations, weights, KV */
+    /* the MLP linears' (dense gate_up / down, routed and shared experts):
+     * precision.mlp_weights; the layer builders swap them in around an MLP
+     * (em_use_weights) and gdt, gqs, wb back out after it; wb 0: unset (a
+     * context not made by the plan driver), the MLP keeps gdt, gqs, wb */
+    em_wprec mlp;
     uint32_t last_compute;   /* last kernel on the compute stream (or EM_NONE) */
     uint32_t pending[EM_MAX_PENDING]; /* ops the next compute-stream op waits for */
     int npending;
@@ -99,12 +113,17 @@ uint32_t em_emit(bld *b, plan_op *o);
 /* The next compute-stream op waits for op (EM_NONE: nothing). */
 void em_wait_for(bld *b, uint32_t op);
 
+/* Make w the weights of the linears emitted next (gdt, gqs, wb); returns
+ * the ones it replaces, for the caller to put back. */
+em_wprec em_use_weights(bld *b, em_wprec w);
+
 /* A kernel of class kc on the compute stream. */
 uint32_t em_compute(bld *b, const char *name, plan_kclass kc, double flops, double bytes,
                     plan_shape in, plan_shape w, plan_shape out);
 /* y[m, n] = x[m, k] W[n, k]^T; g groups of m rows each (g = 1: one GEMM,
- * else a batched GEMM).  Weights in the scenario's precision; a linear
- * (g = 1) with 8-bit weights first quantises its input (em_act_quant). */
+ * else a batched GEMM).  Weights as b says (gdt, gqs, wb: precision.weights,
+ * or precision.mlp_weights inside an MLP); a linear (g = 1) with 8-bit
+ * weights first quantises its input (em_act_quant). */
 uint32_t em_gemm(bld *b, const char *name, int64_t m, int64_t k, int64_t n, int64_t g);
 /* A linear kept in the activation dtype whatever the checkpoint (the MoE
  * router: vLLM builds the gate with quant_config=None). */

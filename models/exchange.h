@@ -15,10 +15,11 @@
  *   by_position  all_gather (gather q/k/v or    DCP merge (attention over the
  *                k/v, placed attention) or      rank's own slots, partial
  *                a ring: pass-Q (exchange       outputs + LSE all-gathered in
- *                ring: the queries travel,      fp32 and merged)
- *                K/V stay) or pass-KV
- *                (exchange ring_kv: the K/V
- *                travel, the queries stay)
+ *                ring: the queries travel,      fp32 and merged); a decode
+ *                K/V stay) or pass-KV           step (decodes only) of a ring
+ *                (exchange ring_kv: the K/V     exchange: pass-Q decode (the
+ *                travel, the queries stay)      queries sharded and passed,
+ *                                               ex_step_ring_decode)
  *
  * Token split of split steps: parallel.split (striped, contiguous, zigzag:
  * 2P chunks, rank r holding chunks r and 2P-1-r); the rings take striped
@@ -118,6 +119,28 @@ typedef struct ex_ring_est {
 /* Fill *e for the step and return the ring the rule picks: pass-KV when
  * its exposed communication is at most pass-Q's. */
 plan_ring ex_ring_rule(const scenario *s, int64_t t, int64_t prefix, ex_ring_est *e);
+
+/* ---- pass-Q decode ---------------------------------------------------------------
+ * A copied step whose sequences are all decodes, on a ring exchange (ring
+ * or ring_kv: Meta's pass-Q decode for either, models-hardware.md 4.6)
+ * over position storage: the decode queries are sharded over the SP ranks
+ * in blocks of ex_decode_block rows, padded to a multiple of P; the blocks
+ * travel the ring P - 1 hops with their new K/V rows (written by the rank
+ * storing the position, x % P), each rank attends every block over its own
+ * slots, the fp32 partials return to their owners in one all-to-all and
+ * merge with their LSE, and the merged blocks are all-gathered: the rest of
+ * the layer (o_proj, MLP/MoE) stays copied (exchange.c ring_decode says
+ * why).  all_gather, none and auto decodes, and copied steps with a
+ * multi-token sequence, keep the DCP merge. */
+
+/* Whether a step of t new tokens (b->seqs: its batch) with split flag
+ * `split` runs the pass-Q decode: not split, SP > 1, position storage, a
+ * ring exchange, every sequence one token (ex_step_all_decode). */
+int ex_step_ring_decode(const bld *b, int64_t t, int split);
+/* Query rows per SP rank of a pass-Q decode of nseq sequences over P
+ * ranks: ceil(nseq / P) (the padded batch is P of them). */
+int64_t ex_decode_block(int64_t nseq, int P);
+
 /* The exchange layer scheme (callbacks take &ex_ctx.b). */
 const layer_scheme *ex_scheme(void);
 

@@ -69,11 +69,17 @@ static void mlp_linear(bld *b, const char *name, int64_t m, int64_t k, int64_t n
 }
 
 /* gate_up, SwiGLU, down on m rows of intermediate width inter: dense
- * linears (g = 0) or grouped over g local experts; returns [m, h]. */
+ * linears (g = 0) or grouped over g local experts; returns [m, h].  Every
+ * MLP of the model comes here (the dense MLP, the shared and the routed
+ * experts), so its linears take the MLP weights (b->mlp:
+ * precision.mlp_weights; a context whose mlp is unset keeps its own) and
+ * give the others back after it. */
 static em_tensor swiglu_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter, int64_t g)
 {
     const arch *a = b->a;
     double rows = (double)m;
+    em_wprec mlp = b->mlp.wb > 0 ? b->mlp : (em_wprec){b->gdt, b->gqs, b->wb};
+    em_wprec other = em_use_weights(b, mlp);
     /* gate and up halves side by side: 2 inter per row */
     em_tensor gate_up = em_act_alloc(b, rows * 2.0 * inter * b->ab);
     mlp_linear(b, nm->gate_up, m, a->hidden, 2 * inter, g);
@@ -83,6 +89,7 @@ static em_tensor swiglu_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inte
     em_tensor out = em_act_alloc(b, rows * a->hidden * b->ab);
     mlp_linear(b, nm->down, m, inter, a->hidden, g);
     em_free(b, &act);
+    em_use_weights(b, other);
     return out;
 }
 

@@ -33,7 +33,7 @@ const char *quant_cat_name(quant_cat c)
 const char *quant_step_name(quant_step st)
 {
     static const char *const t[QS_COUNT] = {
-        "plain TP-sharded estimate (every tensor at precision.weights)",
+        "plain TP-sharded estimate (precision.weights; MLP linears at mlp_weights)",
         "+ per-tensor types (float exceptions in the params dtype)",
         "+ weight_scale / weight_offset / input scales / quant_bias",
         "+ fp32 scales (deq_scale, weight_scale_fp32, block scales)",
@@ -169,6 +169,7 @@ typedef struct qpass {
     int weight_only;        /* quant_proj_bytes: the weight alone */
     mem_proj only;          /* quant_proj_bytes: this projection only (MP_NONE: all) */
     double pb, wb;          /* bytes per element: params dtype, precision.weights */
+    double mlp_wb;          /* bytes per element of the MLP linears (mlp_weights) */
     /* results */
     double bytes[WF_COUNT][QC_COUNT];
     int ntype[QT_COUNT];
@@ -179,6 +180,18 @@ typedef struct qpass {
     double win_cur, win_max;
 } qpass;
 
+int quant_is_mlp(const mem_tensor *t)
+{
+    return t->linear && (t->fam == WF_DENSE_MLP || t->fam == WF_EXPERTS ||
+                         t->fam == WF_SHARED_EXPERTS);
+}
+
+/* The dtype precision gives t: mlp_weights for an MLP linear, else weights. */
+static cp_dtype wdtype_of(const qpass *q, const mem_tensor *t)
+{
+    return quant_is_mlp(t) ? q->s->mlp_dtype : q->s->w_dtype;
+}
+
 /* Type of t under the rules of quant.h. */
 static quant_type type_of(const qpass *q, const mem_tensor *t)
 {
@@ -188,7 +201,7 @@ static quant_type type_of(const qpass *q, const mem_tensor *t)
         return QT_FLOAT;
     if (q->d)
         return (quant_type)desc_type(q->d, t->name); /* checked: known */
-    cp_dtype w = q->s->w_dtype;
+    cp_dtype w = wdtype_of(q, t);
     if (dtype_bytes(w) >= 2.0)
         return QT_FLOAT;
     if (w == DT_INT8)
@@ -279,11 +292,15 @@ static void account(void *ctx, const mem_tensor *t)
         wcat = QC_DERIVED; /* W_UK_T + W_UV; kv_b_proj disposed */
         cat[wcat] += elems * q->pb;
     } else if (ty == QT_PLAIN) {
-        wcat = q->wb < 2.0 ? QC_QUANTIZED : QC_FLOAT;
-        cat[wcat] += l.rows * l.cols * l.frac * q->wb;
+        double wb = quant_is_mlp(t) ? q->mlp_wb : q->wb;
+        wcat = wb < 2.0 ? QC_QUANTIZED : QC_FLOAT;
+        cat[wcat] += l.rows * l.cols * l.frac * wb;
     } else if (ty == QT_FLOAT) {
+        /* an MLP linear kept float by a float mlp_weights is held in that
+         * dtype; every other float tensor in the params dtype */
+        double fb = quant_is_mlp(t) && q->mlp_wb >= 2.0 && !q->d ? q->mlp_wb : q->pb;
         wcat = QC_FLOAT;
-        cat[wcat] += l.rows * l.cols * l.frac * q->pb;
+        cat[wcat] += l.rows * l.cols * l.frac * fb;
     } else {
         wcat = QC_QUANTIZED;
         cat[wcat] += elems * 1.0; /* int8 / fp8 */
@@ -321,6 +338,7 @@ static void pass_init(qpass *q, const struct scenario *s, const quant_desc *d, q
     q->sharded = seqpar_sharded(s);
     q->shard_k = q->sharded ? s->par.tp : 1;
     q->wb = dtype_bytes(s->w_dtype);
+    q->mlp_wb = dtype_bytes(s->mlp_dtype);
     q->pb = quant_params_bytes(s);
     q->stack_layer = -1;
     q->win_layer = -1;
@@ -342,10 +360,14 @@ void quant_account(const struct scenario *s, const quant_desc *d, quant_report *
 {
     memset(out, 0, sizeof *out);
     const arch *a = &s->model;
-    mem_weights plain;
-    mem_weights_per_rank(a, (mem_shard){.tp = s->par.tp, .ep = s->par.ep}, s->w_dtype, &plain);
-    for (int f = 0; f < WF_COUNT; f++)
-        out->plain[f] = plain.bytes[f];
+    mem_weights plain, plain_mlp;
+    mem_shard tp_ep = {.tp = s->par.tp, .ep = s->par.ep};
+    mem_weights_per_rank(a, tp_ep, s->w_dtype, &plain);
+    mem_weights_per_rank(a, tp_ep, s->mlp_dtype, &plain_mlp);
+    for (int f = 0; f < WF_COUNT; f++) /* the MLP families hold only the MLP linears */
+        out->plain[f] = f == WF_DENSE_MLP || f == WF_EXPERTS || f == WF_SHARED_EXPERTS
+                            ? plain_mlp.bytes[f]
+                            : plain.bytes[f];
     qpass *q = malloc(sizeof *q);
     if (!q)
         abort(); /* a few kilobytes: out of memory before any work */

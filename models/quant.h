@@ -4,10 +4,15 @@
  * Each checkpoint tensor (memory.h: mem_each_tensor) gets a quantization
  * type: from an msModelSlim quant_model_description.json (tensor name ->
  * "FLOAT" | "W8A8" | "W8A8_DYNAMIC") when the workload names one
- * (precision.quant_description), else from precision.weights: 1-byte
- * integer weights are W8A8_DYNAMIC, fp8 weights carry 128 x 128 block
- * scales, wider formats are floating point, and in every quantized case
- * the tensors W8A8 checkpoints keep in floating point (norms, router,
+ * (precision.quant_description), else from precision.weights, and for the
+ * MLP linears (quant_is_mlp: the dense MLP's and every expert's gate, up
+ * and down) from precision.mlp_weights: 1-byte integer weights are
+ * W8A8_DYNAMIC, fp8 weights carry 128 x 128 block scales (whatever their
+ * GEMM's scale granularity: a row-wise scale layout is not told apart, a
+ * difference of about 4 B per 128 x 128 elements), wider formats are
+ * floating point (an MLP linear in its mlp_weights dtype, every other
+ * float tensor in the params dtype), and in every quantized case the
+ * tensors W8A8 checkpoints keep in floating point (norms, router,
  * kv_b_proj, indexer wk / weights_proj, embedding, LM head) stay FLOAT.
  *
  * A type brings the tensors the vLLM-Ascend method creates for it
@@ -37,7 +42,8 @@
  * whole kv_b_proj on every rank while loading).
  *
  * The report gives, for rank 0, the plain estimate (mem_weights_per_rank:
- * every tensor at precision.weights, TP-sharded) and the materialized
+ * every tensor at precision.weights, the MLP linears at mlp_weights,
+ * TP-sharded) and the materialized
  * breakdown by tensor family and category, reached through cumulative
  * steps so that the difference between the two is explained term by term.
  */
@@ -72,7 +78,8 @@ typedef enum {
 
 /* Cumulative steps from the plain estimate to the materialized weights. */
 typedef enum {
-    QS_PLAIN,         /* every tensor at precision.weights, TP-sharded */
+    QS_PLAIN,         /* every tensor at precision.weights (MLP linears at
+                         mlp_weights), TP-sharded */
     QS_TYPES,         /* per-tensor types: float exceptions in the params dtype */
     QS_PARAMS,        /* + scales, offsets, quant_bias */
     QS_FP32,          /* + fp32 scales */
@@ -127,6 +134,10 @@ double quant_params_bytes(const struct scenario *s);
  * rules of precision.weights (the scenario's own description is not used:
  * callers pass s->quant or an override). */
 void quant_account(const struct scenario *s, const quant_desc *d, quant_report *out);
+
+/* t is an MLP linear (dense MLP, routed or shared expert: gate, up, down),
+ * which precision.mlp_weights types. */
+int quant_is_mlp(const mem_tensor *t);
 
 /* Weights resident on rank 0 while s runs: the materialized total with the
  * scenario's own description (what the plan allocates). */

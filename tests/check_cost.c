@@ -7,8 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "models/build.h"
 #include "models/calib.h"
 #include "models/cost.h"
+#include "models/quant.h"
+#include "workloads/workload.h"
 
 #ifndef CP_SRCDIR
 #define CP_SRCDIR "."
@@ -674,6 +677,178 @@ START_TEST(test_calib_bad_files)
 }
 END_TEST
 
+/* ---- precision.mlp_weights in the plan ------------------------------------ */
+
+/* Load `yaml` (written to dir/w.yaml) and build its plan priced as the
+ * engine prices it (eager). */
+static void priced_plan(const char *dir, const char *yaml, scenario *s, plan *p)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/w.yaml", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(yaml, f);
+    fclose(f);
+    cp_err err = {0};
+    ck_assert_msg(wl_load(path, NULL, 0, NULL, s, &err) == 0, "%s", err.msg);
+    build_plan(s, p);
+    cost_model *c = cost_new(&s->plat, &err);
+    ck_assert_msg(c != NULL, "%s", err.msg);
+    cost_price_plan(c, p, 0);
+    cost_free(c);
+    unlink(path);
+}
+
+/* First op of program 0 named `name` (any layer when layer < 0). */
+static const plan_op *op_named(const plan *p, const char *name, int layer)
+{
+    const plan_prog *g = &p->progs[0];
+    for (uint32_t i = 0; i < g->nops; i++)
+        if (!strcmp(g->ops[i].name, name) && (layer < 0 || g->ops[i].layer == layer))
+            return &g->ops[i];
+    ck_abort_msg("no op %s in layer %d", name, layer);
+    return NULL;
+}
+
+static int count_named(const plan *p, const char *name, int layer)
+{
+    int n = 0;
+    const plan_prog *g = &p->progs[0];
+    for (uint32_t i = 0; i < g->nops; i++)
+        n += !strcmp(g->ops[i].name, name) && g->ops[i].layer == layer;
+    return n;
+}
+
+/* weights bf16 + mlp_weights fp8_rowwise: the attention projections stay
+ * bf16 GEMMs, the MLP's gate_up and down are fp8 GEMMs with row-wise
+ * scales, each after a row-wise activation quantisation, priced from the
+ * gemm_fp8.csv rows of that kind.  The model has the shapes the profile
+ * measured at M = 4096 (hidden 2048, 32 heads and 4 KV heads of 128:
+ * qwen3-30b-a3b qkv_proj 2048 -> 5120; intermediate 6144: the
+ * dense-mlp-6144 rows 2048 -> 12288 and 6144 -> 2048), at TP1. */
+START_TEST(test_mlp_weights_plan)
+{
+    char dir[] = "/tmp/cpsim-mlp-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char cfg[300];
+    snprintf(cfg, sizeof cfg, "%s/dense-2048.json", dir);
+    FILE *f = fopen(cfg, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"hidden_size\": 2048, \"num_hidden_layers\": 2, \"num_attention_heads\": 32,\n"
+          " \"num_key_value_heads\": 4, \"head_dim\": 128, \"intermediate_size\": 6144,\n"
+          " \"vocab_size\": 151936}\n", f);
+    fclose(f);
+    static const char *const fmt = "model: \"%s\"\nplatform: h200-sxm-8\n"
+                                   "precision: {weights: bf16, mlp_weights: %s}\n"
+                                   "parallel: {tp: 1}\nrequests: [{prompt_tokens: 4096}]\n";
+    char yaml[600];
+    scenario s8, s16;
+    plan p8, p16;
+    snprintf(yaml, sizeof yaml, fmt, cfg, "fp8_rowwise");
+    priced_plan(dir, yaml, &s8, &p8);
+    snprintf(yaml, sizeof yaml, fmt, cfg, "bf16");
+    priced_plan(dir, yaml, &s16, &p16);
+
+    const plan_op *qkv = op_named(&p8, "qkv_proj", 0);
+    ck_assert_int_eq(qkv->dtype, DT_BF16);
+    ck_assert_int_eq(qkv->qscale, QS_NONE);
+    ck_assert_int_eq(op_named(&p8, "o_proj", 0)->dtype, DT_BF16);
+    static const char *const mlp[] = {"mlp_gate_up", "mlp_down"};
+    for (int i = 0; i < 2; i++) {
+        const plan_op *o = op_named(&p8, mlp[i], 0), *b = op_named(&p16, mlp[i], 0);
+        ck_assert_int_eq(o->dtype, DT_FP8);
+        ck_assert_int_eq(o->qscale, QS_ROW);
+        ck_assert_msg(o->cost_table == CS_GEMM_FP8, "%s priced from %d", mlp[i],
+                      o->cost_table);
+        ck_assert_int_eq(b->dtype, DT_BF16);
+        /* the weight [k, n] at 1 byte instead of 2 */
+        ck_assert_double_eq_tol(b->bytes - o->bytes, (double)o->k * (double)o->n, 1);
+        /* the profile: fp8_row_fastacc 1.65-1.8x bf16 (calibration README) */
+        printf("%s M=%lld K=%lld N=%lld: fp8 rowwise %.1f us, bf16 %.1f us\n", mlp[i],
+               (long long)o->m, (long long)o->k, (long long)o->n, o->cost_s * 1e6,
+               b->cost_s * 1e6);
+        ck_assert_double_lt(o->cost_s, 0.8 * b->cost_s);
+    }
+    /* one row-wise activation quantisation per MLP linear, none elsewhere */
+    ck_assert_int_eq(count_named(&p8, "act_quant", 0), 2);
+    ck_assert_int_eq(count_named(&p16, "act_quant", 0), 0);
+    const plan_op *aq = op_named(&p8, "act_quant", 0);
+    ck_assert_int_eq(aq->qscale, QS_ROW);
+    ck_assert_int_eq(aq->dtype, DT_FP8);
+    plan_free(&p8);
+    plan_free(&p16);
+    wl_free(&s8);
+    wl_free(&s16);
+
+    /* a MoE model: routed and shared experts take mlp_weights, the router
+     * and the attention (MLA) stay at weights */
+    scenario sm;
+    plan pm;
+    snprintf(yaml, sizeof yaml,
+             "model: \"%s/tests/configs/tiny-ds-moe.json\"\nplatform: h200-sxm-8\n"
+             "precision: {weights: bf16, mlp_weights: fp8_blockwise}\n"
+             "parallel: {tp: 1}\nrequests: [{prompt_tokens: 256}]\n", CP_SRCDIR);
+    priced_plan(dir, yaml, &sm, &pm);
+    static const char *const moe8[] = {"expert_gate_up", "expert_down", "shared_gate_up",
+                                       "shared_down", "mlp_gate_up", "mlp_down"};
+    for (int i = 0; i < 6; i++) {
+        const plan_op *o = op_named(&pm, moe8[i], -1);
+        ck_assert_msg(o->dtype == DT_FP8 && o->qscale == QS_BLOCK, "%s: dtype %d qscale %d",
+                      moe8[i], o->dtype, o->qscale);
+    }
+    static const char *const moe16[] = {"router", "q_proj", "kv_a_proj", "kv_b_proj",
+                                        "o_proj"};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(op_named(&pm, moe16[i], -1)->dtype == DT_BF16, "%s", moe16[i]);
+    plan_free(&pm);
+    wl_free(&sm);
+    unlink(cfg);
+    rmdir(dir);
+}
+END_TEST
+
+/* Resident weights per rank (quant_resident_bytes): Llama 3.1 405B at TP8
+ * with bf16 weights and fp8_rowwise MLP weights holds each MLP weight in 1
+ * byte instead of 2, plus its fp32 scales (128 x 128 blocks, quant.h):
+ * about half the MLP's bf16 bytes less. */
+START_TEST(test_mlp_weights_resident)
+{
+    static const char *const yaml =
+        "model: llama-3.1-405b\nplatform: h200-sxm-8\nprecision: {weights: bf16}\n"
+        "parallel: {tp: 8}\nrequests: [{prompt_tokens: 1024}]\n";
+    char dir[] = "/tmp/cpsim-mlp-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[300];
+    snprintf(path, sizeof path, "%s/w.yaml", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(yaml, f);
+    fclose(f);
+    static const char *const sets[] = {"precision.mlp_weights=fp8_rowwise"};
+    scenario s16, s8;
+    cp_err err = {0};
+    ck_assert_msg(wl_load(path, NULL, 0, NULL, &s16, &err) == 0, "%s", err.msg);
+    ck_assert_msg(wl_load(path, sets, 1, NULL, &s8, &err) == 0, "%s", err.msg);
+    double r16 = quant_resident_bytes(&s16), r8 = quant_resident_bytes(&s8);
+    /* MLP elements per rank: 126 layers x (gate + up + down) of 16384 x
+     * 53248, TP-sharded over 8 (llama-3.1-405b.json) */
+    double elems = 126.0 * 3.0 * 16384.0 * 53248.0 / 8.0;
+    double scales = 126.0 * 3.0 * (16384.0 / 128.0) * (53248.0 / 8.0 / 128.0) * 4.0;
+    printf("llama-3.1-405b TP8 resident per rank: bf16 %.3f GB, MLP fp8_rowwise %.3f GB\n",
+           r16 / 1e9, r8 / 1e9);
+    ck_assert_double_eq_tol(r16 - r8, elems - scales, 1e-6 * elems);
+    ck_assert_double_gt(r16 - r8, 0.499 * 2.0 * elems);
+    quant_report rep;
+    quant_account(&s8, NULL, &rep);
+    ck_assert_double_eq_tol(rep.plain[WF_DENSE_MLP], elems, 1);
+    ck_assert_double_eq_tol(rep.total, r8, 1);
+    wl_free(&s16);
+    wl_free(&s8);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 static Suite *cost_suite(void)
 {
     Suite *s = suite_create("cost");
@@ -693,6 +868,8 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, test_calib_profile_tables);
     tcase_add_test(tc, test_calib_bad_files);
     tcase_add_test(tc, test_sparse_attention_table);
+    tcase_add_test(tc, test_mlp_weights_plan);
+    tcase_add_test(tc, test_mlp_weights_resident);
     suite_add_tcase(s, tc);
     return s;
 }

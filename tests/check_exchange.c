@@ -8,13 +8,16 @@
  * min_tokens; MoE under SP; memory by phase; refusals; the two rings
  * (pass-Q: exchange ring, pass-KV: exchange ring_kv) with their hops,
  * padding and returns, zigzag balance, prefix-cached pairs, the
- * ring_select rule and the builder's per-step override.
+ * ring_select rule and the builder's per-step override; the pass-Q decode
+ * of copied decode steps on a ring (hops, padded blocks of 1, 3 and 8
+ * sequences, the final all-to-all, KV write balance).
  * Timing (one simulation per child process): ring overlap vs synchronous,
  * split balance, the split/copied crossover and its move with bandwidth,
  * the OOM verdict, pass-KV's exposed communication against T, the ring
- * each request ran in the summary.  Timing runs use a uniform roofline platform: the
- * h100-sxm-8 preset without its calibration profile (no measured tables,
- * no compute/communication interference). */
+ * each request ran in the summary, the pass-Q decode's TPOT at 128K.
+ * Timing runs use a uniform roofline platform: the h100-sxm-8 preset (or
+ * h200-sxm-8 where said) without its calibration profile (no measured
+ * tables, no compute/communication interference). */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -872,6 +875,206 @@ START_TEST(dcp_copied_steps)
 }
 END_TEST
 
+/* ---- pass-Q decode (copied decode steps of a ring exchange) ------------------------------ */
+
+/* Ops of program g in (step 0, layer) named `name`, summed: rows of their
+ * first output dimension into *rows, attention pairs into *pairs (either
+ * may be NULL); the last one's index into *last (NULL: not kept). */
+static int sum_ops(const plan *p, int g, int layer, const char *name, double *rows,
+                   double *pairs, uint32_t *last)
+{
+    int n = 0;
+    const plan_prog *pg = &p->progs[g];
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->step != 0 || o->layer != layer || strcmp(o->name, name) != 0)
+            continue;
+        if (rows)
+            *rows += (double)o->out.d[0];
+        if (pairs)
+            *pairs += o->attn.pairs;
+        if (last)
+            *last = i;
+        n++;
+    }
+    return n;
+}
+
+/* One batched decode step of B sequences (contexts 5000 + 7 i, so their new
+ * positions fall on every stripe) on the thinker, TP tp x SP P, exchange
+ * ring or ring_kv: per layer and SP rank, P - 1 hops of ceil(B/P) rows of
+ * q, k and v (padded), qkv_proj on the rank's padded block, the rounds'
+ * decode calls over the rank's slots with the exact pairs (every key once
+ * over the ranks), the new K/V written where they are stored (x % P), one
+ * all-to-all of the fp32 partials after the last round, the merge, the
+ * all-gather of the merged blocks, and the rest of the layer copied. */
+static void check_ring_decode(int tp, int P, const char *exchange, int overlap, int B)
+{
+    char sets[5][64];
+    snprintf(sets[0], sizeof sets[0], "parallel.tp=%d", tp);
+    snprintf(sets[1], sizeof sets[1], "parallel.sp=%d", P);
+    snprintf(sets[2], sizeof sets[2], "parallel.exchange=%s", exchange);
+    snprintf(sets[3], sizeof sets[3], "parallel.ring_overlap=%s", overlap ? "true" : "false");
+    snprintf(sets[4], sizeof sets[4], "parallel.kv_storage=by_position");
+    const char *const set[] = {sets[0], sets[1], sets[2], sets[3], sets[4]};
+    scenario s;
+    plan p;
+    tu_load(&s, THINKER, set, 5);
+    build_seq seq[8];
+    for (int i = 0; i < B; i++)
+        seq[i] = (build_seq){1, 5000 + 7 * i, 1};
+    build_batch bt = {seq, B, 0};
+    build_step_plan(&s, &bt, 0, &p);
+    ck_assert_int_eq(p.step_split[0], 0);
+    ck_assert_int_eq(p.step_ring[0], PR_NONE); /* a copied step: no split ring */
+    const long bq = (B + P - 1) / P;
+    ck_assert_int_eq(ex_decode_block(B, P), bq);
+    const int hq = HEADS / tp, hkv = KV_HEADS / tp > 0 ? KV_HEADS / tp : 1;
+    double all_pairs = 0;
+    for (int me = 0; me < P; me++) {
+        for (int l = 0; l < LAYERS; l += 23) {
+            ck_assert_int_eq(nth_op(&p, me, l, "qkv_proj", 0, NULL)->m, bq);
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_COMPUTE, "dcp_attention", NULL), 0);
+            ck_assert_int_eq(count_ops(&p, me, 0, l, OPK_P2P, "ring_decode_hop", NULL), P - 1);
+            uint32_t last_hop = 0;
+            for (int j = 0; j < P - 1; j++) {
+                const plan_op *hop = nth_op(&p, me, l, "ring_decode_hop", j, &last_hop);
+                ck_assert_int_eq(hop->group, G_SP);
+                ck_assert_int_eq(hop->stream, ST_COMM);
+                ck_assert_int_eq(hop->send_off, 1);
+                ck_assert_int_eq(hop->recv_off, -1);
+                /* the block's queries and new K/V, bf16 */
+                ck_assert_double_eq(hop->comm_bytes, (double)bq * (hq + 2 * hkv) * D * 2.0);
+                ck_assert_double_eq(hop->recv_bytes, hop->comm_bytes);
+            }
+            /* the rounds: block b = (me - j) mod P holds sequences b bq ..;
+             * its query at position x sees the slots y <= x, y % P == me */
+            double want_pairs = 0, want_rows = 0;
+            int want_calls = 0;
+            for (int blk = 0; blk < P; blk++) {
+                double pr = 0;
+                for (long i = blk * bq; i < (blk + 1) * bq && i < B; i++) {
+                    long x = seq[i].prefix;
+                    pr += x >= me ? (double)((x - me) / P + 1) : 0;
+                    want_rows += x % P == me;
+                }
+                want_pairs += pr;
+                want_calls += pr > 0;
+            }
+            double pairs = 0, rows = 0;
+            uint32_t last_round = 0;
+            ck_assert_int_eq(
+                sum_ops(&p, me, l, "ring_decode_attention", NULL, &pairs, &last_round),
+                want_calls);
+            ck_assert_double_eq(pairs, want_pairs);
+            all_pairs += l == 0 ? pairs : 0;
+            const plan_op *at = nth_op(&p, me, l, "ring_decode_attention", 0, NULL);
+            ck_assert_int_eq(at->kclass, KC_ATTENTION);
+            ck_assert_int_eq(at->attn.q_len, 1);
+            ck_assert_int_eq(at->attn.causal, 0);
+            ck_assert_int_eq(at->attn.heads, hq);
+            ck_assert_int_eq(at->attn.kv_heads, hkv);
+            ck_assert_int_le(at->attn.batch, bq);
+            sum_ops(&p, me, l, "kv_write", &rows, NULL, NULL);
+            ck_assert_double_eq(rows, want_rows);
+            /* the partials to their owners after the last round, then the merge */
+            double bytes = 0;
+            uint32_t a2a, merge;
+            ck_assert_int_eq(count_coll(&p, me, l, G_SP, CK_ALL_TO_ALL, &bytes), 1);
+            ck_assert_double_eq(bytes, (double)P * bq * hq * (D + 1) * 4.0);
+            nth_op(&p, me, l, "ring_decode_all_to_all", 0, &a2a);
+            ck_assert_uint_gt(a2a, last_round);
+            ck_assert_uint_gt(a2a, last_hop);
+            const plan_op *m = nth_op(&p, me, l, "ring_decode_merge", 0, &merge);
+            ck_assert_uint_gt(merge, a2a);
+            ck_assert_int_eq(m->in.d[0], bq);
+            ck_assert_int_eq(count_coll(&p, me, l, G_SP, CK_ALL_GATHER, &bytes), 1);
+            ck_assert_double_eq(bytes, (double)P * bq * hq * D * 2.0);
+            /* the rest of the layer copied: the whole batch on every rank */
+            ck_assert_int_eq(nth_op(&p, me, l, "o_proj", 0, NULL)->m, B);
+            ck_assert_int_eq(nth_op(&p, me, l, "router", 0, NULL)->m, B);
+        }
+    }
+    double every = 0; /* each query sees every key at or before it, once */
+    for (int i = 0; i < B; i++)
+        every += (double)seq[i].prefix + 1.0;
+    ck_assert_double_eq(all_pairs, every);
+    plan_free(&p);
+    wl_free(&s);
+}
+
+START_TEST(ring_decode_closed_form)
+{
+    const int batches[] = {1, 3, 8};
+    for (int k = 0; k < 3; k++) {
+        check_ring_decode(4, 2, "ring", 0, batches[k]);
+        check_ring_decode(2, 4, "ring", 0, batches[k]);
+        check_ring_decode(2, 4, "ring", 1, batches[k]);
+        check_ring_decode(2, 4, "ring_kv", 0, batches[k]);
+    }
+}
+END_TEST
+
+/* A request's decode steps (build_plan: a batch of one) on a ring: each
+ * runs the pass-Q decode; after 2P of them every SP rank's KV grew by the
+ * same two positions (x % P, as ex_kv_bytes counts them).  all_gather,
+ * none and a copied batch with a multi-token sequence keep the DCP merge. */
+START_TEST(ring_decode_kv_balance)
+{
+    const int P = 4;
+    const long T = 8192;
+    scenario s;
+    plan p;
+    const char *extra[] = {"requests.0.decode_tokens=8", "parallel.min_tokens=4096"};
+    sp_plan(&s, &p, 2, P, "by_position", "ring", T, extra, 2);
+    ck_assert_int_eq(p.nsteps, 1 + 2 * P);
+    double grew[4] = {0};
+    for (int me = 0; me < P; me++) {
+        for (int st = 1; st <= 2 * P; st++) {
+            ck_assert_int_eq(count_ops(&p, me, st, 0, OPK_P2P, "ring_decode_hop", NULL), P - 1);
+            ck_assert_int_eq(count_ops(&p, me, st, 0, OPK_COMPUTE, "dcp_attention", NULL), 0);
+        }
+        const plan_prog *pg = &p.progs[me];
+        for (uint32_t i = 0; i < pg->nops; i++) {
+            const plan_op *o = &pg->ops[i];
+            if (o->kind == OPK_MEM && o->mem_cat == MC_KV_CACHE && o->step >= 1 && o->layer >= 0)
+                grew[me] += o->mem_bytes;
+        }
+        ex_ctx x;
+        memset(&x, 0, sizeof x);
+        x.b.s = &s;
+        x.b.a = &s.model;
+        x.b.tp = 2;
+        x.b.kvb = dtype_bytes(s.kv_dtype);
+        ex_init(&x, me);
+        ck_assert_double_eq_tol(grew[me], ex_kv_bytes(&x, T + 2 * P) - ex_kv_bytes(&x, T), 1e-6);
+        /* two positions of the rank's two KV heads, K and V, every layer */
+        ck_assert_double_eq_tol(grew[me], 2.0 * LAYERS * 2 * 2 * D * x.b.kvb, 1e-6);
+    }
+    plan_free(&p);
+    wl_free(&s);
+
+    const char *ex[] = {"all_gather", "none"};
+    for (int k = 0; k < 2; k++) {
+        sp_plan(&s, &p, 2, P, "by_position", ex[k], T, extra, 2);
+        ck_assert_int_eq(count_ops(&p, 1, 1, 0, OPK_COMPUTE, "dcp_attention", NULL), 1);
+        ck_assert_int_eq(tu_count(&p, 1, "ring_decode_hop", -2), 0);
+        plan_free(&p);
+        wl_free(&s);
+    }
+    const char *ring[] = {"parallel.tp=2", "parallel.sp=4", "parallel.kv_storage=by_position",
+                          "parallel.exchange=ring"};
+    tu_load(&s, THINKER, ring, 4);
+    build_seq mix[2] = {{1, 5000, 1}, {100, 0, 1}};
+    build_batch bt = {mix, 2, 0};
+    build_step_plan(&s, &bt, 0, &p);
+    ck_assert_int_eq(count_ops(&p, 0, 0, 0, OPK_COMPUTE, "dcp_attention", NULL), 2);
+    ck_assert_int_eq(tu_count(&p, 0, "ring_decode_hop", -2), 0);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
 /* ---- split vs copied -------------------------------------------------------------------- */
 
 START_TEST(min_tokens_boundary)
@@ -1413,6 +1616,57 @@ START_TEST(summary_says_ring)
 }
 END_TEST
 
+/* The decode TPOT of the pass-Q decode, 128K-token contexts (a cached
+ * prefix of 131072 tokens, 64 new ones).  A single decode: finite, and no
+ * faster than the DCP merge at SP4 (its one real query block visits the
+ * ranks in turn: P rounds over 1/P of the keys each, plus the hops).  A
+ * batch of P decodes: every block is real and each rank attends 1/P of the
+ * KV in every round, so SP4 decodes faster than SP1 (qwen3-32b, TP2, on
+ * h200-sxm-8 without its calibration profile, whose 141 GB hold the four
+ * contexts' KV on one SP rank; captured graphs, the decode launch mode). */
+static double decode_tpot(int sp, const char *exchange, int batch)
+{
+    char b_sp[32], b_ex[64], b_rq[512];
+    snprintf(b_sp, sizeof b_sp, "parallel.sp=%d", sp);
+    snprintf(b_ex, sizeof b_ex, "parallel.exchange=%s", exchange);
+    int n = snprintf(b_rq, sizeof b_rq, "requests=[");
+    for (int i = 0; i < batch; i++)
+        n += snprintf(b_rq + n, sizeof b_rq - (size_t)n,
+                      "%s{prompt_tokens: 64, cached_tokens: 131072, decode_tokens: 4}",
+                      i ? ", " : "");
+    snprintf(b_rq + n, sizeof b_rq - (size_t)n, "]");
+    const char *single[] = {"parallel.tp=2", b_sp, "parallel.kv_storage=by_position", b_ex,
+                            "platform.device.calibration=\"\"", b_rq};
+    const char *batched[] = {"platform=h200-sxm-8", "platform.device.calibration=\"\"",
+                             "model=qwen3-32b", "engine.graph=captured", "parallel.tp=2",
+                             b_sp, "parallel.kv_storage=by_position", b_ex, b_rq};
+    drv_req rq = {.sets = batch > 1 ? batched : single, .nsets = batch > 1 ? 9 : 6};
+    json_t *sm = NULL;
+    cp_err err = {0};
+    ck_assert_msg(drv_child_run(&rq, &sm, &err) == 0, "%s", err.msg);
+    /* the request that decodes only in full batches (the last to prefill) */
+    double tpot = INFINITY;
+    json_t *rqs = json_object_get(sm, "requests");
+    for (size_t i = 0; i < json_array_size(rqs); i++) {
+        double t = num(json_array_get(rqs, i), "tpot_s");
+        tpot = t < tpot ? t : tpot;
+    }
+    json_decref(sm);
+    return tpot;
+}
+
+START_TEST(ring_decode_tpot)
+{
+    double one = decode_tpot(4, "ring", 1);
+    ck_assert(isfinite(one));
+    ck_assert_double_gt(one, 0);
+    ck_assert_double_ge(one, decode_tpot(4, "none", 1));
+    double sp1 = decode_tpot(1, "ring", 4), sp4 = decode_tpot(4, "ring", 4);
+    ck_assert(isfinite(sp4));
+    ck_assert_double_lt(sp4, 0.9 * sp1); /* 19.3 ms against 26.4 ms when written */
+}
+END_TEST
+
 /* Memory capacity below the peak the timeline reaches sets the OOM verdict. */
 START_TEST(oom_verdict)
 {
@@ -1472,6 +1726,8 @@ static Suite *suite(void)
     tcase_add_test(tc, ring_bytes_with_tokens);
     tcase_add_test(tc, ring_rule_and_overrides);
     tcase_add_test(tc, dcp_copied_steps);
+    tcase_add_test(tc, ring_decode_closed_form);
+    tcase_add_test(tc, ring_decode_kv_balance);
     tcase_add_test(tc, min_tokens_boundary);
     tcase_add_test(tc, summary_says_split);
     tcase_add_test(tc, moe_under_sp);
@@ -1489,6 +1745,7 @@ static Suite *suite(void)
     tcase_add_test(tt, oom_verdict);
     tcase_add_test(tt, pass_kv_exposure_shrinks_with_t);
     tcase_add_test(tt, summary_says_ring);
+    tcase_add_test(tt, ring_decode_tpot);
     tcase_add_test(tt, sp_plans_fold_identically);
     suite_add_tcase(s, tt);
     return s;

@@ -168,7 +168,7 @@ END_TEST
  * every request's TTFT and TPOT within the bound, fewer simulated steps. */
 START_TEST(test_serve_reuse_bound)
 {
-    const char *sets[] = {"simulation.duration_s=6"};
+    const char *sets[] = {"simulation.duration_s=8"};
     char path[4096];
     snprintf(path, sizeof path, "%s/workloads/examples/long-short-mix.yaml", CP_SRCDIR);
     json_t *sum[2];

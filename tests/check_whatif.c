@@ -383,6 +383,173 @@ START_TEST(engine_memory_budgets)
 }
 END_TEST
 
+/* ---- Llama 3.1 405B: device and network variants -------------------------- */
+
+/* Llama 3.1 405B with Meta's FP8 recipe, row-wise fp8 MLP weights and the
+ * rest bf16 (precision.mlp_weights), TP8 on one H200 node. */
+static void llama_run(run *r, long long prompt, long long decode)
+{
+    r->n = 0;
+    add(r, "model=llama-3.1-405b");
+    add(r, "platform=h200-sxm-8");
+    add(r, "precision={weights: bf16, mlp_weights: fp8_rowwise}");
+    add(r, "parallel.tp=8");
+    add(r, "requests.0.prompt_tokens=%lld", prompt);
+    add(r, "requests.0.decode_tokens=%lld", decode);
+}
+
+static json_t *request0(json_t *sm)
+{
+    return json_array_get(json_object_get(sm, "requests"), 0);
+}
+
+static double tpot(json_t *sm)
+{
+    return num(request0(sm), "tpot_s");
+}
+
+/* H200 peaks of the preset (models-hardware.md 3.1): bf16 = fp16, fp8 = int8 */
+#define H200_BF16 989.4e12
+#define H200_FP8 1978.9e12
+/* A power limit, as a what-if: the tensor cores run at this share of their
+ * peak (a lower sustained clock); the factor is the study's choice, not a
+ * measured cap. */
+#define POWER_CAP 0.7
+
+/* Lower peaks (a power limit: every dtype, or fp8 or bf16 alone) raise
+ * the TTFT of a Llama 405B prefill whose MLP GEMMs are fp8 and whose
+ * attention projections are bf16; with bf16 MLP weights the fp8 peak moves
+ * nothing (no fp8 GEMM is left), and the bf16 MLP is slower than the fp8
+ * one. */
+START_TEST(llama405b_peaks)
+{
+    enum { N = 6 };
+    run r[N];
+    for (int i = 0; i < N; i++)
+        llama_run(&r[i], 8192, 0);
+    char fp8[64], bf16[64];
+    snprintf(fp8, sizeof fp8, "%.17g", POWER_CAP * H200_FP8);
+    snprintf(bf16, sizeof bf16, "%.17g", POWER_CAP * H200_BF16);
+    /* 1: every dtype capped; 2: fp8 / int8 alone; 3: bf16 / fp16 alone */
+    for (int i = 1; i <= 2; i++) {
+        add(&r[i], "platform.device.peak_flops.fp8=%s", fp8);
+        add(&r[i], "platform.device.peak_flops.int8=%s", fp8);
+    }
+    for (int i = 1; i <= 3; i += 2) {
+        add(&r[i], "platform.device.peak_flops.bf16=%s", bf16);
+        add(&r[i], "platform.device.peak_flops.fp16=%s", bf16);
+    }
+    /* 4, 5: bf16 MLP weights, with and without the fp8 cap */
+    for (int i = 4; i <= 5; i++)
+        add(&r[i], "precision.mlp_weights=bf16");
+    add(&r[4], "platform.device.peak_flops.fp8=%s", fp8);
+    json_t *sm[N];
+    simulate_all(r, N, sm);
+    double t[N];
+    for (int i = 0; i < N; i++)
+        t[i] = ttft(sm[i]);
+    printf("llama-3.1-405b TP8 8K prefill TTFT: fp8 MLP %.4f s; peaks x%.1f: all %.4f s, "
+           "fp8 %.4f s, bf16 %.4f s; bf16 MLP %.4f s (fp8 x%.1f: %.4f s)\n", t[0], POWER_CAP,
+           t[1], t[2], t[3], t[5], POWER_CAP, t[4]);
+    ck_assert_double_gt(t[2], t[0] * 1.02);
+    ck_assert_double_gt(t[3], t[0] * 1.02);
+    ck_assert_double_gt(t[1], t[2]);
+    ck_assert_double_gt(t[1], t[3]);
+    ck_assert_double_eq_tol(t[4], t[5], 1e-9 * t[5]);
+    ck_assert_double_gt(t[5], t[0] * 1.1);
+    for (int i = 0; i < N; i++)
+        json_decref(sm[i]);
+}
+END_TEST
+
+/* Another HBM: lower bandwidth raises decode TPOT (H100's 3.35 TB/s, half
+ * of H200's 4.8: models-hardware.md 3.1); a smaller device (80 GB, H100's)
+ * runs out of memory with bf16 MLP weights (103 GB per rank) where the fp8
+ * MLP fits (62 GB) and where H200's 141 GB holds both; a preallocated KV
+ * pool shrinks by gpu_memory_utilization x the HBM taken away. */
+START_TEST(llama405b_hbm)
+{
+    enum { N = 9 };
+    run r[N];
+    for (int i = 0; i < 3; i++)
+        llama_run(&r[i], 1024, 4);
+    add(&r[1], "platform.device.hbm_bandwidth=3.35e12");
+    add(&r[2], "platform.device.hbm_bandwidth=2.4e12");
+    for (int i = 3; i < N; i++)
+        llama_run(&r[i], 8192, 0);
+    add(&r[3], "platform.device.hbm_bytes=80e9");
+    add(&r[4], "platform.device.hbm_bytes=80e9");
+    add(&r[4], "precision.mlp_weights=bf16");
+    add(&r[5], "precision.mlp_weights=bf16");
+    for (int i = 6; i < N; i++)
+        add(&r[i], "engine.memory.kv_pool=preallocate");
+    add(&r[7], "platform.device.hbm_bytes=96e9");
+    add(&r[8], "platform.device.hbm_bytes=80e9");
+    json_t *sm[N];
+    simulate_all(r, N, sm);
+    printf("llama-3.1-405b TP8 decode TPOT at 1K: HBM 4.8 TB/s %.2f ms, 3.35 TB/s %.2f ms, "
+           "2.4 TB/s %.2f ms\n", 1e3 * tpot(sm[0]), 1e3 * tpot(sm[1]), 1e3 * tpot(sm[2]));
+    ck_assert_double_gt(tpot(sm[1]), tpot(sm[0]) * 1.05);
+    ck_assert_double_gt(tpot(sm[2]), tpot(sm[1]) * 1.05);
+    ck_assert(!json_is_true(json_object_get(sm[3], "oom")));
+    ck_assert(json_is_true(json_object_get(sm[4], "oom")));
+    ck_assert_str_eq(json_string_value(json_object_get(sm[4], "oom_budget")), "capacity");
+    ck_assert(!json_is_true(json_object_get(sm[5], "oom")));
+    printf("llama-3.1-405b TP8 peak per rank: fp8 MLP %.1f GB, bf16 MLP %.1f GB (80 GB: %s)\n",
+           num(sm[3], "peak_bytes_max") / 1e9, num(sm[5], "peak_bytes_max") / 1e9,
+           json_is_true(json_object_get(sm[4], "oom")) ? "out of memory" : "fits");
+    double pool[3];
+    static const double hbm[3] = {150109880320.0, 96e9, 80e9}; /* the preset's, then 96, 80 */
+    for (int i = 0; i < 3; i++) {
+        json_t *em = json_object_get(sm[6 + i], "engine_memory");
+        pool[i] = json_number_value(json_object_get(em, "kv_pool_bytes"));
+        ck_assert(!json_is_true(json_object_get(sm[6 + i], "oom")));
+    }
+    printf("llama-3.1-405b TP8 KV pool: %.2f GB (141 GB HBM), %.2f GB (96 GB), %.2f GB "
+           "(80 GB)\n", pool[0] / 1e9, pool[1] / 1e9, pool[2] / 1e9);
+    for (int i = 1; i < 3; i++) /* gpu_memory_utilization 0.9, vLLM's default */
+        ck_assert_double_eq_tol(pool[0] - pool[i], 0.9 * (hbm[0] - hbm[i]), 1e3);
+    for (int i = 0; i < N; i++)
+        json_decref(sm[i]);
+}
+END_TEST
+
+/* Two H200 nodes on 100 Gb/s TCP per GPU (h200-sxm-8-tcp100) against
+ * 400 Gb/s RDMA (h200-sxm-8): TP16 over the two nodes and CP2 (pass-KV,
+ * TP8 inside each node) take longer, their communication more so. */
+START_TEST(tcp_network_slower)
+{
+    enum { N = 4 };
+    run r[N];
+    static const char *const presets[2] = {"h200-sxm-8", "h200-sxm-8-tcp100"};
+    for (int i = 0; i < N; i++) {
+        llama_run(&r[i], 16384, 0);
+        add(&r[i], "platform={name: %s, nodes: 2}", presets[i % 2]);
+        if (i < 2) {
+            add(&r[i], "parallel.tp=16");
+            continue;
+        }
+        add(&r[i], "parallel.sp=2");
+        add(&r[i], "parallel.kv_storage=by_position");
+        add(&r[i], "parallel.exchange=ring_kv");
+        add(&r[i], "parallel.ring_overlap=true");
+    }
+    json_t *sm[N];
+    simulate_all(r, N, sm);
+    static const char *const what[2] = {"TP16", "CP2 x TP8 pass-KV"};
+    for (int k = 0; k < 2; k++) {
+        json_t *rdma = sm[2 * k], *tcp = sm[2 * k + 1];
+        printf("llama-3.1-405b 16K prefill, 2 nodes, %s: TTFT RDMA %.4f s, TCP %.4f s; "
+               "communication %.4f s, %.4f s\n", what[k], ttft(rdma), ttft(tcp), comm(rdma),
+               comm(tcp));
+        ck_assert_double_gt(ttft(tcp), ttft(rdma) * 1.02);
+        ck_assert_double_gt(comm(tcp), comm(rdma) * 1.5);
+    }
+    for (int i = 0; i < N; i++)
+        json_decref(sm[i]);
+}
+END_TEST
+
 static Suite *whatif_suite(void)
 {
     Suite *s = suite_create("whatif");
@@ -394,6 +561,9 @@ static Suite *whatif_suite(void)
     tcase_add_test(tc, mesh_and_hierarchy);
     tcase_add_test(tc, chunked_prefill_runs);
     tcase_add_test(tc, engine_memory_budgets);
+    tcase_add_test(tc, llama405b_peaks);
+    tcase_add_test(tc, llama405b_hbm);
+    tcase_add_test(tc, tcp_network_slower);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "models/plan.h"
 #include "workloads/workload.h"
 
 #ifndef CP_SRCDIR
@@ -200,6 +201,90 @@ START_TEST(test_workload_every_key)
     ck_assert_int_eq(s.reqs[0].decode_tokens, 10);
     ck_assert(s.reqs[2].arrival_s == 150.0);
     wl_free(&s);
+}
+END_TEST
+
+/* precision.mlp_weights: the names precision.weights takes, for the MLP
+ * linears alone; defaults to weights (as written, and as the checkpoint
+ * stores them when the workload does not say); listed in the resolved
+ * scenario where it differs; refused beside a quant description and when
+ * unknown, with its location. */
+START_TEST(test_workload_mlp_weights)
+{
+    static const struct {
+        const char *precision;
+        cp_dtype w, mlp;
+        plan_qscale wq, mq;
+    } cases[] = {
+        { "bf16", DT_BF16, DT_BF16, QS_NONE, QS_NONE },
+        { "fp8", DT_FP8, DT_FP8, QS_TENSOR, QS_TENSOR },
+        { "{weights: int8}", DT_INT8, DT_INT8, QS_ROW, QS_ROW },
+        { "{weights: bf16, mlp_weights: fp8_rowwise}", DT_BF16, DT_FP8, QS_NONE, QS_ROW },
+        { "{weights: bf16, mlp_weights: fp8_blockwise}", DT_BF16, DT_FP8, QS_NONE, QS_BLOCK },
+        { "{weights: bf16, mlp_weights: fp8}", DT_BF16, DT_FP8, QS_NONE, QS_TENSOR },
+        { "{weights: bf16, mlp_weights: int8}", DT_BF16, DT_INT8, QS_NONE, QS_ROW },
+        { "{weights: fp8_rowwise, mlp_weights: bf16}", DT_FP8, DT_BF16, QS_ROW, QS_NONE },
+        { "{mlp_weights: fp8_rowwise}", DT_BF16, DT_FP8, QS_NONE, QS_ROW },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%sprecision: %s\n", base, cases[i].precision);
+        scenario s;
+        cp_err err = { 0 };
+        ck_assert_msg(load_text(text, NULL, 0, NULL, &s, &err) == 0, "%s: %s",
+                      cases[i].precision, err.msg);
+        ck_assert_int_eq(s.w_dtype, cases[i].w);
+        ck_assert_int_eq(s.w_qscale, cases[i].wq);
+        ck_assert_int_eq(s.mlp_dtype, cases[i].mlp);
+        ck_assert_int_eq(s.mlp_qscale, cases[i].mq);
+        json_t *j = wl_resolved(&s);
+        json_t *m = json_object_get(json_object_get(j, "precision"), "mlp_weights");
+        if (cases[i].w == cases[i].mlp && cases[i].wq == cases[i].mq)
+            ck_assert_ptr_null(m);
+        else
+            ck_assert_str_eq(json_string_value(m), wl_mlp_weights_name(&s));
+        json_decref(j);
+        wl_free(&s);
+    }
+    /* a checkpoint stored in fp8 (DeepSeek-V3: 128 x 128 blocks): the MLP
+     * follows it unless mlp_weights says otherwise, which is simulated with
+     * a warning */
+    scenario s;
+    cp_err err = { 0 };
+    static const char *const ds = "model: deepseek-v3\nplatform: h200-sxm-8\n"
+                                  "parallel: {tp: 8}\nrequests: [{prompt_tokens: 64}]\n";
+    ck_assert_msg(load_text(ds, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s.mlp_dtype, DT_FP8);
+    ck_assert_int_eq(s.mlp_qscale, QS_BLOCK);
+    ck_assert_int_eq(s.nwarn, 0);
+    wl_free(&s);
+    static const char *const bf[] = { "precision.mlp_weights=bf16" };
+    ck_assert_msg(load_text(ds, bf, 1, NULL, &s, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s.w_dtype, DT_FP8);
+    ck_assert_int_eq(s.w_qscale, QS_BLOCK);
+    ck_assert_int_eq(s.mlp_dtype, DT_BF16);
+    int warned = 0;
+    for (int i = 0; i < s.nwarn; i++)
+        warned |= strstr(s.warn[i], "precision.mlp_weights bf16") != NULL;
+    ck_assert_msg(warned, "no warning about the MLP's checkpoint format");
+    wl_free(&s);
+
+    /* refusals, located */
+    char text[512], want[512];
+    snprintf(text, sizeof text, "%sprecision:\n  weights: bf16\n  mlp_weights: fp8_row\n", base);
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+    snprintf(want, sizeof want, "%s:7:16: precision.mlp_weights: expected one of bf16, fp16, "
+             "fp8, int8, fp32, int4, fp8_tensor, fp8_rowwise, fp8_blockwise, got \"fp8_row\"",
+             wpath);
+    assert_msg(&err, want);
+    snprintf(text, sizeof text, "%sprecision:\n  quant_description: q.json\n"
+             "  mlp_weights: int8\n", base);
+    cp_err e2 = { 0 };
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &e2), -1);
+    snprintf(want, sizeof want, "%s:7:16: precision.mlp_weights: precision.quant_description "
+             "already types every linear weight", wpath);
+    assert_msg(&e2, want);
+    ck_assert_ptr_null(s.doc);
 }
 END_TEST
 
@@ -1149,6 +1234,7 @@ static Suite *workload_suite(void)
     tcase_add_test(core, test_workload_example_dsa_cp);
     tcase_add_test(core, test_workload_defaults);
     tcase_add_test(core, test_workload_every_key);
+    tcase_add_test(core, test_workload_mlp_weights);
     tcase_add_test(core, test_workload_default_file);
     tcase_add_test(core, test_workload_set_and_platform);
     tcase_add_test(core, test_workload_dump);

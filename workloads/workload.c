@@ -56,10 +56,12 @@ static const char *const sharding_names[] = { "q_b_proj", "o_proj", "kv_b_proj",
 
 static const char *const top_keys[] = { "model", "platform", "precision", "parallel", "engine",
                                         "requests", "simulation", NULL };
-static const char *const precision_keys[] = { "weights", "activations", "kv_cache",
-                                              "activation_quant", "quant_description", NULL };
+static const char *const precision_keys[] = { "weights", "mlp_weights", "activations",
+                                              "kv_cache", "activation_quant",
+                                              "quant_description", NULL };
 static const char *const act_quant_names[] = { "kernel", "unfused", "fused", NULL };
-/* precision.weights: a dtype, or an 8-bit dtype with its scale granularity. */
+/* precision.weights and precision.mlp_weights: a dtype, or an 8-bit dtype
+ * with its scale granularity. */
 static const char *const weight_names[] = { "bf16", "fp16", "fp8", "int8", "fp32", "int4",
                                             "fp8_tensor", "fp8_rowwise", "fp8_blockwise", NULL };
 static const struct {
@@ -311,7 +313,7 @@ static void set_defaults(scenario *s)
     for (size_t i = 0; i < COUNT(sections); i++)
         for (size_t k = 0; k < sections[i].n; k++)
             field_set(s, &sections[i].fields[k], sections[i].fields[k].def);
-    s->w_dtype = s->a_dtype = s->kv_dtype = DT_BF16;
+    s->w_dtype = s->mlp_dtype = s->a_dtype = s->kv_dtype = DT_BF16;
     s->decode_reuse = 0.005; /* the 0.5 % per step of issue 11 */
     /* vLLM EngineArgs gpu_memory_utilization default */
     s->mem.gpu_memory_utilization = 0.9;
@@ -394,22 +396,33 @@ static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err)
     return 0;
 }
 
-/* precision: one dtype for everything, or {weights, activations, kv_cache}. */
+/* precision: one dtype for everything, or {weights, mlp_weights,
+ * activations, kv_cache, activation_quant, quant_description}.
+ * mlp_weights defaults to weights (here, and again after the checkpoint's
+ * format has been applied: checkpoint_precision).  A quant description
+ * types every linear tensor by name, the MLP's among them, so mlp_weights
+ * beside one is refused rather than given a precedence. */
 static int read_precision(const ynode *root, scenario *s, cp_err *err)
 {
     const ynode *n = yio_key(root, "precision");
     if (!n)
         return 0;
-    int w = 0, a = s->a_dtype, kv = s->kv_dtype, aq = AQ_KERNEL;
+    int w = 0, mw = -1, a = s->a_dtype, kv = s->kv_dtype, aq = AQ_KERNEL;
     if (n->kind == YN_MAP) {
         const char *qd = NULL;
         if (yio_opt_enum(n, "precision", "weights", weight_names, &w, err) < 0 ||
+            yio_opt_enum(n, "precision", "mlp_weights", weight_names, &mw, err) < 0 ||
             yio_opt_enum(n, "precision", "activations", dtype_names, &a, err) < 0 ||
             yio_opt_enum(n, "precision", "kv_cache", dtype_names, &kv, err) < 0 ||
             yio_opt_enum(n, "precision", "activation_quant", act_quant_names, &aq, err) < 0 ||
             yio_opt_str(n, "precision", "quant_description", &qd, err) < 0 ||
             yio_no_unknown(n, "precision", precision_keys, err) < 0)
             return -1;
+        if (qd && mw >= 0)
+            return cp_fail_at(err, yio_key(n, "mlp_weights")->loc,
+                              "precision.mlp_weights: precision.quant_description already "
+                              "types every linear weight, the MLP's among them; give one of "
+                              "the two");
         if (qd) {
             char dir[1024];
             cp_resolve(s->quant_path, sizeof s->quant_path,
@@ -422,6 +435,9 @@ static int read_precision(const ynode *root, scenario *s, cp_err *err)
     }
     s->w_dtype = weight_kinds[w].dt;
     s->w_qscale = (uint8_t)weight_kinds[w].qs;
+    int m = mw >= 0 ? mw : w;
+    s->mlp_dtype = weight_kinds[m].dt;
+    s->mlp_qscale = (uint8_t)weight_kinds[m].qs;
     s->act_quant = (wl_act_quant)aq;
     s->a_dtype = (cp_dtype)a;
     s->kv_dtype = (cp_dtype)kv;
@@ -1571,14 +1587,23 @@ static void checkpoint_precision(scenario *s)
         return;
     const ynode *pr = yio_key(yio_root(s->doc), "precision");
     int given = pr && (pr->kind != YN_MAP || yio_key(pr, "weights"));
+    int mlp_given = pr && pr->kind == YN_MAP && yio_key(pr, "mlp_weights");
     if (!given) {
         s->w_dtype = weight_kinds[k].dt;
         s->w_qscale = (uint8_t)weight_kinds[k].qs;
+        if (!mlp_given) {
+            s->mlp_dtype = s->w_dtype;
+            s->mlp_qscale = s->w_qscale;
+        }
     } else if (weight_kinds[k].dt != s->w_dtype || weight_kinds[k].qs != s->w_qscale) {
         wl_warn(s, "%s: the checkpoint's quantization_config stores %s weights; the workload's "
                 "precision.weights %s is simulated instead", s->model.path, weight_names[k],
                 wl_weights_name(s));
     }
+    if (mlp_given && (weight_kinds[k].dt != s->mlp_dtype || weight_kinds[k].qs != s->mlp_qscale))
+        wl_warn(s, "%s: the checkpoint's quantization_config stores %s weights; the workload's "
+                "precision.mlp_weights %s is simulated for the MLP linears instead",
+                s->model.path, weight_names[k], wl_mlp_weights_name(s));
 }
 
 /* Workload and model combinations that change the work and are not
@@ -1642,13 +1667,23 @@ void wl_free(scenario *s)
     memset(s, 0, sizeof *s);
 }
 
-const char *wl_weights_name(const scenario *s)
+static const char *weight_kind_name(cp_dtype dt, uint8_t qs)
 {
     for (size_t i = 0; i < COUNT(weight_kinds); i++)
-        if (weight_kinds[i].dt == s->w_dtype && weight_kinds[i].qs == s->w_qscale &&
+        if (weight_kinds[i].dt == dt && weight_kinds[i].qs == qs &&
             strcmp(weight_names[i], "fp8_tensor") != 0)
             return weight_names[i];
-    return dtype_name(s->w_dtype);
+    return dtype_name(dt);
+}
+
+const char *wl_weights_name(const scenario *s)
+{
+    return weight_kind_name(s->w_dtype, s->w_qscale);
+}
+
+const char *wl_mlp_weights_name(const scenario *s)
+{
+    return weight_kind_name(s->mlp_dtype, s->mlp_qscale);
 }
 
 const char *wl_exchange_name(wl_exchange e)
@@ -1754,9 +1789,14 @@ json_t *wl_resolved(const scenario *s)
     json_object_set_new(j, "platform", plat_json(&s->plat));
     json_t *pr = json_object();
     json_object_set_new(pr, "weights", json_string(wl_weights_name(s)));
+    /* only where it differs: the same scenario as one that does not write it
+     * (and the same sweep hash) */
+    if (s->mlp_dtype != s->w_dtype || s->mlp_qscale != s->w_qscale)
+        json_object_set_new(pr, "mlp_weights", json_string(wl_mlp_weights_name(s)));
     json_object_set_new(pr, "activations", json_string(dtype_name(s->a_dtype)));
     json_object_set_new(pr, "kv_cache", json_string(dtype_name(s->kv_dtype)));
-    if (s->w_dtype == DT_FP8 || s->w_dtype == DT_INT8)
+    if (s->w_dtype == DT_FP8 || s->w_dtype == DT_INT8 || s->mlp_dtype == DT_FP8 ||
+        s->mlp_dtype == DT_INT8)
         json_object_set_new(pr, "activation_quant", json_string(act_quant_names[s->act_quant]));
     if (s->quant)
         json_object_set_new(pr, "quant_description", json_string(s->quant_path));

@@ -5,7 +5,7 @@
  *   model       bundled name or path to a config.json
  *   platform    preset name, path, or a map {name, nodes, devices_per_node,
  *               ...preset keys to override}
- *   precision   scalar dtype or {weights, activations, kv_cache,
+ *   precision   scalar dtype or {weights, mlp_weights, activations, kv_cache,
  *                activation_quant, quant_description}
  *   parallel    {tp, sp, ep, dp, kv_storage, exchange, min_tokens, split,
  *                all_gather_tensors, ring_overlap, ring_select, sequence_parallel,
@@ -129,6 +129,13 @@ typedef struct scenario {
     uint8_t w_qscale;       /* 8-bit weights: plan_qscale of their GEMMs
                                (fp8 / fp8_tensor: tensor, fp8_rowwise and
                                int8: row, fp8_blockwise: block) */
+    /* precision.mlp_weights (default: as weights): the dtype and scales of
+     * the MLP linears, which are the dense MLP's gate_up / down and every
+     * expert's (routed and shared) of a MoE layer; the attention
+     * projections (GQA q/k/v/o, MLA's, the DSA indexer's), the router,
+     * the embedding and the LM head keep w_dtype / w_qscale */
+    cp_dtype mlp_dtype;
+    uint8_t mlp_qscale;
     wl_act_quant act_quant; /* precision.activation_quant */
     cp_dtype a_dtype;       /* activations */
     cp_dtype kv_dtype;      /* KV cache */
@@ -218,6 +225,8 @@ const char *wl_ring_select_name(wl_ring_select r);
 /* precision.weights as written: "bf16", "fp8" (per-tensor scales),
  * "fp8_rowwise", "fp8_blockwise", "int8", ... */
 const char *wl_weights_name(const scenario *s);
+/* precision.mlp_weights as resolved, in the same names. */
+const char *wl_mlp_weights_name(const scenario *s);
 const char *wl_kv_storage_name(wl_kv_storage k);
 const char *wl_split_name(wl_split s);
 const char *wl_dsa_layout_name(wl_dsa_layout l);
