@@ -1059,8 +1059,15 @@ static em_tensor dcp(ex_ctx *x, int64_t t, int64_t prefix)
 int ex_step_ring_decode(const bld *b, int64_t t, int split)
 {
     const wl_parallel *p = &b->s->par;
-    return !split && p->sp > 1 && p->kv_storage == KV_BY_POSITION &&
-           wl_exchange_is_ring(p->exchange) && ex_step_all_decode(b, t);
+    if (split || p->sp <= 1 || p->kv_storage != KV_BY_POSITION ||
+        !wl_exchange_is_ring(p->exchange) || !ex_step_all_decode(b, t) ||
+        p->decode == DEC_DCP)
+        return 0;
+    /* auto: when every rank's block holds a real query (B >= N); with fewer
+     * the one query block visits the ranks in turn, N rounds in series,
+     * where the DCP merge attends on every rank at once */
+    int64_t nseq = b->seqs ? b->nseqs : 1;
+    return p->decode == DEC_PASS_Q || nseq >= p->sp;
 }
 
 int64_t ex_decode_block(int64_t nseq, int P)

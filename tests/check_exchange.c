@@ -916,10 +916,11 @@ static void check_ring_decode(int tp, int P, const char *exchange, int overlap, 
     snprintf(sets[2], sizeof sets[2], "parallel.exchange=%s", exchange);
     snprintf(sets[3], sizeof sets[3], "parallel.ring_overlap=%s", overlap ? "true" : "false");
     snprintf(sets[4], sizeof sets[4], "parallel.kv_storage=by_position");
-    const char *const set[] = {sets[0], sets[1], sets[2], sets[3], sets[4]};
+    const char *const set[] = {sets[0], sets[1], sets[2], sets[3], sets[4],
+                               "parallel.decode=pass_q"};
     scenario s;
     plan p;
-    tu_load(&s, THINKER, set, 5);
+    tu_load(&s, THINKER, set, 6);
     build_seq seq[8];
     for (int i = 0; i < B; i++)
         seq[i] = (build_seq){1, 5000 + 7 * i, 1};
@@ -1025,8 +1026,9 @@ START_TEST(ring_decode_kv_balance)
     const long T = 8192;
     scenario s;
     plan p;
-    const char *extra[] = {"requests.0.decode_tokens=8", "parallel.min_tokens=4096"};
-    sp_plan(&s, &p, 2, P, "by_position", "ring", T, extra, 2);
+    const char *extra[] = {"requests.0.decode_tokens=8", "parallel.min_tokens=4096",
+                           "parallel.decode=pass_q"};
+    sp_plan(&s, &p, 2, P, "by_position", "ring", T, extra, 3);
     ck_assert_int_eq(p.nsteps, 1 + 2 * P);
     double grew[4] = {0};
     for (int me = 0; me < P; me++) {
@@ -1063,8 +1065,8 @@ START_TEST(ring_decode_kv_balance)
         wl_free(&s);
     }
     const char *ring[] = {"parallel.tp=2", "parallel.sp=4", "parallel.kv_storage=by_position",
-                          "parallel.exchange=ring"};
-    tu_load(&s, THINKER, ring, 4);
+                          "parallel.exchange=ring", "parallel.decode=pass_q"};
+    tu_load(&s, THINKER, ring, 5);
     build_seq mix[2] = {{1, 5000, 1}, {100, 0, 1}};
     build_batch bt = {mix, 2, 0};
     build_step_plan(&s, &bt, 0, &p);
@@ -1072,6 +1074,25 @@ START_TEST(ring_decode_kv_balance)
     ck_assert_int_eq(tu_count(&p, 0, "ring_decode_hop", -2), 0);
     plan_free(&p);
     wl_free(&s);
+    /* parallel.decode: dcp (the default) keeps the DCP merge on a ring; auto
+     * takes pass-Q from one sequence per SP rank (here 4) */
+    build_seq dec[4];
+    for (int i = 0; i < 4; i++)
+        dec[i] = (build_seq){1, 5000 + i, 1};
+    const char *modes[] = {"parallel.decode=dcp", "parallel.decode=auto"};
+    for (int m = 0; m < 2; m++)
+        for (int n = 3; n <= 4; n++) {
+            ring[4] = modes[m];
+            tu_load(&s, THINKER, ring, 5);
+            build_batch b4 = {dec, n, 0};
+            build_step_plan(&s, &b4, 0, &p);
+            int pass_q = m == 1 && n >= 4;
+            ck_assert_int_eq(tu_count(&p, 0, "ring_decode_hop", -2) > 0, pass_q);
+            ck_assert_int_eq(count_ops(&p, 0, 0, 0, OPK_COMPUTE, "dcp_attention", NULL) > 0,
+                             !pass_q);
+            plan_free(&p);
+            wl_free(&s);
+        }
 }
 END_TEST
 
@@ -1635,12 +1656,15 @@ static double decode_tpot(int sp, const char *exchange, int batch)
                       "%s{prompt_tokens: 64, cached_tokens: 131072, decode_tokens: 4}",
                       i ? ", " : "");
     snprintf(b_rq + n, sizeof b_rq - (size_t)n, "]");
+    /* the ring's pass-Q decode (parallel.decode), the DCP merge otherwise */
+    const char *dec = strcmp(exchange, "ring") == 0 && sp > 1 ? "parallel.decode=pass_q"
+                                                              : "parallel.decode=dcp";
     const char *single[] = {"parallel.tp=2", b_sp, "parallel.kv_storage=by_position", b_ex,
-                            "platform.device.calibration=\"\"", b_rq};
+                            "platform.device.calibration=\"\"", b_rq, dec};
     const char *batched[] = {"platform=h200-sxm-8", "platform.device.calibration=\"\"",
                              "model=qwen3-32b", "engine.graph=captured", "parallel.tp=2",
-                             b_sp, "parallel.kv_storage=by_position", b_ex, b_rq};
-    drv_req rq = {.sets = batch > 1 ? batched : single, .nsets = batch > 1 ? 9 : 6};
+                             b_sp, "parallel.kv_storage=by_position", b_ex, b_rq, dec};
+    drv_req rq = {.sets = batch > 1 ? batched : single, .nsets = batch > 1 ? 10 : 7};
     json_t *sm = NULL;
     cp_err err = {0};
     ck_assert_msg(drv_child_run(&rq, &sm, &err) == 0, "%s", err.msg);

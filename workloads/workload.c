@@ -44,6 +44,7 @@ static const char *const kv_storage_names[] = { "by_head", "by_position", NULL }
 static const char *const exchange_names[] = { "auto", "ulysses", "all_gather", "ring", "ring_kv",
                                               "none", NULL };
 static const char *const ring_select_names[] = { "fixed", "rule", "simulate", NULL };
+static const char *const decode_names[] = { "dcp", "pass_q", "auto", NULL };
 static const char *const split_names[] = { "striped", "contiguous", "zigzag", NULL };
 static const char *const agt_names[] = { "qkv", "kv", NULL };
 static const char *const graph_names[] = { "eager", "captured", NULL };
@@ -114,6 +115,8 @@ static const wl_field parallel_fields[] = {
     { "split", F_ENUM, 0, 0, SPLIT_STRIPED, split_names, NULL, PAR(split) },
     { "all_gather_tensors", F_ENUM, 0, 0, AGT_QKV, agt_names, NULL, PAR(all_gather_tensors) },
     { "ring_overlap", F_BOOL, 0, 1, 0, NULL, NULL, PAR(ring_overlap) },
+    /* copied decode steps of a ring exchange (workload.h wl_decode) */
+    { "decode", F_ENUM, 0, 0, DEC_DCP, decode_names, NULL, PAR(decode) },
     /* rank numbering (models/plan.h): TP fastest, or SP fastest */
     { "order", F_ENUM, 0, 0, ORDER_TP_SP_DP, plan_order_names, NULL, PAR(order) },
     { "ring_select", F_ENUM, 0, 0, RS_FIXED, ring_select_names, NULL, PAR(ring_select) },
@@ -1291,6 +1294,12 @@ static int check_exchange_keys(const scenario *s, cp_err *err)
         return cp_fail_at(err, loc_of(s, "parallel", "ring_overlap"),
                           "parallel.ring_overlap: overlaps the hops of the ring exchanges "
                           "(ring, ring_kv); this node runs exchange %s", ex);
+    if (p->decode != DEC_DCP && (!ring || p->kv_storage != KV_BY_POSITION || p->sp <= 1))
+        return cp_fail_at(err, loc_of(s, "parallel", "decode"),
+                          "parallel.decode: %s is the ring's decode (exchange ring or ring_kv "
+                          "over kv_storage by_position, sp > 1); this node runs exchange %s "
+                          "with %s storage and sp %d", decode_names[p->decode], ex,
+                          wl_kv_storage_name(p->kv_storage), p->sp);
     /* the rings split by KV ownership: a rank's share is the positions it
      * stores, striped (x % P) or zigzag (chunks r and 2P-1-r); a contiguous
      * split would leave the last rank most of the causal work */

@@ -38,6 +38,12 @@ typedef enum { EX_AUTO, EX_ULYSSES, EX_ALL_GATHER, EX_RING, EX_RING_KV, EX_NONE 
  * ex_ring_rule, or both simulated and the faster kept (the simulator's
  * side; the plan builder alone applies the rule). */
 typedef enum { RS_FIXED, RS_RULE, RS_SIMULATE } wl_ring_select;
+/* How a copied decode step of a ring exchange over position-stored KV
+ * attends (parallel.decode): the DCP merge (every rank attends its slots,
+ * partials all-gathered: cp-exchange.md's copied step), the pass-Q ring
+ * decode (models/exchange.c ring_decode), or pass-Q when the batch holds at
+ * least one sequence per SP rank. */
+typedef enum { DEC_DCP, DEC_PASS_Q, DEC_AUTO } wl_decode;
 typedef enum { SPLIT_STRIPED, SPLIT_CONTIGUOUS, SPLIT_ZIGZAG } wl_split;
 typedef enum { AGT_QKV, AGT_KV } wl_ag_tensors;
 typedef enum { GRAPH_EAGER, GRAPH_CAPTURED } wl_graph;
@@ -80,6 +86,7 @@ typedef struct wl_parallel {
     wl_ag_tensors all_gather_tensors; /* default qkv */
     int ring_overlap;               /* default 0 */
     wl_ring_select ring_select;     /* default fixed */
+    wl_decode decode;               /* default dcp */
     int sequence_parallel;          /* RFC SP over the TP group, default 0 */
     int dsa_cp;                     /* -1 auto (default), 0 off, 1 on */
     wl_dsa_layout dsa_cp_layout;    /* default rfc */
