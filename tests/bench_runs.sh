@@ -3,7 +3,7 @@
 # with CPU seconds (user + system of the whole process), wall seconds, peak
 # RSS, simulated events and the bytes of its outputs.  The two largest write
 # `--trace steps` (their full traces run to gigabytes); the 1,024-rank
-# TP8 x SP128 run is left out (predicted 15-25 min here).
+# TP8 x SP128 run is left out (over 15 CPU minutes and 4 GB here).
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 CPSIM="$top_builddir/cpsim"
@@ -21,6 +21,13 @@ model: llama-3.1-405b
 platform: {name: h200-sxm-8, nodes: 16}
 precision: {weights: fp8}
 parallel: {tp: 8, sp: 16, kv_storage: by_position, exchange: ring}
+requests: [{prompt_tokens: 131072}]
+YAML
+cat >"$tmp/l405kv.yaml" <<'YAML'
+model: llama-3.1-405b
+platform: {name: h200-sxm-8, nodes: 16}
+precision: {weights: bf16, mlp_weights: fp8_rowwise}
+parallel: {tp: 8, sp: 16, kv_storage: by_position, exchange: ring_kv, ring_overlap: true}
 requests: [{prompt_tokens: 131072}]
 YAML
 cat >"$tmp/dp128.yaml" <<'YAML'
@@ -47,6 +54,9 @@ bench() {
 bench "default (thinker 32K, TP8)" 8 "$top_srcdir/workloads/default.yaml"
 bench "GLM-5.1 32K, TP16 DSA CP" 16 "$tmp/glm.yaml"
 bench "Llama 405B 128K, TP8 x SP16 ring" 128 "$tmp/l405.yaml" --trace steps
+bench "Llama 405B 128K, CP16 pass-KV, fp8 MLP" 128 "$tmp/l405kv.yaml" --trace steps
+bench "Llama 405B 1M, CP16 pass-KV, fp8 MLP" 128 "$tmp/l405kv.yaml" --trace steps \
+    --set requests.0.prompt_tokens=1048576
 bench "thinker 32K, TP8 x DP128" 1024 "$tmp/dp128.yaml" --trace steps
 # the serving mix of issue 11 (30 simulated seconds; target <= 10 s wall and a
 # trace <= 50 MB), on its four arms
