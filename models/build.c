@@ -139,7 +139,7 @@ static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefi
 
 /* The builder's context for a program of SP index sp_index (-1: the one
  * program of every rank), and the program's set-up memory: the weights,
- * the engine's reserved memory and workspace, the KV pool's placeholder
+ * the engine's reserved memory and workspace, the KV pool's memory op
  * (*pool_op, sized once the program is built; EM_NONE on demand).
  * Returns the resident weight bytes. */
 static double program_begin(ex_ctx *x, const scenario *s, const plan_layout_cfg *lay,

@@ -74,6 +74,20 @@ int rep_rank_list(const char *opt, const char *s, unsigned char *sel, int nranks
     }
 }
 
+/* A decimal integer, without printf. */
+static void put_int(FILE *f, long long v)
+{
+    char buf[24], *p = buf + sizeof buf;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--p = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    fwrite(p, 1, (size_t)(buf + sizeof buf - p), f);
+}
+
 /* Simulated seconds to whole nanoseconds. */
 static long long ns_of(double t_s)
 {
@@ -83,7 +97,14 @@ static long long ns_of(double t_s)
 /* Nanoseconds as microseconds with three decimals, exactly. */
 static void put_us(FILE *f, long long ns)
 {
-    fprintf(f, "%s%lld.%03lld", ns < 0 ? "-" : "", llabs(ns) / 1000, llabs(ns) % 1000);
+    long long a = llabs(ns), frac = a % 1000;
+    char d[4] = {(char)('0' + frac / 100), (char)('0' + frac / 10 % 10), (char)('0' + frac % 10),
+                 0};
+    if (ns < 0)
+        fputc('-', f);
+    put_int(f, a / 1000);
+    fputc('.', f);
+    fputs(d, f);
 }
 
 static const char *op_category(const plan_op *o)
@@ -137,29 +158,49 @@ void rep_trace_metadata(FILE *f, const scenario *s, int nranks, const unsigned c
     }
 }
 
-static void write_op_args(FILE *f, const plan_op *o, int32_t layer, int32_t step)
+/* The arguments of op o that do not change from event to event (all but
+ * layer and step), into buf: ",\"phase\":...". */
+static void op_suffix(char *buf, size_t n, const plan_op *o)
 {
-    fprintf(f, "\"layer\":%d,\"step\":%d", layer, step);
-    fprintf(f, ",\"phase\":\"%s\"", plan_phase_name(o->phase));
+    size_t k = (size_t)snprintf(buf, n, ",\"phase\":\"%s\"", plan_phase_name(o->phase));
+#define PUT(...) (k += k < n ? (size_t)snprintf(buf + k, n - k, __VA_ARGS__) : 0)
     if (o->kind == OPK_COMPUTE) {
         char src[64];
-        fprintf(f, ",\"flops\":%.6g,\"bytes\":%.6g,\"tokens\":\"%s\",\"cost_src\":\"%s\"",
-                o->flops, o->bytes, plan_layout_name(o->layout), plan_cost_src(o, src, sizeof src));
+        PUT(",\"flops\":%.6g,\"bytes\":%.6g,\"tokens\":\"%s\",\"cost_src\":\"%s\"", o->flops,
+            o->bytes, plan_layout_name(o->layout), plan_cost_src(o, src, sizeof src));
         if (o->cost_table != CS_ROOFLINE)
-            fprintf(f, ",\"cost_dist\":%.3g", o->cost_dist);
+            PUT(",\"cost_dist\":%.3g", o->cost_dist);
         if (o->kclass == KC_GEMM || o->kclass == KC_GROUPED_GEMM || o->kclass == KC_MOE_GEMM)
-            fprintf(f, ",\"m\":%" PRId64 ",\"k\":%" PRId64 ",\"n\":%" PRId64 ",\"groups\":%" PRId64,
-                    o->m, o->k, o->n, o->g);
+            PUT(",\"m\":%" PRId64 ",\"k\":%" PRId64 ",\"n\":%" PRId64 ",\"groups\":%" PRId64, o->m,
+                o->k, o->n, o->g);
         if (o->kclass == KC_ATTENTION || o->kclass == KC_SPARSE_ATTN || o->kclass == KC_INDEXER)
-            fprintf(f, ",\"q_len\":%" PRId64 ",\"kv_len\":%" PRId64 ",\"heads\":%" PRId64,
-                    o->attn.q_len, o->attn.kv_len, o->attn.heads);
+            PUT(",\"q_len\":%" PRId64 ",\"kv_len\":%" PRId64 ",\"heads\":%" PRId64,
+                o->attn.q_len, o->attn.kv_len, o->attn.heads);
     } else if (o->kind == OPK_COLL) {
-        fprintf(f, ",\"group\":\"%s\",\"bytes\":%.6g", plan_group_name(o->group), o->comm_bytes);
+        PUT(",\"group\":\"%s\",\"bytes\":%.6g", plan_group_name(o->group), o->comm_bytes);
     } else if (o->kind == OPK_P2P) {
-        fprintf(f, ",\"send_bytes\":%.6g,\"recv_bytes\":%.6g", o->comm_bytes, o->recv_bytes);
+        PUT(",\"send_bytes\":%.6g,\"recv_bytes\":%.6g", o->comm_bytes, o->recv_bytes);
     } else if (o->kind == OPK_STEP) {
-        fprintf(f, ",\"request\":%d", o->request);
+        PUT(",\"request\":%d", o->request);
     }
+#undef PUT
+}
+
+/* An op's arguments; suffix: its op_suffix (NULL: made here). */
+static void write_op_args(FILE *f, const plan_op *o, int32_t layer, int32_t step,
+                          const char *suffix)
+{
+    fputs("\"layer\":", f);
+    put_int(f, layer);
+    fputs(",\"step\":", f);
+    put_int(f, step);
+    if (suffix) {
+        fputs(suffix, f);
+        return;
+    }
+    char buf[512];
+    op_suffix(buf, sizeof buf, o);
+    fputs(buf, f);
 }
 
 typedef struct counter_ctx {
@@ -190,22 +231,34 @@ static void counter_fn(void *vctx, int rank, double t, const double cur[MC_COUNT
 static void put_span(FILE *f, int dpn, int rank, int stream, double t0_s, double t1_s)
 {
     long long t0 = ns_of(t0_s), t1 = ns_of(t1_s);
-    fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid_of(rank, dpn),
-            tid_of(rank, stream));
+    fputs(",\n{\"ph\":\"X\",\"pid\":", f);
+    put_int(f, pid_of(rank, dpn));
+    fputs(",\"tid\":", f);
+    put_int(f, tid_of(rank, stream));
+    fputs(",\"ts\":", f);
     put_us(f, t0);
     fputs(",\"dur\":", f);
     put_us(f, t1 - t0);
 }
 
-void rep_trace_op(FILE *f, int dpn, const plan_op *op, int rank, int stream, int32_t layer,
-                  int32_t step, double t0, double t1)
+/* rep_trace_op with the op's fixed arguments given (NULL: made here). */
+static void trace_op(FILE *f, int dpn, const plan_op *op, int rank, int stream, int32_t layer,
+                     int32_t step, double t0, double t1, const char *suffix)
 {
     put_span(f, dpn, rank, stream, t0, t1);
     fputs(",\"name\":", f);
     put_str(f, op->name);
-    fprintf(f, ",\"cat\":\"%s\",\"args\":{", op_category(op));
-    write_op_args(f, op, layer, step);
+    fputs(",\"cat\":\"", f);
+    fputs(op_category(op), f);
+    fputs("\",\"args\":{", f);
+    write_op_args(f, op, layer, step, suffix);
     fputs("}}", f);
+}
+
+void rep_trace_op(FILE *f, int dpn, const plan_op *op, int rank, int stream, int32_t layer,
+                  int32_t step, double t0, double t1)
+{
+    trace_op(f, dpn, op, rank, stream, layer, step, t0, t1, NULL);
 }
 
 void rep_trace_step(FILE *f, int dpn, int rank, int step, const char *what, double t0,
@@ -281,13 +334,32 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
     if (so->level == REP_TRACE_STEPS) {
         write_steps(f, p, r, dpn, rsel);
     } else {
+        /* each op's fixed arguments formatted once, for every rank that runs
+         * its program */
+        char ***suffix = cp_xcalloc((size_t)p->nprogs, sizeof *suffix);
+        for (int g = 0; g < p->nprogs; g++)
+            suffix[g] = cp_xcalloc((size_t)p->progs[g].nops + 1, sizeof **suffix);
         for (size_t i = 0; i < r->nev; i++) {
             const eng_event *e = &r->ev[i];
-            const plan_op *op = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
+            int g = p->prog_of_rank[e->rank];
+            const plan_op *op = &p->progs[g].ops[e->op];
             if (!selected(e, op, so, rsel))
                 continue;
-            rep_trace_op(f, dpn, op, e->rank, e->stream, e->layer, op->step, e->t0, e->t1);
+            if (!suffix[g][e->op]) {
+                char buf[512];
+                op_suffix(buf, sizeof buf, op);
+                size_t len = strlen(buf) + 1;
+                suffix[g][e->op] = memcpy(cp_xcalloc(len, 1), buf, len);
+            }
+            trace_op(f, dpn, op, e->rank, e->stream, e->layer, op->step, e->t0, e->t1,
+                     suffix[g][e->op]);
         }
+        for (int g = 0; g < p->nprogs; g++) {
+            for (uint32_t k = 0; k < p->progs[g].nops; k++)
+                free(suffix[g][k]);
+            free(suffix[g]);
+        }
+        free(suffix);
         /* memory counters: one series per rank, categories stacked */
         counter_ctx cc = {f, dpn, rsel};
         rep_mem_walk(r, 0, counter_fn, &cc);
