@@ -469,8 +469,8 @@ static void h100_routes(void)
     expect_route("n0g1", "n0g6", "fab_n0g1_UP fab_n0g6_DOWN", 2e-6, 450e9 * 0.8);
     expect_route("n0g6", "n0g1", "fab_n0g6_UP fab_n0g1_DOWN", 2e-6, 450e9 * 0.8);
     expect_route("n1g7", "n1g0", "fab_n1g7_UP fab_n1g0_DOWN", 2e-6, 450e9 * 0.8);
-    expect_route("n0g3", "n1g5", "nic_n0g3_UP spine_n0 spine_n1 nic_n1g5_DOWN", 3e-6, 50e9 * 0.94);
-    expect_route("n1g5", "n0g3", "nic_n1g5_UP spine_n1 spine_n0 nic_n0g3_DOWN", 3e-6, 50e9 * 0.94);
+    expect_route("n0g3", "n1g5", "nic_n0g3_UP spine_n0_n1 nic_n1g5_DOWN", 3e-6, 50e9 * 0.94);
+    expect_route("n1g5", "n0g3", "nic_n1g5_UP spine_n0_n1 nic_n0g3_DOWN", 3e-6, 50e9 * 0.94);
 
     /* 1 GB over NVLink: latency + size / bandwidth */
     xfer one, two[2], both[2], inter[2];
@@ -521,7 +521,7 @@ static void a3_routes(void)
     expect_route("n0g1", "n0g2", "fab_n0g1_UP fab_n0g2_DOWN", 0.5e-6, 196e9 * 0.7);
     expect_route("n0g15", "n0g0", "fab_n0g15_UP fab_n0g0_DOWN", 0.5e-6, 196e9 * 0.7);
     /* different nodes: RoCE */
-    expect_route("n0g10", "n1g2", "nic_n0g10_UP spine_n0 spine_n1 nic_n1g2_DOWN", 5.5e-6,
+    expect_route("n0g10", "n1g2", "nic_n0g10_UP spine_n0_n1 nic_n1g2_DOWN", 5.5e-6,
                  24.5e9 * 0.7);
     xfer one;
     xfer_start(&one, "n0g2", "n0g3", 1e9);
@@ -579,7 +579,7 @@ static void grouped_routes(void)
 {
     /* 130 nodes: groups of 64 nodes; same latency and bandwidth inside a
      * group and across groups */
-    expect_route("n0g0", "n63g7", "nic_n0g0_UP spine_n0 spine_n63 nic_n63g7_DOWN", 3e-6,
+    expect_route("n0g0", "n63g7", "nic_n0g0_UP spine_n0_n63 nic_n63g7_DOWN", 3e-6,
                  50e9 * 0.94);
     expect_route("n0g0", "n129g7", "nic_n0g0_UP spine_n0 xg_0_2 spine_n129 nic_n129g7_DOWN",
                  3e-6, 50e9 * 0.94);
