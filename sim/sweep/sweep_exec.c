@@ -178,7 +178,37 @@ typedef struct runner {
     queued *queue;         /* at most `jobs`, oldest first */
     int nready;
     const volatile sig_atomic_t *stop; /* an interrupt arrived: record nothing more */
+    /* the calibrated cost models of the platforms met so far: a point on a
+     * platform identical byte for byte reuses its model (building one fits
+     * the calibration tables); the oldest of RUNNER_COSTS is replaced */
+    platform *cost_plat;
+    cost_model **cost;
+    int ncost, next_cost;
 } runner;
+
+#define RUNNER_COSTS 8
+
+/* The cost model of platform p: from the runner's cache, or built; NULL
+ * with why when it cannot be built.  The runner owns it. */
+static const cost_model *cost_of(runner *r, const platform *p, cp_err *why)
+{
+    for (int i = 0; i < r->ncost; i++)
+        if (memcmp(&r->cost_plat[i], p, sizeof *p) == 0)
+            return r->cost[i];
+    cost_model *cm = cost_new(p, why);
+    if (!cm)
+        return NULL;
+    if (!r->cost) {
+        r->cost_plat = cp_xcalloc(RUNNER_COSTS, sizeof *r->cost_plat);
+        r->cost = cp_xcalloc(RUNNER_COSTS, sizeof *r->cost);
+    }
+    int k = r->ncost < RUNNER_COSTS ? r->ncost++ : r->next_cost++ % RUNNER_COSTS;
+    if (r->cost[k])
+        cost_free(r->cost[k]);
+    r->cost[k] = cm;
+    r->cost_plat[k] = *p;
+    return cm;
+}
 
 static int record(runner *r, const sweep_point *pt, const char *hash, json_t *summary,
                   const cp_err *why, cp_err *err)
@@ -277,10 +307,9 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
         rc = join(r, q.sim, pt, q.hash, &q.scen, err);
     } else if (rc == 0) {
         /* priced as the child's own pipeline would (drv_prepare) */
-        cost_model *cm = cost_new(&q.scen.plat, &why);
+        const cost_model *cm = cost_of(r, &q.scen.plat, &why);
         if (cm) {
             cost_price_plan(cm, &q.plan, q.scen.graph == GRAPH_CAPTURED);
-            cost_free(cm);
             if (q.scen.fold_layers)
                 plan_fold_layers(&q.plan);
             r->queue[r->nready++] = q;
@@ -405,7 +434,7 @@ int sweep_exec(const sweep_spec *sp, const sweep_point *const *pending_pts, int 
 {
     int jobs = o->jobs < 1 ? 1 : o->jobs;
     slot *slots = calloc((size_t)jobs, sizeof *slots);
-    runner r = {sp, o, {0}, calloc((size_t)jobs, sizeof *r.queue), 0, stop};
+    runner r = {sp, o, {0}, calloc((size_t)jobs, sizeof *r.queue), 0, stop, NULL, NULL, 0, 0};
     if (!slots || !r.queue)
         abort();
     int next = 0, busy = 0, rc = 0;
@@ -435,5 +464,9 @@ int sweep_exec(const sweep_spec *sp, const sweep_point *const *pending_pts, int 
     free(r.queue);
     free(slots);
     sim_table_free(&r.sims);
+    for (int i = 0; i < r.ncost; i++)
+        cost_free(r.cost[i]);
+    free(r.cost);
+    free(r.cost_plat);
     return rc < 0 ? -1 : *stop ? 1 : 0;
 }
