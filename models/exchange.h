@@ -164,6 +164,8 @@ double ex_run_pairs(const ex_run *q, const ex_run *k);
 
 /* ---- attention calls of a batched step -------------------------------------- */
 
+/* our bound on separate attention calls per layer (a batch's prefills past
+ * it share the last call, averaged) */
 #define EX_MAX_CALLS 32
 
 /* The attention calls of one layer of the current step: the one sequence

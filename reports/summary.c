@@ -128,22 +128,12 @@ static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
 
 static void phase_name(const plan *p, int rank, const eng_mem *at, char *buf, size_t len);
 
-static int cmp_mem(const void *a, const void *b)
-{
-    const eng_mem *x = a, *y = b;
-    if (x->rank != y->rank)
-        return x->rank - y->rank;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return (x->op > y->op) - (x->op < y->op);
-}
-
 void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx)
 {
     /* the engine hands them sorted (engine.h); a hand-made result may not */
     int sorted = 1;
     for (size_t i = 1; i < r->nmem && sorted; i++)
-        sorted = cmp_mem(&r->mem[i - 1], &r->mem[i]) <= 0;
+        sorted = eng_mem_cmp(&r->mem[i - 1], &r->mem[i]) <= 0;
     eng_mem *copy = NULL;
     const eng_mem *m = r->mem;
     if (!sorted) {
@@ -151,7 +141,7 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
         if (!copy)
             abort();
         memcpy(copy, r->mem, r->nmem * sizeof *copy);
-        qsort(copy, r->nmem, sizeof *copy, cmp_mem);
+        qsort(copy, r->nmem, sizeof *copy, eng_mem_cmp);
         m = copy;
     }
     double cur[MC_COUNT];

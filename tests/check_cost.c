@@ -681,14 +681,20 @@ END_TEST
 
 /* Load `yaml` (written to dir/w.yaml) and build its plan priced as the
  * engine prices it (eager). */
-static void priced_plan(const char *dir, const char *yaml, scenario *s, plan *p)
+/* Write `yaml` to dir/w.yaml; its path into path. */
+static void write_yaml(const char *dir, const char *yaml, char *path, size_t n)
 {
-    char path[300];
-    snprintf(path, sizeof path, "%s/w.yaml", dir);
+    snprintf(path, n, "%s/w.yaml", dir);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fputs(yaml, f);
     fclose(f);
+}
+
+static void priced_plan(const char *dir, const char *yaml, scenario *s, plan *p)
+{
+    char path[300];
+    write_yaml(dir, yaml, path, sizeof path);
     cp_err err = {0};
     ck_assert_msg(wl_load(path, NULL, 0, NULL, s, &err) == 0, "%s", err.msg);
     build_plan(s, p);
@@ -819,16 +825,14 @@ START_TEST(test_mlp_weights_resident)
     char dir[] = "/tmp/cpsim-mlp-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char path[300];
-    snprintf(path, sizeof path, "%s/w.yaml", dir);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(yaml, f);
-    fclose(f);
+    write_yaml(dir, yaml, path, sizeof path);
     static const char *const sets[] = {"precision.mlp_weights=fp8_rowwise"};
     scenario s16, s8;
     cp_err err = {0};
     ck_assert_msg(wl_load(path, NULL, 0, NULL, &s16, &err) == 0, "%s", err.msg);
     ck_assert_msg(wl_load(path, sets, 1, NULL, &s8, &err) == 0, "%s", err.msg);
+    unlink(path);
+    rmdir(dir);
     double r16 = quant_resident_bytes(&s16), r8 = quant_resident_bytes(&s8);
     /* MLP elements per rank: 126 layers x (gate + up + down) of 16384 x
      * 53248, TP-sharded over 8 (llama-3.1-405b.json) */
@@ -844,8 +848,6 @@ START_TEST(test_mlp_weights_resident)
     ck_assert_double_eq_tol(rep.total, r8, 1);
     wl_free(&s16);
     wl_free(&s8);
-    unlink(path);
-    rmdir(dir);
 }
 END_TEST
 

@@ -690,21 +690,11 @@ BY_RANK(events_by_rank, eng_event)
 
 /* Memory events by rank, time and op: the order every report walks them in
  * (reports/report.h rep_mem_walk), sorted once here. */
-static int cmp_mem(const void *a, const void *b)
-{
-    const eng_mem *x = a, *y = b;
-    if (x->rank != y->rank)
-        return x->rank - y->rank;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return (x->op > y->op) - (x->op < y->op);
-}
-
 static void mems_by_rank(eng_mem *v, size_t n, int nranks)
 {
     (void)nranks;
     if (n > 1)
-        qsort(v, n, sizeof *v, cmp_mem);
+        qsort(v, n, sizeof *v, eng_mem_cmp);
 }
 
 /* res of the first replica (rpr ranks) copied to every replica of p. */

@@ -46,6 +46,18 @@ typedef struct eng_result {
     double wall_s;       /* wall-clock seconds inside simgrid_run() */
 } eng_result;
 
+/* The order of memory events every report walks them in: by rank, time and
+ * op (eng_run hands them sorted so; a qsort comparator). */
+static inline int eng_mem_cmp(const void *a, const void *b)
+{
+    const eng_mem *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank - y->rank;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->op > y->op) - (x->op < y->op);
+}
+
 /* Free what a simulation recorded. */
 void eng_result_free(eng_result *res);
 

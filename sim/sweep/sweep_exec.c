@@ -186,6 +186,7 @@ typedef struct runner {
     int ncost, next_cost;
 } runner;
 
+/* our choice: a sweep's what-if axes rarely span more platforms at once */
 #define RUNNER_COSTS 8
 
 /* The cost model of platform p: from the runner's cache, or built; NULL
