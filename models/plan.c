@@ -635,6 +635,8 @@ size_t plan_fold_layers(plan *p)
         if (s > 0 && expands_to(&f, pg)) {
             free(pg->ops);
             free(pg->deps);
+            f.kv_pool = pg->kv_pool; /* the program's, not its ops' */
+            f.kv_need = pg->kv_need;
             *pg = f;
             saved += s;
         } else {
@@ -669,6 +671,8 @@ void plan_expand(const plan *p, plan *out)
         const plan_prog *pg = &p->progs[g];
         int gi = plan_add_prog(out);
         plan_prog *o = &out->progs[gi];
+        o->kv_pool = pg->kv_pool;
+        o->kv_need = pg->kv_need;
         plan_vseq v;
         plan_vseq_build(pg, &v);
         for (uint32_t e = 0; e < v.n; e++) {

@@ -86,6 +86,8 @@ typedef struct rep_summary {
     rep_costsrc cost;          /* where the compute prices came from */
     long events, messages, execs;
     int replicas_simulated;    /* DP replicas simulated (1: copied to the rest) */
+    long iters_simulated;      /* copies of repeated regions simulated */
+    long iters_replayed;       /* and replayed (sim/engine/replay.c) */
     double wall_s;             /* simulator wall time (not written to files) */
 } rep_summary;
 

@@ -369,6 +369,8 @@ int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
     out->messages = r->messages;
     out->execs = r->execs;
     out->replicas_simulated = r->replicas_simulated;
+    out->iters_simulated = r->iters_simulated;
+    out->iters_replayed = r->iters_replayed;
     out->wall_s = r->wall_s;
     return 0;
 }
@@ -518,6 +520,9 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
     json_object_set_new(sim, "execs", json_integer(sm->execs));
     if (sm->replicas_simulated > 0)
         json_object_set_new(sim, "replicas_simulated", json_integer(sm->replicas_simulated));
+    /* layer iterations (copies of folded regions) simulated and replayed */
+    json_object_set_new(sim, "iterations_simulated", json_integer(sm->iters_simulated));
+    json_object_set_new(sim, "iterations_replayed", json_integer(sm->iters_replayed));
     json_object_set_new(j, "simulation", sim);
     return j;
 }

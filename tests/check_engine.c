@@ -261,6 +261,124 @@ START_TEST(child_runs_and_reports)
 }
 END_TEST
 
+/* nlayers identical layers of [compute, all-reduce of its output] (the next
+ * layer waits for the all-reduce) on program g, after a step op and
+ * before a last compute; folded into one region of nlayers copies. */
+static void layers_prog(plan *p, int g, int nlayers, double cost, double launch, int reduce)
+{
+    plan_prog *pg = &p->progs[g];
+    plan_op st = step_op(0);
+    plan_push(pg, &st);
+    uint32_t prev = UINT32_MAX;
+    for (int l = 0; l < nlayers; l++) {
+        plan_op a = compute_op("layer_gemm", cost, launch);
+        a.layer = l;
+        uint32_t ia = plan_push(pg, &a);
+        if (prev != UINT32_MAX)
+            plan_dep(pg, ia, prev);
+        prev = ia;
+        if (reduce) {
+            plan_op c = allreduce_op(8e6);
+            c.layer = l;
+            c.launch_s = launch;
+            uint32_t ic = plan_push(pg, &c);
+            plan_dep(pg, ic, ia);
+            prev = ic;
+        }
+    }
+    plan_op z = compute_op("head", cost, launch);
+    uint32_t iz = plan_push(pg, &z);
+    plan_dep(pg, iz, prev);
+}
+
+/* Events of r in (rank, op, layer) order, times from the run's start. */
+static int ev_key_cmp(const void *x, const void *y)
+{
+    const eng_event *a = x, *b = y;
+    if (a->rank != b->rank)
+        return a->rank - b->rank;
+    if (a->op != b->op)
+        return a->op < b->op ? -1 : 1;
+    return a->layer - b->layer;
+}
+
+/* Run p replayed and simulated in one process; the events must agree to
+ * rounding.  Returns the copies the replayed run replayed. */
+static int replay_vs_simulated(const plan *p)
+{
+    cp_err err = {0};
+    eng_result a, b;
+    eng_opts o = {.plat = &plat, .cm = &cm, .replay = 1};
+    ck_assert_msg(eng_run(p, &o, &a, &err) == 0, "%s", err.msg);
+    o.replay = 0;
+    ck_assert_msg(eng_run(p, &o, &b, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(b.iters_replayed, 0);
+    ck_assert_int_eq(a.iters_simulated + a.iters_replayed, b.iters_simulated);
+    ck_assert_uint_eq(a.nev, b.nev);
+    ck_assert_uint_eq(a.nmem, b.nmem);
+    ck_assert_int_eq(a.execs, b.execs);
+    ck_assert_int_eq(a.messages, b.messages);
+    qsort(a.ev, a.nev, sizeof *a.ev, ev_key_cmp);
+    qsort(b.ev, b.nev, sizeof *b.ev, ev_key_cmp);
+    for (size_t i = 0; i < a.nev; i++) {
+        ck_assert_int_eq(ev_key_cmp(&a.ev[i], &b.ev[i]), 0);
+        double tol = 1e-12 * (1 + b.ev[i].t1 - b.t0);
+        ck_assert_double_eq_tol(a.ev[i].t0 - a.t0, b.ev[i].t0 - b.t0, tol);
+        ck_assert_double_eq_tol(a.ev[i].t1 - a.t0, b.ev[i].t1 - b.t0, tol);
+    }
+    ck_assert_double_eq_tol(a.end_s - a.t0, b.end_s - b.t0, 1e-12 * (1 + b.end_s - b.t0));
+    int replayed = a.iters_replayed;
+    eng_result_free(&a);
+    eng_result_free(&b);
+    return replayed;
+}
+
+/* Layers that end in an all-reduce over every rank start from the same
+ * state: all but the first copy of the region replay, to rounding. */
+START_TEST(synchronised_layers_replay)
+{
+    plan p;
+    one_prog_plan(&p, 4);
+    layers_prog(&p, 0, 12, 1e-3, 5e-6, 1);
+    for (int r = 0; r < 4; r++)
+        p.prog_of_rank[r] = 0;
+    ck_assert_uint_gt(plan_fold_layers(&p), 0);
+    ck_assert_uint_eq(p.progs[0].nregions, 1);
+    /* layer 0 waits for nothing: layers 1-11 fold */
+    ck_assert_uint_eq(p.progs[0].regions[0].repeat, 11);
+    ck_assert_int_eq(replay_vs_simulated(&p), 10);
+    plan_free(&p);
+}
+END_TEST
+
+/* Ranks that run apart (rank 1 twice as slow, nothing joins them) never
+ * reach a clean cut; launch-bound layers wait for the host: neither
+ * replays, and both simulate as before. */
+START_TEST(unjoined_or_launch_bound_layers_simulate)
+{
+    plan p;
+    plan_layout_cfg lay = {.tp = 2, .sp = 1, .ep = 1, .dp = 1, .devices_per_node = 8};
+    plan_init(&p, &lay);
+    plan_add_prog(&p);
+    plan_add_prog(&p);
+    p.nsteps = p.nrequests = 1;
+    layers_prog(&p, 0, 8, 1e-3, 5e-6, 0);
+    layers_prog(&p, 1, 8, 2e-3, 5e-6, 0);
+    p.prog_of_rank[0] = 0;
+    p.prog_of_rank[1] = 1;
+    ck_assert_uint_gt(plan_fold_layers(&p), 0);
+    ck_assert_int_eq(replay_vs_simulated(&p), 0);
+    plan_free(&p);
+
+    one_prog_plan(&p, 2);
+    layers_prog(&p, 0, 8, 1e-6, 2e-5, 1); /* kernels of 1 us, 20 us to launch */
+    p.prog_of_rank[0] = p.prog_of_rank[1] = 0;
+    ck_assert_uint_gt(plan_fold_layers(&p), 0);
+    ck_assert_int_eq(replay_vs_simulated(&p), 0);
+    plan_free(&p);
+}
+END_TEST
+
 /* The folded plan (repeated regions) simulates to byte-identical results:
  * same summary, TTFT and events. */
 START_TEST(folded_plan_simulates_identically)
@@ -284,6 +402,8 @@ static Suite *suite(void)
     tcase_add_test(tc, step_waits_for_arrival);
     tcase_add_test(tc, deadlock_is_an_internal_failure);
     tcase_add_test(tc, default_workload_runs);
+    tcase_add_test(tc, synchronised_layers_replay);
+    tcase_add_test(tc, unjoined_or_launch_bound_layers_simulate);
     suite_add_tcase(s, tc);
     /* no SimGrid in the test process: its children initialise their own */
     TCase *tc_child = tcase_create("child");

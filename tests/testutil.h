@@ -27,10 +27,18 @@ int tu_count(const plan *p, int g, const char *name, int layer);
 /* First such op, or NULL. */
 const plan_op *tu_find(const plan *p, int g, const char *name, int layer);
 
-/* Simulate the workload (NULL: the default) with the sets in a child
- * process, expanded and with folded layers; the two summaries must be
- * byte-identical.  Returns the summary (caller decrefs). */
+/* Simulate the workload (NULL: the default) with the sets in child
+ * processes: expanded, with folded layers simulated, and with folded layers
+ * replayed (sim/engine/replay.c).  The first two summaries must be
+ * byte-identical but for simulation.iterations_*, the third equal to them
+ * to rounding (tu_json_close, 1e-9).  Returns the replayed run's summary
+ * (caller decrefs). */
 json_t *tu_fold_identical(const char *workload, const char *const *sets, int nsets);
+
+/* NULL when a and b have the same shape, strings and integers and their
+ * reals agree within rel * max(|x|, |y|) + abs; else where they differ
+ * first (a static buffer). */
+const char *tu_json_close(const json_t *a, const json_t *b, double rel, double abs);
 
 /* Run a suite (fork mode) and return the process exit status. */
 int tu_main(Suite *s);

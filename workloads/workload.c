@@ -142,12 +142,17 @@ static const wl_field engine_fields[] = {
 
 static const wl_field simulation_fields[] = {
     { "network_model", F_ENUM, 0, 0, NET_CM02, net_names, NULL, offsetof(scenario, net_model) },
-    { "fold_layers", F_BOOL, 0, 1, 0, NULL, NULL, offsetof(scenario, fold_layers) },
+    /* identical consecutive layers as one repeated region (plan.h): the
+     * same results, a smaller plan, and what simulation.replay replays */
+    { "fold_layers", F_BOOL, 0, 1, 1, NULL, NULL, offsetof(scenario, fold_layers) },
     { "moe_routing", F_ENUM, 0, 0, RT_RANDOM, plan_route_names, NULL,
       offsetof(scenario, moe_routing) },
     /* simulate one DP replica when the replicas are independent (engine.h),
      * false: every rank (the same bytes; for the check) */
     { "share_replicas", F_BOOL, 0, 1, 1, NULL, NULL, offsetof(scenario, share_replicas) },
+    /* replay copies of folded layers entered in an earlier copy's state
+     * (sim/engine/replay.c), false: simulate every copy (for the check) */
+    { "replay", F_BOOL, 0, 1, 1, NULL, NULL, offsetof(scenario, replay) },
     /* 0: no end, the run lasts until every request finished */
     { "duration_s", F_DOUBLE, 0, (long long)WL_MAX_ARRIVAL, 0, NULL, NULL,
       offsetof(scenario, duration_s) },
@@ -308,6 +313,12 @@ static int read_section(const ynode *root, const wl_section *sec, scenario *s, c
  * steps than by a looser bound. */
 static int read_decode_reuse(const ynode *sim, scenario *s, cp_err *err)
 {
+    /* replay acts on folded layers: asked for without them it would do
+     * nothing */
+    const ynode *rp = yio_key(sim, "replay");
+    if (rp && s->replay && !s->fold_layers)
+        return cp_fail_at(err, rp->loc, "simulation.replay: replays folded layers, and "
+                          "simulation.fold_layers is false");
     return yio_opt_double(sim, "simulation", "decode_reuse", 0, 0.05, &s->decode_reuse, err);
 }
 

@@ -16,7 +16,7 @@
  *               decode_tokens, cached_tokens, name}, periodic {every_s,
  *               count}, Poisson {rate_per_s, count, seed}, closed loop
  *               {streams, think_s}, a trace file {trace}
- *   simulation  {network_model: cm02|l07, fold_layers, moe_routing,
+ *   simulation  {network_model: cm02|l07, fold_layers, replay, moe_routing,
  *                duration_s, decode_reuse}
  */
 #ifndef CP_WORKLOAD_H
@@ -158,6 +158,7 @@ typedef struct scenario {
     wl_netmodel net_model;
     int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
     int share_replicas;     /* simulation.share_replicas: sim/engine/engine.h */
+    int replay;             /* simulation.replay: sim/engine/replay.c */
     int moe_routing;        /* simulation.moe_routing: plan_route, default random */
 
     /* requests: every open-loop request (single entries, periodic, Poisson

@@ -17,51 +17,7 @@
 #include <xbt/log.h>
 
 #include "collectives/sg_transport.h"
-
-/* Derived per-program indices, shared by the ranks that run the program.
- * Indices are positions in the program's expanded sequence (repeated
- * regions unrolled, plan.h); v.real[] gives the op behind each. */
-typedef struct prog_index {
-    plan_vseq v;
-    uint32_t *list[ST_COUNT];   /* sequence indices of each stream, in order */
-    uint32_t nlist[ST_COUNT];
-    uint32_t *pos;              /* [v.n] position of the element in its stream */
-    double *issue_off;          /* [v.n] host issue offset from step start (s) */
-    uint32_t *need;             /* [v.n * ST_COUNT] for step ops: stream ops before it */
-} prog_index;
-
-typedef struct rank_st {
-    int rank;
-    const plan_prog *pg;
-    const prog_index *ix;
-    sg_host_t host;
-    double speed;               /* host flop/s: exec amount = cost_s * speed */
-    /* a stream that must wait parks on its semaphore with the element it
-     * waits for in want[]; a completion releases it once that element is
-     * ready (engine.h), never before */
-    sg_sem_t sem[ST_COUNT];
-    uint32_t want[ST_COUNT];
-    uint8_t parked[ST_COUNT];
-    uint32_t done[ST_COUNT];    /* ops completed per stream */
-    int32_t started_step;       /* last step whose step op completed, -1 before */
-    int waiters;                /* streams parked */
-    uint32_t at[ST_COUNT];      /* op each stream is working on (deadlock report) */
-    int finished[ST_COUNT];
-    /* interference (engine.h) */
-    int kernel_kind;            /* interference kind of the running kernel, -1 idle */
-    double comm_bytes[ST_COUNT]; /* size of the collective running per stream, 0 idle */
-    double fc, fm;              /* slowdowns in force */
-    sg_exec_t hog;              /* takes 1 - 1/fc of the host while fc > 1 */
-    int *links;                 /* indices into E.links */
-    int nlinks;
-} rank_st;
-
-/* A link whose bandwidth interference lowers, with the ranks at its ends. */
-typedef struct ilink {
-    sg_link_t link;
-    double bw;                  /* nominal bandwidth (bytes/s) */
-    int owner[2];               /* ranks (-1: none) */
-} ilink;
+#include "sim/engine/engine_int.h"
 
 typedef struct stream_st {
     rank_st *rs;
@@ -69,17 +25,7 @@ typedef struct stream_st {
     sgt_ctx tctx;
 } stream_st;
 
-/* Whole-run state (one engine per process). */
-static struct {
-    const plan *p;
-    const eng_opts *o;
-    eng_result *res;
-    rank_st *ranks;
-    sgt_world *tw;
-    const interf_model *im;     /* NULL: no interference */
-    ilink *links;
-    int nlinks;
-} E;
+eng_state eng;
 
 /* The platform SimGrid holds (loaded by the first eng_run of the process). */
 static struct {
@@ -90,7 +36,7 @@ static struct {
 
 static void push_event(int rank, int stream, uint32_t op, int32_t layer, double t0, double t1)
 {
-    eng_result *r = E.res;
+    eng_result *r = eng.res;
     if (r->nev == r->cap) {
         r->cap = r->cap ? 2 * r->cap : 4096;
         r->ev = realloc(r->ev, r->cap * sizeof *r->ev);
@@ -104,7 +50,7 @@ static void push_event(int rank, int stream, uint32_t op, int32_t layer, double 
 
 static void push_mem(int rank, const plan_op *o, uint32_t op, int32_t layer, double t)
 {
-    eng_result *r = E.res;
+    eng_result *r = eng.res;
     if (r->nmem == r->mcap) {
         r->mcap = r->mcap ? 2 * r->mcap : 4096;
         r->mem = realloc(r->mem, r->mcap * sizeof *r->mem);
@@ -117,20 +63,20 @@ static void push_mem(int rank, const plan_op *o, uint32_t op, int32_t layer, dou
 /* ---- synchronisation --------------------------------------------------- */
 
 /* Whether element e of the rank's sequence has completed. */
-static int dep_done(const rank_st *rs, uint32_t e)
+int eng_dep_done(const rank_st *rs, uint32_t e)
 {
     const plan_op *o = &rs->pg->ops[rs->ix->v.real[e]];
     return rs->done[o->stream] > rs->ix->pos[e];
 }
 
-static int ready(const rank_st *rs, uint32_t i)
+int eng_ready(const rank_st *rs, uint32_t i)
 {
     const plan_vseq *v = &rs->ix->v;
     const plan_op *o = &rs->pg->ops[v->real[i]];
     if (o->kind != OPK_STEP && o->step > rs->started_step)
         return 0;
     for (uint32_t k = v->dep_first[i]; k < v->dep_first[i + 1]; k++)
-        if (!dep_done(rs, v->deps[k]))
+        if (!eng_dep_done(rs, v->deps[k]))
             return 0;
     if (o->kind == OPK_STEP)
         for (int s = 0; s < ST_COUNT; s++)
@@ -147,7 +93,7 @@ static int ready(const rank_st *rs, uint32_t i)
  * no wake-up that finds the op still blocked. */
 static void wait_ready(rank_st *rs, int s, uint32_t i)
 {
-    if (ready(rs, i))
+    if (eng_ready(rs, i))
         return;
     rs->want[s] = i;
     rs->parked[s] = 1;
@@ -158,21 +104,26 @@ static void wait_ready(rank_st *rs, int s, uint32_t i)
 static void mark_done(rank_st *rs, int stream)
 {
     rs->done[stream]++;
+    if (rp_on())
+        rp_done(rs);
     if (rs->waiters == 0)
         return;
     for (int s = 0; s < ST_COUNT; s++)
-        if (rs->parked[s] && ready(rs, rs->want[s])) {
+        if (rs->parked[s] && eng_ready(rs, rs->want[s])) {
             rs->parked[s] = 0;
             rs->waiters--;
             sg_sem_release(rs->sem[s]);
         }
 }
 
-static void sleep_until(double t)
+/* Sleep until time t; returns 1 when it slept. */
+static int sleep_until(double t)
 {
     double now = simgrid_get_clock();
-    if (t > now)
-        sg_actor_sleep_for(t - now);
+    if (t <= now)
+        return 0;
+    sg_actor_sleep_for(t - now);
+    return 1;
 }
 
 /* ---- interference ------------------------------------------------------- */
@@ -181,8 +132,8 @@ static void relink(const ilink *l)
 {
     double fm = 1.0;
     for (int k = 0; k < 2; k++)
-        if (l->owner[k] >= 0 && E.ranks[l->owner[k]].fm > fm)
-            fm = E.ranks[l->owner[k]].fm;
+        if (l->owner[k] >= 0 && eng.ranks[l->owner[k]].fm > fm)
+            fm = eng.ranks[l->owner[k]].fm;
     sg_link_set_bandwidth(l->link, l->bw / fm);
 }
 
@@ -190,14 +141,14 @@ static void relink(const ilink *l)
  * an op, and apply them to its host and links. */
 static void interfere(rank_st *rs)
 {
-    if (!E.im)
+    if (!eng.im)
         return;
     double bytes = 0, fc = 1.0, fm = 1.0;
     for (int s = 0; s < ST_COUNT; s++)
         if (rs->comm_bytes[s] > bytes)
             bytes = rs->comm_bytes[s];
     if (rs->kernel_kind >= 0 && bytes > 0)
-        interf_factors(E.im, rs->kernel_kind, bytes, &fc, &fm);
+        interf_factors(eng.im, rs->kernel_kind, bytes, &fc, &fm);
     if (fc != rs->fc) {
         if (rs->hog)
             sg_exec_cancel(rs->hog);
@@ -213,7 +164,7 @@ static void interfere(rank_st *rs)
     if (fm != rs->fm) {
         rs->fm = fm;
         for (int k = 0; k < rs->nlinks; k++)
-            relink(&E.links[rs->links[k]]);
+            relink(&eng.links[rs->links[k]]);
     }
 }
 
@@ -224,7 +175,7 @@ static void interfere_setup(const platform *pl, int nranks)
     if (!names)
         abort();
     for (int r = 0; r < nranks; r++) {
-        rank_st *rs = &E.ranks[r];
+        rank_st *rs = &eng.ranks[r];
         rs->kernel_kind = -1;
         rs->fc = rs->fm = 1.0;
         int n = plat_device_links(pl, r, names, 64);
@@ -236,16 +187,16 @@ static void interfere_setup(const platform *pl, int nranks)
             if (!l)
                 continue;
             int k = 0;
-            while (k < E.nlinks && E.links[k].link != l)
+            while (k < eng.nlinks && eng.links[k].link != l)
                 k++;
-            if (k == E.nlinks) {
-                E.links = realloc(E.links, (size_t)(E.nlinks + 1) * sizeof *E.links);
-                if (!E.links)
+            if (k == eng.nlinks) {
+                eng.links = realloc(eng.links, (size_t)(eng.nlinks + 1) * sizeof *eng.links);
+                if (!eng.links)
                     abort();
-                E.links[k] = (ilink){l, sg_link_get_bandwidth(l), {r, -1}};
-                E.nlinks++;
-            } else if (E.links[k].owner[0] != r) {
-                E.links[k].owner[1] = r;
+                eng.links[k] = (ilink){l, sg_link_get_bandwidth(l), {r, -1}};
+                eng.nlinks++;
+            } else if (eng.links[k].owner[0] != r) {
+                eng.links[k].owner[1] = r;
             }
             rs->links[rs->nlinks++] = k;
         }
@@ -255,37 +206,40 @@ static void interfere_setup(const platform *pl, int nranks)
 
 /* ---- ops ---------------------------------------------------------------- */
 
-static void run_coll(stream_st *ss, const plan_op *o)
+/* Run a collective or hop; returns the messages it sent. */
+static long run_coll(stream_st *ss, const plan_op *o)
 {
     rank_st *rs = ss->rs;
-    int n = plan_group_size(&E.p->lay, (plan_group)o->group);
+    int n = plan_group_size(&eng.p->lay, (plan_group)o->group);
     int stack[64];
     int *members = n <= 64 ? stack : malloc((size_t)n * sizeof *members);
     if (!members)
         abort();
     int me = 0;
-    plan_group_members(&E.p->lay, rs->rank, (plan_group)o->group, members, n, &me);
+    long msgs = 0;
+    plan_group_members(&eng.p->lay, rs->rank, (plan_group)o->group, members, n, &me);
     tr_port port = sgt_port(&ss->tctx);
-    int dpn = E.o->plat->devices_per_node > 0 ? E.o->plat->devices_per_node : 1;
+    int dpn = eng.o->plat->devices_per_node > 0 ? eng.o->plat->devices_per_node : 1;
     if (o->kind == OPK_COLL) {
         int cross = 0;
         for (int i = 1; i < n && !cross; i++)
             cross = members[i] / dpn != members[0] / dpn;
         coll_call c = {.kind = (plan_coll)o->coll, .alg = (plan_alg)o->alg,
                        .members = members, .n = n, .me = me,
-                       .bytes = o->comm_bytes, .graph = E.o->graph && !o->eager,
+                       .bytes = o->comm_bytes, .graph = eng.o->graph && !o->eager,
                        .cross_node = cross};
-        E.res->messages += coll_run(&port, E.o->cm, &c);
+        msgs = coll_run(&port, eng.o->cm, &c);
     } else {
         int to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;
         int from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
         int cross = (to >= 0 && to / dpn != rs->rank / dpn) ||
                     (from >= 0 && from / dpn != rs->rank / dpn);
-        E.res->messages += coll_sendrecv(&port, E.o->cm, to, o->comm_bytes, from,
-                                          E.o->graph && !o->eager, cross);
+        msgs = coll_sendrecv(&port, eng.o->cm, to, o->comm_bytes, from,
+                             eng.o->graph && !o->eager, cross);
     }
     if (members != stack)
         free(members);
+    return msgs;
 }
 
 static void stream_main(int argc, char **argv)
@@ -296,21 +250,36 @@ static void stream_main(int argc, char **argv)
     rank_st *rs = ss->rs;
     const prog_index *ix = rs->ix;
     int s = ss->stream;
-    int nsteps = E.res->nsteps;
-    double *step_start = E.res->step_start + (size_t)rs->rank * nsteps;
-    double *step_end = E.res->step_end + (size_t)rs->rank * nsteps;
+    int nsteps = eng.res->nsteps;
+    double *step_start = eng.res->step_start + (size_t)rs->rank * nsteps;
+    double *step_end = eng.res->step_end + (size_t)rs->rank * nsteps;
 
-    for (uint32_t k = 0; k < ix->nlist[s]; k++) {
+    /* rs->skip[s] moves past ops a replay (replay.c) covered: checked
+     * after every blocking call */
+    for (uint32_t k = 0; k < ix->nlist[s];) {
+        if (rs->skip[s] > k) {
+            k = rs->skip[s];
+            continue;
+        }
         uint32_t i = ix->list[s][k];
         uint32_t real = ix->v.real[i];
         const plan_op *o = &rs->pg->ops[real];
         int32_t layer = plan_vseq_layer(rs->pg, &ix->v, i);
         rs->at[s] = i;
         wait_ready(rs, s, i);
+        if (rs->skip[s] > k)
+            continue;
         double base = o->step >= 0 ? step_start[o->step] : 0.0;
-        if (o->kind != OPK_STEP)
-            sleep_until(base + ix->issue_off[i]);
+        if (o->kind != OPK_STEP && sleep_until(base + ix->issue_off[i]) && rp_on())
+            rp_issue_bound(rs, i);
+        if (rs->skip[s] > k)
+            continue;
+        sleep_until(rs->hold);
         double t0 = simgrid_get_clock();
+        rs->started[s] = 1;
+        int early = rp_on() ? rp_started(rs, i, t0) : 0;
+        long msgs = 0;
+        int execs = 0;
         switch (o->kind) {
         case OPK_COMPUTE:
             if (o->cost_s > 0) {
@@ -319,7 +288,7 @@ static void stream_main(int argc, char **argv)
                 sg_actor_execute(o->cost_s * rs->speed);
                 rs->kernel_kind = -1;
                 interfere(rs);
-                E.res->execs++;
+                execs = 1;
             }
             break;
         case OPK_COLL:
@@ -328,7 +297,7 @@ static void stream_main(int argc, char **argv)
             interfere(rs);
             /* the fixed cost of the call stretches like its transfers */
             ss->tctx.sleep_scale = rs->fm;
-            run_coll(ss, o);
+            msgs = run_coll(ss, o);
             rs->comm_bytes[s] = 0;
             interfere(rs);
             break;
@@ -344,12 +313,21 @@ static void stream_main(int argc, char **argv)
         default:
             break;
         }
+        rs->started[s] = 0;
+        if (rs->skip[s] > k)
+            continue; /* an early op a replay covered while it ran */
         double t1 = simgrid_get_clock();
+        eng.res->messages += msgs;
+        eng.res->execs += execs;
         if (o->kind != OPK_MEM)
             push_event(rs->rank, s, real, layer, t0, t1);
+        if (rp_on())
+            rp_ended(rs, i, t1, msgs, execs, early, o->kind == OPK_MEM,
+                     o->kind == OPK_MEM ? eng.res->nmem - 1 : eng.res->nev - 1);
         if (o->step >= 0 && t1 > step_end[o->step])
             step_end[o->step] = t1;
         mark_done(rs, s);
+        k++;
     }
     rs->finished[s] = 1;
 }
@@ -390,6 +368,7 @@ static void index_free(prog_index *ix)
     free(ix->pos);
     free(ix->issue_off);
     free(ix->need);
+    free(ix->region);
     for (int s = 0; s < ST_COUNT; s++)
         free(ix->list[s]);
 }
@@ -523,11 +502,12 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
     for (int g = 0; g < p->nprogs; g++)
         index_build(&p->progs[g], &ix[g]);
 
-    E.p = p;
-    E.o = o;
-    E.res = res;
-    E.ranks = ranks;
-    E.tw = sgt_new(p->nranks, ST_COUNT);
+    eng.p = p;
+    eng.o = o;
+    eng.res = res;
+    eng.ranks = ranks;
+    eng.ix = ix;
+    eng.tw = sgt_new(p->nranks, ST_COUNT);
 
     int rc = 0;
     for (int r = 0; r < p->nranks && rc == 0; r++) {
@@ -553,7 +533,7 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
             stream_st *ss = &streams[(size_t)r * ST_COUNT + s];
             ss->rs = rs;
             ss->stream = s;
-            sgt_ctx_init(&ss->tctx, E.tw, r, s);
+            sgt_ctx_init(&ss->tctx, eng.tw, r, s);
             char name[64];
             snprintf(name, sizeof name, "r%d.%s", r, plan_stream_name(s));
             sg_actor_t a = sg_actor_init(name, rs->host);
@@ -562,10 +542,12 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
         }
     }
 
-    E.im = o->l07 || !o->im || (o->im->n[IK_GEMM] == 0 && o->im->n[IK_ATTENTION] == 0)
+    eng.im = o->l07 || !o->im || (o->im->n[IK_GEMM] == 0 && o->im->n[IK_ATTENTION] == 0)
                ? NULL : o->im;
-    if (rc == 0 && E.im)
+    if (rc == 0 && eng.im)
         interfere_setup(o->plat, p->nranks);
+    if (rc == 0)
+        rp_setup();
     if (rc == 0) {
         struct timespec w0, w1;
         clock_gettime(CLOCK_MONOTONIC, &w0);
@@ -573,22 +555,25 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
         clock_gettime(CLOCK_MONOTONIC, &w1);
         res->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
         rc = report_unfinished(ranks, p->nranks, err);
+        rp_finish(res);
     }
+    rp_free();
 
     for (int r = 0; r < p->nranks; r++) {
         for (int st = 0; st < ST_COUNT; st++)
             if (ranks[r].sem[st])
                 sg_sem_destroy(ranks[r].sem[st]);
         free(ranks[r].links);
+        free(ranks[r].end);
     }
-    free(E.links);
+    free(eng.links);
     for (int g = 0; g < p->nprogs; g++)
         index_free(&ix[g]);
-    sgt_free(E.tw);
+    sgt_free(eng.tw);
     free(ix);
     free(ranks);
     free(streams);
-    memset(&E, 0, sizeof E);
+    memset(&eng, 0, sizeof eng);
     return rc;
 }
 

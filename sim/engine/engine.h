@@ -46,6 +46,8 @@ typedef struct eng_opts {
                                (needs CM02: ignored under ptask_L07) */
     int share_replicas; /* 1: simulate one DP replica when the replicas are
                            independent and copy its figures (see eng_run) */
+    int replay;         /* 1: replay copies of repeated regions entered in the
+                           state of an earlier copy (see eng_run) */
 } eng_opts;
 
 
@@ -67,7 +69,14 @@ void eng_init(int *argc, char **argv);
  * rank (res->replicas_simulated says which way it went).  Either way the
  * events come in rank order, each rank's in the order they happened, and
  * the memory events by rank, time and op (the reports' order, sorted once
- * here), so the outputs are the same bytes. */
+ * here), so the outputs are the same bytes.
+ *
+ * With o->replay, a copy of a repeated region (plan.h) entered at a clean
+ * cut (every op before it ended, none after it started) replays the
+ * events of an earlier copy that ran from a clean cut to a clean cut,
+ * shifted in time, instead of being simulated (replay.c says when exactly;
+ * res->iters_replayed counts them).  The times agree with a simulated run
+ * to rounding (a few ulps of the clock). */
 int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err);
 
 #endif

@@ -41,6 +41,8 @@ typedef struct eng_result {
     int nsteps;
     int replicas_simulated; /* DP replicas simulated (1: the first one, its
                                figures copied to the others, engine.h) */
+    int iters_simulated; /* copies of repeated regions simulated (plan.h) */
+    int iters_replayed;  /* and replayed (engine.h) */
     long messages;       /* simulated point-to-point messages (copies counted) */
     long execs;          /* simulated compute activities */
     double wall_s;       /* wall-clock seconds inside simgrid_run() */

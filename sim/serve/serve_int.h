@@ -34,6 +34,7 @@ typedef struct srv_step {
     srv_rank *rank;
     rep_costsrc cost;
     long events, messages, execs;
+    long iters_simulated, iters_replayed; /* region copies (replay.c) */
     /* the first SRV_FULL_STEPS simulated steps (the only ones the first
      * SRV_FULL_STEPS steps of a run can be): the plan and its events, times
      * from the step's start; NULL and 0 for the others */

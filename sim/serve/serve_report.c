@@ -144,6 +144,8 @@ static void fill_summary(const srv_run_st *R, rep_summary *sm)
         sm->events += R->steps.v[k].events;
         sm->messages += R->steps.v[k].messages;
         sm->execs += R->steps.v[k].execs;
+        sm->iters_simulated += R->steps.v[k].iters_simulated;
+        sm->iters_replayed += R->steps.v[k].iters_replayed;
     }
     rep_rank_totals(sm);
     sm->peak_rank = 0;

@@ -58,7 +58,7 @@ int srv_steps_init(srv_steps *st, const scenario *s, int lockstep, double reuse,
         return -1;
     st->eo = (eng_opts){.plat = &s->plat, .cm = &st->cm, .graph = s->graph == GRAPH_CAPTURED,
                         .l07 = s->net_model == NET_L07, .im = &st->im,
-                        .share_replicas = s->share_replicas};
+                        .share_replicas = s->share_replicas, .replay = s->replay};
     /* the scenario the step summaries see: one request */
     st->one = *s;
     st->one.nreqs = 1;
@@ -104,6 +104,8 @@ static void keep(srv_step *e, const plan *p, const eng_result *r, const rep_summ
     e->events = sm->events;
     e->messages = sm->messages;
     e->execs = sm->execs;
+    e->iters_simulated = sm->iters_simulated;
+    e->iters_replayed = sm->iters_replayed;
 }
 
 /* Keep the plan and events of step e for the trace (p moves into e). */

@@ -1,0 +1,109 @@
+/* engine_int: the engine's state, shared by its files (engine.c runs the
+ * actors, replay.c replays repeated regions).  Not for use outside
+ * sim/engine/. */
+#ifndef CP_ENGINE_INT_H
+#define CP_ENGINE_INT_H
+
+#include <simgrid/forward.h>
+#include <stdint.h>
+#include "collectives/sg_transport.h"
+#include "sim/engine/engine.h"
+
+/* Derived per-program indices, shared by the ranks that run the program.
+ * Indices are positions in the program's expanded sequence (repeated
+ * regions unrolled, plan.h); v.real[] gives the op behind each. */
+typedef struct prog_index {
+    plan_vseq v;
+    uint32_t *list[ST_COUNT];   /* sequence indices of each stream, in order */
+    uint32_t nlist[ST_COUNT];
+    uint32_t *pos;              /* [v.n] position of the element in its stream */
+    double *issue_off;          /* [v.n] host issue offset from step start (s) */
+    uint32_t *need;             /* [v.n * ST_COUNT] for step ops: stream ops before it */
+    int16_t *region;            /* [v.n] region of the element, -1 outside (replay only) */
+} prog_index;
+
+typedef struct rank_st {
+    int rank;
+    const plan_prog *pg;
+    const prog_index *ix;
+    sg_host_t host;
+    double speed;               /* host flop/s: exec amount = cost_s * speed */
+    /* a stream that must wait parks on its semaphore with the element it
+     * waits for in want[]; a completion releases it once that element is
+     * ready (engine.h), never before */
+    sg_sem_t sem[ST_COUNT];
+    uint32_t want[ST_COUNT];
+    uint8_t parked[ST_COUNT];
+    uint32_t done[ST_COUNT];    /* ops completed per stream */
+    int32_t started_step;       /* last step whose step op completed, -1 before */
+    int waiters;                /* streams parked */
+    uint32_t at[ST_COUNT];      /* op each stream is working on (deadlock report) */
+    int finished[ST_COUNT];
+    /* interference (engine.h) */
+    int kernel_kind;            /* interference kind of the running kernel, -1 idle */
+    double comm_bytes[ST_COUNT]; /* size of the collective running per stream, 0 idle */
+    double fc, fm;              /* slowdowns in force */
+    sg_exec_t hog;              /* takes 1 - 1/fc of the host while fc > 1 */
+    int *links;                 /* indices into eng.links */
+    int nlinks;
+    /* replay (replay.c) */
+    double *end;                /* [v.n] when each element ended (s) */
+    uint32_t skip[ST_COUNT];    /* stream positions below this were replayed */
+    double hold;                /* no op of the rank starts before this time */
+    uint8_t started[ST_COUNT];  /* the stream's op at[] is running */
+    uint8_t past;               /* past the pending cut (replay.c) */
+} rank_st;
+
+/* A link whose bandwidth interference lowers, with the ranks at its ends. */
+typedef struct ilink {
+    sg_link_t link;
+    double bw;                  /* nominal bandwidth (bytes/s) */
+    int owner[2];               /* ranks (-1: none) */
+} ilink;
+
+/* Whole-run state (one run at a time per process). */
+typedef struct eng_state {
+    const plan *p;
+    const eng_opts *o;
+    eng_result *res;
+    rank_st *ranks;
+    prog_index *ix;             /* [p->nprogs] */
+    sgt_world *tw;
+    const interf_model *im;     /* NULL: no interference */
+    ilink *links;
+    int nlinks;
+} eng_state;
+
+extern eng_state eng;
+
+/* Whether element e of the rank's sequence has completed; whether element i
+ * may start (its dependencies done, its step started). */
+int eng_dep_done(const rank_st *rs, uint32_t e);
+int eng_ready(const rank_st *rs, uint32_t i);
+
+/* ---- replay of repeated regions (replay.c) ------------------------------ */
+
+/* Decide whether this run replays (o->replay, regions of the same repeat
+ * counts in every program) and set up its state; after the ranks are set
+ * up, before simgrid_run.  rp_on() says whether the hooks below apply. */
+void rp_setup(void);
+void rp_free(void);
+int rp_on(void);
+/* Element i of rs is starting at t: returns 1 when it starts before the
+ * pending cut completed (an early start, its records noted with
+ * rp_record), 0 otherwise. */
+int rp_started(rank_st *rs, uint32_t i, double t);
+/* Element i waited for the host to issue it. */
+void rp_issue_bound(const rank_st *rs, uint32_t i);
+/* Element i ended at t after sending msgs messages and running execs
+ * execs; early and the record's index (event or memory, by kind) as from
+ * rp_started and the push. */
+void rp_ended(rank_st *rs, uint32_t i, double t, long msgs, int execs, int early, int mem,
+              size_t rec);
+/* A stream of rs completed an element (mark_done): cut bookkeeping, which
+ * may replay copies of a region for every rank. */
+void rp_done(rank_st *rs);
+/* After simgrid_run: drop records of early starts that a replay replaced. */
+void rp_finish(eng_result *res);
+
+#endif

@@ -1,0 +1,616 @@
+/* replay: copies of repeated regions replayed instead of simulated
+ * (engine.h; plan.h for regions).
+ *
+ * Cuts.  The cut before copy k of a region completes at time tc, when the
+ * last element before copy k (in sequence order) has ended on every rank.
+ * It is clean when by then no element at or after it has started, except
+ * compute and memory ops of copy k itself that started at most rp_eps(tc)
+ * before tc (same-instant order between ranks).  At a clean cut nothing
+ * runs, and every element of copy k whose stream predecessor and
+ * dependencies lie before the cut became ready at tc: had it been ready
+ * earlier it would have started earlier, since only the host's issue can
+ * hold back a ready op.  The state at every clean cut of a region is the
+ * same, shifted in time (memory does not change timing).
+ *
+ * Replay.  Copy k replays copy j (shifted by tc(k) - tc(j), layers by
+ * k - j copies) when cut k is clean, copy j was simulated with both its
+ * cuts clean, no op of copy j waited for its issue, and the host issues
+ * copy k's ops no later than the shift allows (issue offsets grow from copy
+ * j to copy k by at most the shift).  The cut after a replayed copy is
+ * clean like copy j's exit, so the next copy replays too, until the region
+ * ends or the issue check fails.  Where the replay stops, the first op
+ * after it on every stream must not have been able to start before the
+ * replayed copies ended (from its predecessor's and dependencies' end times
+ * and its issue time); the replay backs off a copy until that holds.  Then
+ * every stream skips the replayed ops and no op starts before they end.
+ *
+ * Exactness.  The replayed times are the reference's plus the shift, where
+ * an unrolled run adds up the same durations in another order: they agree
+ * to rounding (a few ulps of the clock), and tests/replay.sh compares the
+ * outputs of every bundled workload with the unrolled run's.
+ */
+#include "sim/engine/engine_int.h"
+
+#include <math.h>
+#include <simgrid/engine.h>
+#include <simgrid/semaphore.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tolerance on same-instant times: the clock's rounding after many adds
+ * (SimGrid keeps seconds as doubles; 1e-12 relative is ~4,500 ulps, far
+ * below the nanosecond the outputs print). */
+static double rp_eps(double t)
+{
+    return 1e-12 * (1.0 + fabs(t));
+}
+
+/* A region in one program: where its copies lie in the sequence and on
+ * each stream. */
+typedef struct rp_preg {
+    uint32_t a0, len;           /* sequence index of copy 0's first element;
+                                   elements per copy */
+    uint32_t base[ST_COUNT];    /* stream positions before copy 0 */
+    uint32_t per[ST_COUNT];     /* stream elements per copy */
+    uint32_t first, nops;       /* its ops (plan_region) */
+    int32_t layer_step;
+} rp_preg;
+
+/* One copy of a region in this run. */
+typedef struct rp_copy {
+    double tc;                  /* when its entry cut completed */
+    uint8_t cut_done, clean, issue_bound, replayed, built;
+    size_t ev_lo, ev_hi;        /* its events lie in res->ev[ev_lo, ev_hi) */
+    size_t mem_lo, mem_hi;
+    long msgs, execs;           /* counted for its ops */
+    eng_event *rev;             /* its events and memory events (a reference) */
+    size_t nrev;
+    eng_mem *rmem;
+    size_t nrmem;
+} rp_copy;
+
+/* A record pushed by an early start of the pending cut. */
+typedef struct rp_early {
+    int mem;                    /* 1: res->mem[rec], 0: res->ev[rec] */
+    size_t rec;
+    long msgs, execs;
+} rp_early;
+
+static struct {
+    int on;
+    int nreg;
+    uint32_t *repeat;           /* [nreg] copies of each region */
+    rp_preg *pr;                /* [nprogs * nreg] */
+    rp_copy **cp;               /* [nreg][repeat] */
+    int total;                  /* copies of all regions */
+    /* the pending cut: before copy k of region R (R == nreg: none) */
+    int R;
+    uint32_t k;
+    int serial;                 /* counts cuts armed (tokens of early starts) */
+    int past;                   /* ranks past it */
+    double first;               /* earliest early start */
+    int bad;                    /* something at or after it started that may not */
+    rp_early *er;               /* records of early starts */
+    size_t ner, cer;
+    double *xend;               /* expected ends of early compute still running */
+    size_t nx, cx;
+    double hold;                /* end of the last replay */
+    int replayed, dropped;
+} rp;
+
+int rp_on(void)
+{
+    return rp.on;
+}
+
+static const rp_preg *preg_of(const rank_st *rs, int R)
+{
+    return &rp.pr[(size_t)(rs->ix - eng.ix) * (size_t)rp.nreg + (size_t)R];
+}
+
+static void *grow(void *v, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return v;
+    *cap = *cap ? 2 * *cap : 64;
+    v = realloc(v, *cap * size);
+    if (!v)
+        abort();
+    return v;
+}
+
+static void arm(int R, uint32_t k);
+
+/* ---- set-up ----------------------------------------------------------- */
+
+void rp_setup(void)
+{
+    const plan *p = eng.p;
+    memset(&rp, 0, sizeof rp);
+    if (p->nprogs == 0 || p->progs[0].nregions == 0)
+        return;
+    int nreg = (int)p->progs[0].nregions;
+    for (int g = 0; g < p->nprogs; g++) {
+        if ((int)p->progs[g].nregions != nreg)
+            return;
+        for (int R = 0; R < nreg; R++)
+            if (p->progs[g].regions[R].repeat != p->progs[0].regions[R].repeat)
+                return;
+    }
+    for (int R = 0; R < nreg; R++)
+        rp.total += (int)p->progs[0].regions[R].repeat;
+    if (!eng.o->replay)
+        return;
+    rp.on = 1;
+    rp.nreg = nreg;
+    rp.repeat = calloc((size_t)nreg, sizeof *rp.repeat);
+    rp.pr = calloc((size_t)p->nprogs * (size_t)nreg, sizeof *rp.pr);
+    rp.cp = calloc((size_t)nreg, sizeof *rp.cp);
+    if (!rp.repeat || !rp.pr || !rp.cp)
+        abort();
+    for (int R = 0; R < nreg; R++) {
+        rp.repeat[R] = p->progs[0].regions[R].repeat;
+        rp.cp[R] = calloc(rp.repeat[R], sizeof **rp.cp);
+        if (!rp.cp[R])
+            abort();
+    }
+    for (int g = 0; g < p->nprogs; g++) {
+        const plan_prog *pg = &p->progs[g];
+        prog_index *ix = &eng.ix[g];
+        ix->region = malloc(((size_t)ix->v.n + 1) * sizeof *ix->region);
+        if (!ix->region)
+            abort();
+        for (uint32_t e = 0; e < ix->v.n; e++) {
+            uint32_t op = ix->v.real[e];
+            ix->region[e] = -1;
+            for (int R = 0; R < nreg; R++) {
+                const plan_region *rg = &pg->regions[R];
+                if (op < rg->first || op >= rg->first + rg->nops)
+                    continue;
+                ix->region[e] = (int16_t)R;
+                rp_preg *q = &rp.pr[(size_t)g * (size_t)nreg + (size_t)R];
+                if (op == rg->first && ix->v.iter[e] == 0) {
+                    q->a0 = e;
+                    q->len = rg->nops;
+                    q->first = rg->first;
+                    q->nops = rg->nops;
+                    q->layer_step = rg->layer_step;
+                }
+            }
+        }
+        for (int R = 0; R < nreg; R++) {
+            rp_preg *q = &rp.pr[(size_t)g * (size_t)nreg + (size_t)R];
+            for (uint32_t e = 0; e < q->a0 + q->len; e++) {
+                int s = pg->ops[ix->v.real[e]].stream;
+                if (e < q->a0)
+                    q->base[s]++;
+                else
+                    q->per[s]++;
+            }
+        }
+    }
+    for (int r = 0; r < p->nranks; r++) {
+        rank_st *rs = &eng.ranks[r];
+        rs->end = calloc((size_t)rs->ix->v.n + 1, sizeof *rs->end);
+        if (!rs->end)
+            abort();
+    }
+    arm(0, 0);
+}
+
+void rp_free(void)
+{
+    for (int R = 0; R < rp.nreg; R++) {
+        for (uint32_t k = 0; k < rp.repeat[R]; k++) {
+            free(rp.cp[R][k].rev);
+            free(rp.cp[R][k].rmem);
+        }
+        free(rp.cp[R]);
+    }
+    free(rp.cp);
+    free(rp.repeat);
+    free(rp.pr);
+    free(rp.er);
+    free(rp.xend);
+    memset(&rp, 0, sizeof rp);
+}
+
+/* ---- cuts --------------------------------------------------------------- */
+
+/* Stream position of the first element at or after cut (R, k). */
+static uint32_t cut_pos(const rp_preg *q, int s, uint32_t k)
+{
+    return q->base[s] + k * q->per[s];
+}
+
+/* Whether every element of rs before cut (R, k) has ended. */
+static int passed(const rank_st *rs, int R, uint32_t k)
+{
+    const rp_preg *q = preg_of(rs, R);
+    for (int s = 0; s < ST_COUNT; s++)
+        if (rs->done[s] < cut_pos(q, s, k))
+            return 0;
+    return 1;
+}
+
+/* Whether some stream of rs has started an element at or after the cut. */
+static int beyond(const rank_st *rs, int R, uint32_t k)
+{
+    const rp_preg *q = preg_of(rs, R);
+    for (int s = 0; s < ST_COUNT; s++) {
+        uint32_t c = cut_pos(q, s, k);
+        if (rs->done[s] > c || (rs->started[s] && rs->ix->pos[rs->at[s]] >= c))
+            return 1;
+    }
+    return 0;
+}
+
+static void cut_complete(double t);
+
+static void arm(int R, uint32_t k)
+{
+    rp.R = R;
+    rp.k = k;
+    rp.serial++;
+    rp.past = 0;
+    rp.first = INFINITY;
+    rp.bad = 0;
+    rp.ner = rp.nx = 0;
+    if (R >= rp.nreg)
+        return;
+    rp_copy *c = &rp.cp[R][k];
+    c->ev_lo = eng.res->nev;
+    c->mem_lo = eng.res->nmem;
+    for (int r = 0; r < eng.p->nranks; r++) {
+        rank_st *rs = &eng.ranks[r];
+        rs->past = (uint8_t)passed(rs, R, k);
+        rp.past += rs->past;
+        if (beyond(rs, R, k))
+            rp.bad = 1;
+    }
+    if (rp.past == eng.p->nranks) {
+        double now = simgrid_get_clock();
+        cut_complete(now > rp.hold ? now : rp.hold);
+    }
+}
+
+/* Arm the cut after the pending one. */
+static void next_cut(void)
+{
+    if (rp.k + 1 < rp.repeat[rp.R])
+        arm(rp.R, rp.k + 1);
+    else
+        arm(rp.R + 1, 0);
+}
+
+int rp_started(rank_st *rs, uint32_t i, double t)
+{
+    if (rp.R >= rp.nreg)
+        return 0;
+    const rp_preg *q = preg_of(rs, rp.R);
+    uint32_t a = q->a0 + rp.k * q->len;
+    if (i < a)
+        return 0;
+    const plan_op *o = &rs->pg->ops[rs->ix->v.real[i]];
+    if (t < rp.first)
+        rp.first = t;
+    if (i >= a + q->len || (o->kind != OPK_COMPUTE && o->kind != OPK_MEM))
+        rp.bad = 1;
+    if (o->kind == OPK_COMPUTE && o->cost_s > 0) {
+        rp.xend = grow(rp.xend, &rp.cx, rp.nx, sizeof *rp.xend);
+        rp.xend[rp.nx++] = t + o->cost_s;
+    }
+    return rp.serial;
+}
+
+void rp_issue_bound(const rank_st *rs, uint32_t i)
+{
+    int R = rs->ix->region[i];
+    if (R >= 0)
+        rp.cp[R][rs->ix->v.iter[i]].issue_bound = 1;
+}
+
+void rp_ended(rank_st *rs, uint32_t i, double t, long msgs, int execs, int early, int mem,
+              size_t rec)
+{
+    rs->end[i] = t;
+    int R = rs->ix->region[i];
+    if (R >= 0) {
+        rp_copy *c = &rp.cp[R][rs->ix->v.iter[i]];
+        c->msgs += msgs;
+        c->execs += execs;
+    }
+    if (early && early == rp.serial) {
+        rp.er = grow(rp.er, &rp.cer, rp.ner, sizeof *rp.er);
+        rp.er[rp.ner++] = (rp_early){mem, rec, msgs, execs};
+    }
+}
+
+void rp_done(rank_st *rs)
+{
+    if (rp.R >= rp.nreg || rs->past || !passed(rs, rp.R, rp.k))
+        return;
+    rs->past = 1;
+    if (++rp.past == eng.p->nranks)
+        cut_complete(simgrid_get_clock());
+}
+
+/* ---- replay ------------------------------------------------------------- */
+
+/* Whether a record of rank's op `op` at effective layer `layer` belongs to
+ * copy j of region R. */
+static int in_copy(int rank, uint32_t op, int32_t layer, int R, uint32_t j)
+{
+    const rank_st *rs = &eng.ranks[rank];
+    const rp_preg *q = preg_of(rs, R);
+    return op >= q->first && op < q->first + q->nops &&
+           layer == rs->pg->ops[op].layer + (int32_t)j * q->layer_step;
+}
+
+/* The events and memory events of copy j of region R, from the records,
+ * their times relative to its entry cut. */
+static void build_ref(int R, uint32_t j)
+{
+    rp_copy *c = &rp.cp[R][j];
+    const eng_result *res = eng.res;
+    if (c->built)
+        return;
+    c->built = 1;
+    size_t cap = 0;
+    for (size_t x = c->ev_lo; x < c->ev_hi; x++) {
+        eng_event e = res->ev[x];
+        if (e.rank < 0 || !in_copy(e.rank, e.op, e.layer, R, j))
+            continue;
+        e.t0 -= c->tc;
+        e.t1 -= c->tc;
+        c->rev = grow(c->rev, &cap, c->nrev, sizeof *c->rev);
+        c->rev[c->nrev++] = e;
+    }
+    cap = 0;
+    for (size_t x = c->mem_lo; x < c->mem_hi; x++) {
+        eng_mem m = res->mem[x];
+        if (m.rank < 0 || !in_copy(m.rank, m.op, m.layer, R, j))
+            continue;
+        m.t -= c->tc;
+        c->rmem = grow(c->rmem, &cap, c->nrmem, sizeof *c->rmem);
+        c->rmem[c->nrmem++] = m;
+    }
+}
+
+/* Whether the host issues every op of copy m at most d later than its twin
+ * in copy j (in every program). */
+static int issue_ok(int R, uint32_t m, uint32_t j, double d)
+{
+    for (int g = 0; g < eng.p->nprogs; g++) {
+        const rp_preg *q = &rp.pr[(size_t)g * (size_t)rp.nreg + (size_t)R];
+        const double *off = eng.ix[g].issue_off;
+        for (uint32_t x = 0; x < q->len; x++) {
+            double grow_s = off[q->a0 + m * q->len + x] - off[q->a0 + j * q->len + x];
+            if (grow_s > d + rp_eps(d))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* End times of copy m's elements on every rank: copy j's relative to its
+ * entry cut, from tc. */
+static void fill_ends(int R, uint32_t m, uint32_t j, double tc)
+{
+    double tcj = rp.cp[R][j].tc;
+    for (int r = 0; r < eng.p->nranks; r++) {
+        rank_st *rs = &eng.ranks[r];
+        const rp_preg *q = preg_of(rs, R);
+        double *to = rs->end + q->a0 + m * q->len;
+        const double *from = rs->end + q->a0 + j * q->len;
+        for (uint32_t x = 0; x < q->len; x++)
+            to[x] = tc + (from[x] - tcj);
+    }
+}
+
+/* Whether, with copies before m_end of region R replayed to end at T, no
+ * stream's first op from copy m_end on could have started before T. */
+static int exit_ok(int R, uint32_t m_end, double T)
+{
+    for (int r = 0; r < eng.p->nranks; r++) {
+        const rank_st *rs = &eng.ranks[r];
+        const prog_index *ix = rs->ix;
+        const rp_preg *q = preg_of(rs, R);
+        uint32_t a = q->a0 + m_end * q->len;
+        const double *step_start = eng.res->step_start + (size_t)r * eng.res->nsteps;
+        for (int s = 0; s < ST_COUNT; s++) {
+            uint32_t pos = cut_pos(q, s, m_end);
+            if (pos >= ix->nlist[s])
+                continue;
+            uint32_t x = ix->list[s][pos];
+            const plan_op *o = &rs->pg->ops[ix->v.real[x]];
+            if (o->kind == OPK_STEP || o->step > rs->started_step)
+                continue; /* waits for every stream, or for its step */
+            double lb = pos > 0 ? rs->end[ix->list[s][pos - 1]] : -INFINITY;
+            int later = 0;
+            for (uint32_t d = ix->v.dep_first[x]; d < ix->v.dep_first[x + 1]; d++) {
+                uint32_t e = ix->v.deps[d];
+                if (e >= a)
+                    later = 1; /* waits for an op that starts after T */
+                else if (rs->end[e] > lb)
+                    lb = rs->end[e];
+            }
+            if (later)
+                continue;
+            double issue = (o->step >= 0 ? step_start[o->step] : 0.0) + ix->issue_off[x];
+            if (issue > lb)
+                lb = issue;
+            if (lb < T - rp_eps(T))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static void push_ev(const eng_event *e)
+{
+    eng_result *r = eng.res;
+    r->ev = grow(r->ev, &r->cap, r->nev, sizeof *r->ev);
+    r->ev[r->nev++] = *e;
+    if (e->t1 > r->end_s)
+        r->end_s = e->t1;
+}
+
+/* Copy m of region R as copy j, its entry cut at tc. */
+static void replay_copy(int R, uint32_t m, uint32_t j, double tc)
+{
+    eng_result *res = eng.res;
+    const rp_copy *J = &rp.cp[R][j];
+    for (size_t x = 0; x < J->nrev; x++) {
+        eng_event e = J->rev[x];
+        const rank_st *rs = &eng.ranks[e.rank];
+        e.t0 += tc;
+        e.t1 += tc;
+        e.layer += (int32_t)(m - j) * preg_of(rs, R)->layer_step;
+        push_ev(&e);
+        int step = rs->pg->ops[e.op].step;
+        if (step >= 0) {
+            double *se = &res->step_end[(size_t)e.rank * res->nsteps + step];
+            if (e.t1 > *se)
+                *se = e.t1;
+        }
+    }
+    for (size_t x = 0; x < J->nrmem; x++) {
+        eng_mem mm = J->rmem[x];
+        mm.t += tc;
+        mm.layer += (int32_t)(m - j) * preg_of(&eng.ranks[mm.rank], R)->layer_step;
+        res->mem = grow(res->mem, &res->mcap, res->nmem, sizeof *res->mem);
+        res->mem[res->nmem++] = mm;
+    }
+    res->messages += J->msgs;
+    res->execs += J->execs;
+    rp_copy *c = &rp.cp[R][m];
+    c->replayed = c->cut_done = c->clean = 1;
+    rp.replayed++;
+}
+
+/* Cut k (clean) of the pending region completed at t: replay from copy k on
+ * if a reference allows.  Returns 1 when it replayed (and armed the next
+ * cut). */
+static int chain(double t)
+{
+    int R = rp.R;
+    uint32_t k = rp.k, n = rp.repeat[R];
+    int64_t j = (int64_t)k - 1;
+    for (; j >= 0; j--) {
+        const rp_copy *J = &rp.cp[R][j], *X = &rp.cp[R][j + 1];
+        if (!J->replayed && J->cut_done && J->clean && !J->issue_bound && X->cut_done &&
+            X->clean)
+            break;
+    }
+    if (j < 0)
+        return 0;
+    const rp_copy *J = &rp.cp[R][j];
+    double span = rp.cp[R][j + 1].tc - J->tc; /* copy j's entry to its exit */
+    for (size_t x = 0; x < rp.nx; x++)
+        if (rp.xend[x] > t + span + rp_eps(t + span))
+            return 0; /* an early op would outlast the replayed copy */
+    /* copies k .. m_end - 1 replay, copy m with its entry cut at tcs[m - k]:
+     * every time is an entry cut plus its offset in copy j, and a copy's
+     * exit is the next one's entry, so that times equal in copy j and at
+     * its ends stay equal */
+    double *tcs = malloc(((size_t)(n - k) + 1) * sizeof *tcs);
+    if (!tcs)
+        abort();
+    uint32_t m_end = k;
+    tcs[0] = t;
+    while (m_end < n && issue_ok(R, m_end, (uint32_t)j, tcs[m_end - k] - J->tc)) {
+        fill_ends(R, m_end, (uint32_t)j, tcs[m_end - k]);
+        tcs[m_end - k + 1] = tcs[m_end - k] + span;
+        m_end++;
+    }
+    while (m_end > k && !exit_ok(R, m_end, tcs[m_end - k]))
+        m_end--;
+    double tc = tcs[m_end - k];
+    if (m_end == k) {
+        free(tcs);
+        return 0;
+    }
+    build_ref(R, (uint32_t)j);
+    for (uint32_t m = k; m < m_end; m++)
+        replay_copy(R, m, (uint32_t)j, tcs[m - k]);
+    free(tcs);
+    /* the records of early starts of copy k give way to the replay */
+    for (size_t x = 0; x < rp.ner; x++) {
+        if (rp.er[x].mem)
+            eng.res->mem[rp.er[x].rec].rank = -1;
+        else
+            eng.res->ev[rp.er[x].rec].rank = -1;
+        eng.res->messages -= rp.er[x].msgs;
+        eng.res->execs -= rp.er[x].execs;
+        rp.dropped = 1;
+    }
+    rp.hold = tc;
+    for (int r = 0; r < eng.p->nranks; r++) {
+        rank_st *rs = &eng.ranks[r];
+        const rp_preg *q = preg_of(rs, R);
+        rs->hold = tc;
+        for (int s = 0; s < ST_COUNT; s++) {
+            uint32_t c = cut_pos(q, s, m_end);
+            if (rs->done[s] < c)
+                rs->done[s] = c;
+            if (rs->skip[s] < c)
+                rs->skip[s] = c;
+        }
+        for (int s = 0; s < ST_COUNT; s++)
+            if (rs->parked[s] &&
+                (rs->ix->pos[rs->want[s]] < rs->skip[s] || eng_ready(rs, rs->want[s]))) {
+                rs->parked[s] = 0;
+                rs->waiters--;
+                sg_sem_release(rs->sem[s]);
+            }
+    }
+    if (m_end < n) {
+        /* copy m_end simulates from a clean cut at tc */
+        rp_copy *c = &rp.cp[R][m_end];
+        c->tc = tc;
+        c->cut_done = c->clean = 1;
+        c->ev_lo = eng.res->nev;
+        c->mem_lo = eng.res->nmem;
+        rp.k = m_end;
+    } else {
+        rp.k = n - 1;
+    }
+    next_cut();
+    return 1;
+}
+
+static void cut_complete(double t)
+{
+    int R = rp.R;
+    uint32_t k = rp.k;
+    rp_copy *c = &rp.cp[R][k];
+    c->tc = t;
+    c->cut_done = 1;
+    c->clean = !rp.bad && rp.first >= t - rp_eps(t);
+    if (k > 0) {
+        rp.cp[R][k - 1].ev_hi = eng.res->nev;
+        rp.cp[R][k - 1].mem_hi = eng.res->nmem;
+    }
+    if (k > 0 && c->clean && chain(t))
+        return;
+    next_cut();
+}
+
+void rp_finish(eng_result *res)
+{
+    res->iters_replayed = rp.replayed;
+    res->iters_simulated = rp.total - rp.replayed;
+    if (!rp.dropped)
+        return;
+    size_t n = 0;
+    for (size_t x = 0; x < res->nev; x++)
+        if (res->ev[x].rank >= 0)
+            res->ev[n++] = res->ev[x];
+    res->nev = n;
+    n = 0;
+    for (size_t x = 0; x < res->nmem; x++)
+        if (res->mem[x].rank >= 0)
+            res->mem[n++] = res->mem[x];
+    res->nmem = n;
+}
