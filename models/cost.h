@@ -47,7 +47,10 @@ double cost_kernel_analytic_s(const cost_model *c, const plan_op *op);
  * Ops with op->eager set always pay the eager cost. */
 double cost_launch_s(const cost_model *c, const plan_op *op, int graph);
 
-/* Fill cost_s, launch_s, cost_table and cost_dist of every op. */
+/* Fill cost_s, launch_s, cost_table and cost_dist of every op.  An op's
+ * price depends on its fields alone, not on its layer or place, so a plan
+ * folded before pricing (plan_fold_layers) prices each layer once and is
+ * the plan folded after. */
 void cost_price_plan(const cost_model *c, plan *p, int graph);
 
 /* ---- calibration accuracy (cpsim validate --accuracy, check_cost) -------- */

@@ -180,8 +180,11 @@ int rep_sweep_tables(json_t *const *lines, size_t nlines, const char *dir, FILE 
 
 /* Walk every rank's memory timeline in time order: `fn` is called once per
  * rank and instant at which the allocation changed, with the bytes held per
- * category after all changes of that instant and the last memory event
- * (every_event: once per memory event instead). */
+ * category after all changes of that instant and its memory event of the
+ * highest op (every_event: once per memory event, with it). */
+/* Relative gap under which two memory events are one instant (1e-12: a
+ * few thousand ulps of the clock, far below the nanosecond printed). */
+#define REP_SAME_INSTANT 1e-12
 typedef void (*rep_mem_fn)(void *ctx, int rank, double t, const double cur[MC_COUNT],
                            const eng_mem *last);
 void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx);

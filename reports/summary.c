@@ -1,5 +1,6 @@
 /* summary: per-rank and per-request figures of a run, and summary.json. */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,16 +147,24 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
     }
     double cur[MC_COUNT];
     int rank = -1;
+    const eng_mem *top = NULL; /* the instant's event of the highest op */
     for (size_t i = 0; i < r->nmem; i++) {
         if (m[i].rank != rank) {
             rank = m[i].rank;
             memset(cur, 0, sizeof cur);
         }
         cur[m[i].cat] += m[i].delta;
-        /* report an instant once all of its changes are applied */
-        if (!every_event && i + 1 < r->nmem && m[i + 1].rank == rank && m[i + 1].t == m[i].t)
+        if (!top || m[i].op > top->op)
+            top = &m[i];
+        /* report an instant once all of its changes are applied: events
+         * within rounding of each other (REP_SAME_INSTANT) are one instant,
+         * the clock's adds do not keep equal times equal (a replayed layer,
+         * sim/engine/replay.c, adds its offsets to another base) */
+        if (!every_event && i + 1 < r->nmem && m[i + 1].rank == rank &&
+            m[i + 1].t - m[i].t <= REP_SAME_INSTANT * (1.0 + fabs(m[i].t)))
             continue;
-        fn(ctx, rank, m[i].t, cur, &m[i]);
+        fn(ctx, rank, m[i].t, cur, every_event ? &m[i] : top);
+        top = NULL;
     }
     free(copy);
 }

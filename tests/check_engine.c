@@ -261,10 +261,11 @@ START_TEST(child_runs_and_reports)
 }
 END_TEST
 
-/* nlayers identical layers of [compute, all-reduce of its output] (the next
- * layer waits for the all-reduce) on program g, after a step op and
- * before a last compute; folded into one region of nlayers copies. */
-static void layers_prog(plan *p, int g, int nlayers, double cost, double launch, int reduce)
+/* nlayers identical layers of [compute, all-reduce of its output, a
+ * compute of tail_s after it when tail_s > 0] (the next layer waits for the
+ * all-reduce) on program g, after a step op and before a last compute. */
+static void layers_prog(plan *p, int g, int nlayers, double cost, double launch, int reduce,
+                        double tail_s)
 {
     plan_prog *pg = &p->progs[g];
     plan_op st = step_op(0);
@@ -284,6 +285,12 @@ static void layers_prog(plan *p, int g, int nlayers, double cost, double launch,
             uint32_t ic = plan_push(pg, &c);
             plan_dep(pg, ic, ia);
             prev = ic;
+            if (tail_s > 0) {
+                plan_op t = compute_op("layer_tail", tail_s, launch);
+                t.layer = l;
+                uint32_t it = plan_push(pg, &t);
+                plan_dep(pg, it, ic);
+            }
         }
     }
     plan_op z = compute_op("head", cost, launch);
@@ -339,7 +346,7 @@ START_TEST(synchronised_layers_replay)
 {
     plan p;
     one_prog_plan(&p, 4);
-    layers_prog(&p, 0, 12, 1e-3, 5e-6, 1);
+    layers_prog(&p, 0, 12, 1e-3, 5e-6, 1, 0);
     for (int r = 0; r < 4; r++)
         p.prog_of_rank[r] = 0;
     ck_assert_uint_gt(plan_fold_layers(&p), 0);
@@ -351,27 +358,47 @@ START_TEST(synchronised_layers_replay)
 }
 END_TEST
 
+/* Two ranks of their own programs of layers_prog (layers of 1 ms on rank
+ * 0; of cost1 and a tail of tail1 on rank 1), folded. */
+static void two_rank_plan(plan *p, int nlayers, int reduce, double cost1, double tail1)
+{
+    plan_layout_cfg lay = {.tp = 2, .sp = 1, .ep = 1, .dp = 1, .devices_per_node = 8};
+    plan_init(p, &lay);
+    plan_add_prog(p);
+    plan_add_prog(p);
+    p->nsteps = p->nrequests = 1;
+    layers_prog(p, 0, nlayers, 1e-3, 5e-6, reduce, 0);
+    layers_prog(p, 1, nlayers, cost1, 5e-6, reduce, tail1);
+    p->prog_of_rank[0] = 0;
+    p->prog_of_rank[1] = 1;
+    ck_assert_uint_gt(plan_fold_layers(p), 0);
+}
+
+/* Rank 1 ends each layer 30 us after rank 0, which starts the next one
+ * early: the cuts are not clean but in the same state (rank 0's early
+ * start as far ahead each time), so the copies replay, to rounding. */
+START_TEST(staggered_layers_replay)
+{
+    plan p;
+    two_rank_plan(&p, 12, 1, 1e-3, 3e-5);
+    ck_assert_uint_eq(p.progs[0].regions[0].repeat, p.progs[1].regions[0].repeat);
+    ck_assert_int_ge(replay_vs_simulated(&p), 8); /* all but the first copies */
+    plan_free(&p);
+}
+END_TEST
+
 /* Ranks that run apart (rank 1 twice as slow, nothing joins them) never
  * reach a clean cut; launch-bound layers wait for the host: neither
  * replays, and both simulate as before. */
 START_TEST(unjoined_or_launch_bound_layers_simulate)
 {
     plan p;
-    plan_layout_cfg lay = {.tp = 2, .sp = 1, .ep = 1, .dp = 1, .devices_per_node = 8};
-    plan_init(&p, &lay);
-    plan_add_prog(&p);
-    plan_add_prog(&p);
-    p.nsteps = p.nrequests = 1;
-    layers_prog(&p, 0, 8, 1e-3, 5e-6, 0);
-    layers_prog(&p, 1, 8, 2e-3, 5e-6, 0);
-    p.prog_of_rank[0] = 0;
-    p.prog_of_rank[1] = 1;
-    ck_assert_uint_gt(plan_fold_layers(&p), 0);
+    two_rank_plan(&p, 8, 0, 2e-3, 0);
     ck_assert_int_eq(replay_vs_simulated(&p), 0);
     plan_free(&p);
 
     one_prog_plan(&p, 2);
-    layers_prog(&p, 0, 8, 1e-6, 2e-5, 1); /* kernels of 1 us, 20 us to launch */
+    layers_prog(&p, 0, 8, 1e-6, 2e-5, 1, 0); /* kernels of 1 us, 20 us to launch */
     p.prog_of_rank[0] = p.prog_of_rank[1] = 0;
     ck_assert_uint_gt(plan_fold_layers(&p), 0);
     ck_assert_int_eq(replay_vs_simulated(&p), 0);
@@ -403,6 +430,7 @@ static Suite *suite(void)
     tcase_add_test(tc, deadlock_is_an_internal_failure);
     tcase_add_test(tc, default_workload_runs);
     tcase_add_test(tc, synchronised_layers_replay);
+    tcase_add_test(tc, staggered_layers_replay);
     tcase_add_test(tc, unjoined_or_launch_bound_layers_simulate);
     suite_add_tcase(s, tc);
     /* no SimGrid in the test process: its children initialise their own */

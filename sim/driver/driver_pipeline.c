@@ -41,10 +41,11 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
         wl_free(s);
         return -1;
     }
-    cost_price_plan(cm, p, s->graph == GRAPH_CAPTURED);
-    cost_free(cm);
+    /* folded first: a layer's ops are priced once (cost.h) */
     if (rq->fold_layers || s->fold_layers)
         plan_fold_layers(p);
+    cost_price_plan(cm, p, s->graph == GRAPH_CAPTURED);
+    cost_free(cm);
     return 0;
 }
 
@@ -124,9 +125,9 @@ static int pick_ring(const drv_req *rq, const scenario *s, plan *win, double too
     int rc = 0;
     for (int k = 0; k < 2; k++) {
         build_plan_ring(s, rings[k], &cand[k]);
-        cost_price_plan(cm, &cand[k], s->graph == GRAPH_CAPTURED);
         if (rq->fold_layers || s->fold_layers)
             plan_fold_layers(&cand[k]);
+        cost_price_plan(cm, &cand[k], s->graph == GRAPH_CAPTURED);
     }
     cost_free(cm);
     drv_child ch[2];

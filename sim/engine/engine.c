@@ -274,7 +274,7 @@ static void stream_main(int argc, char **argv)
             rp_issue_bound(rs, i);
         if (rs->skip[s] > k)
             continue;
-        sleep_until(rs->hold);
+        sleep_until(rs->hold[s]);
         double t0 = simgrid_get_clock();
         rs->started[s] = 1;
         int early = rp_on() ? rp_started(rs, i, t0) : 0;
@@ -672,14 +672,44 @@ static int replica_ranks(const plan *p, const eng_opts *o)
         free(start);                                                                         \
     }
 BY_RANK(events_by_rank, eng_event)
+BY_RANK(mems_rank_order, eng_mem)
+
+/* Sort v[0, n) by eng_mem_cmp by insertion, which costs a move per pair
+ * out of order: returns 0, leaving v a permutation of itself, when that
+ * passes `budget` moves. */
+static int insertion_sort(eng_mem *v, size_t n, size_t budget)
+{
+    for (size_t i = 1; i < n; i++) {
+        eng_mem x = v[i];
+        size_t j = i;
+        for (; j > 0 && eng_mem_cmp(&v[j - 1], &x) > 0; j--) {
+            v[j] = v[j - 1];
+            if (budget-- == 0) {
+                v[j - 1] = x;
+                return 0;
+            }
+        }
+        v[j] = x;
+    }
+    return 1;
+}
 
 /* Memory events by rank, time and op: the order every report walks them in
- * (reports/report.h rep_mem_walk), sorted once here. */
+ * (reports/report.h rep_mem_walk), sorted once here.  A rank's come mostly
+ * in time order already (recorded as they happen, same-time ones in any
+ * order): each rank's run is sorted by insertion, or by qsort when it is
+ * far from sorted. */
 static void mems_by_rank(eng_mem *v, size_t n, int nranks)
 {
-    (void)nranks;
-    if (n > 1)
-        qsort(v, n, sizeof *v, eng_mem_cmp);
+    mems_rank_order(v, n, nranks);
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && v[b].rank == v[a].rank)
+            b++;
+        if (!insertion_sort(v + a, b - a, 4 * (b - a)))
+            qsort(v + a, b - a, sizeof *v, eng_mem_cmp);
+        a = b;
+    }
 }
 
 /* res of the first replica (rpr ranks) copied to every replica of p. */

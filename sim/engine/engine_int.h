@@ -49,7 +49,7 @@ typedef struct rank_st {
     /* replay (replay.c) */
     double *end;                /* [v.n] when each element ended (s) */
     uint32_t skip[ST_COUNT];    /* stream positions below this were replayed */
-    double hold;                /* no op of the rank starts before this time */
+    double hold[ST_COUNT];      /* no op of the stream starts before this time */
     uint8_t started[ST_COUNT];  /* the stream's op at[] is running */
     uint8_t past;               /* past the pending cut (replay.c) */
 } rank_st;
@@ -89,9 +89,8 @@ int eng_ready(const rank_st *rs, uint32_t i);
 void rp_setup(void);
 void rp_free(void);
 int rp_on(void);
-/* Element i of rs is starting at t: returns 1 when it starts before the
- * pending cut completed (an early start, its records noted with
- * rp_record), 0 otherwise. */
+/* Element i of rs is starting at t: returns a token (> 0) when it starts
+ * before the pending cut completed (an early start), 0 otherwise. */
 int rp_started(rank_st *rs, uint32_t i, double t);
 /* Element i waited for the host to issue it. */
 void rp_issue_bound(const rank_st *rs, uint32_t i);

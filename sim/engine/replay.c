@@ -3,31 +3,44 @@
  *
  * Cuts.  The cut before copy k of a region completes at time tc, when the
  * last element before copy k (in sequence order) has ended on every rank.
- * It is clean when by then no element at or after it has started, except
- * compute and memory ops of copy k itself that started at most rp_eps(tc)
- * before tc (same-instant order between ranks).  At a clean cut nothing
- * runs, and every element of copy k whose stream predecessor and
- * dependencies lie before the cut became ready at tc: had it been ready
- * earlier it would have started earlier, since only the host's issue can
- * hold back a ready op.  The state at every clean cut of a region is the
- * same, shifted in time (memory does not change timing).
+ * Some elements of copy k may have started before: ranks that finished
+ * early go on.  The cut is valid when those early starts are compute and
+ * memory ops of copy k only, each on a rank whose own elements before the
+ * cut had all ended when it started (so it shared its rank with nothing of
+ * the copy before, and computing alone it slows no link: interference needs
+ * both streams busy).  At a valid cut no communication is in flight, the
+ * early ops ran undisturbed, and every other element of copy k whose
+ * stream predecessor and dependencies lie before the cut became ready at
+ * tc: had it been ready earlier it would have started, since only the
+ * host's issue holds back a ready op.  So the state at a valid cut is its
+ * signature: which elements started early on which rank, and when (and
+ * ended) relative to tc.  Starts within rp_eps of tc are left out: they are
+ * the same instant.
  *
- * Replay.  Copy k replays copy j (shifted by tc(k) - tc(j), layers by
- * k - j copies) when cut k is clean, copy j was simulated with both its
- * cuts clean, no op of copy j waited for its issue, and the host issues
- * copy k's ops no later than the shift allows (issue offsets grow from copy
- * j to copy k by at most the shift).  The cut after a replayed copy is
- * clean like copy j's exit, so the next copy replays too, until the region
- * ends or the issue check fails.  Where the replay stops, the first op
- * after it on every stream must not have been able to start before the
- * replayed copies ended (from its predecessor's and dependencies' end times
- * and its issue time); the replay backs off a copy until that holds.  Then
- * every stream skips the replayed ops and no op starts before they end.
+ * Replay.  Copy k replays copy j, every time shifted to k's entry cut,
+ * layers by k - j copies, when
+ *   - cuts j, j + 1 and k are valid with equal signatures (within rp_eps),
+ *     copy j was simulated (so copy j ran from that state to the same state
+ *     and its events depend on nothing else: copy j + 1's early ops touched
+ *     no rank of copy j's still running);
+ *   - no op of copies j and j + 1 waited for the host to issue it, and the
+ *     host's issue offsets grow from copy j to copy k by no more than the
+ *     shift, so they do not hold copy k's ops back either.
+ * The cut after a replayed copy is then in copy j + 1's state, so the next
+ * copy replays too, until the region ends or the issue check fails.  At the
+ * region's end the ops that follow are not copy j + 1's: none may have been
+ * able to start before the replay ends (from its predecessor's and
+ * dependencies' end times and its issue time), else the last copy is
+ * simulated.  Every stream skips the replayed ops; the copy simulated next
+ * starts from copy j + 1's entry state: each early op at its offset, every
+ * other op from the replay's end.  The early starts of copy k that preceded
+ * the decision give way to the replay (their records are dropped).
  *
  * Exactness.  The replayed times are the reference's plus the shift, where
  * an unrolled run adds up the same durations in another order: they agree
- * to rounding (a few ulps of the clock), and tests/replay.sh compares the
- * outputs of every bundled workload with the unrolled run's.
+ * to rounding (a few ulps of the clock; at most 8e-13 s on the bundled
+ * workloads), and tests/replay.sh compares the outputs of every bundled
+ * workload with the unrolled run's.
  */
 #include "sim/engine/engine_int.h"
 
@@ -56,10 +69,23 @@ typedef struct rp_preg {
     int32_t layer_step;
 } rp_preg;
 
+/* An op of copy k that started before cut k completed (an early start):
+ * element a_k + off of the rank, its start and end (INFINITY: running)
+ * relative to the cut's completion. */
+typedef struct rp_sig {
+    int rank;
+    uint32_t off;
+    double s, e;
+    int serial;                 /* of the cut it started early for */
+} rp_sig;
+
 /* One copy of a region in this run. */
 typedef struct rp_copy {
     double tc;                  /* when its entry cut completed */
     uint8_t cut_done, clean, issue_bound, replayed, built;
+    rp_sig *sig;                /* its entry cut's early starts before tc - eps, by
+                                   rank and element: the cut's state */
+    size_t nsig;
     size_t ev_lo, ev_hi;        /* its events lie in res->ev[ev_lo, ev_hi) */
     size_t mem_lo, mem_hi;
     long msgs, execs;           /* counted for its ops */
@@ -88,12 +114,13 @@ static struct {
     uint32_t k;
     int serial;                 /* counts cuts armed (tokens of early starts) */
     int past;                   /* ranks past it */
-    double first;               /* earliest early start */
     int bad;                    /* something at or after it started that may not */
     rp_early *er;               /* records of early starts */
     size_t ner, cer;
     double *xend;               /* expected ends of early compute still running */
     size_t nx, cx;
+    rp_sig *cur;                /* early starts of the pending cut */
+    size_t ncur, ccur;
     double hold;                /* end of the last replay */
     int replayed, dropped;
 } rp;
@@ -204,6 +231,7 @@ void rp_free(void)
         for (uint32_t k = 0; k < rp.repeat[R]; k++) {
             free(rp.cp[R][k].rev);
             free(rp.cp[R][k].rmem);
+            free(rp.cp[R][k].sig);
         }
         free(rp.cp[R]);
     }
@@ -212,6 +240,7 @@ void rp_free(void)
     free(rp.pr);
     free(rp.er);
     free(rp.xend);
+    free(rp.cur);
     memset(&rp, 0, sizeof rp);
 }
 
@@ -253,9 +282,8 @@ static void arm(int R, uint32_t k)
     rp.k = k;
     rp.serial++;
     rp.past = 0;
-    rp.first = INFINITY;
     rp.bad = 0;
-    rp.ner = rp.nx = 0;
+    rp.ner = rp.nx = rp.ncur = 0;
     if (R >= rp.nreg)
         return;
     rp_copy *c = &rp.cp[R][k];
@@ -292,15 +320,15 @@ int rp_started(rank_st *rs, uint32_t i, double t)
     if (i < a)
         return 0;
     const plan_op *o = &rs->pg->ops[rs->ix->v.real[i]];
-    if (t < rp.first)
-        rp.first = t;
     if (i >= a + q->len || (o->kind != OPK_COMPUTE && o->kind != OPK_MEM))
         rp.bad = 1;
     if (o->kind == OPK_COMPUTE && o->cost_s > 0) {
         rp.xend = grow(rp.xend, &rp.cx, rp.nx, sizeof *rp.xend);
         rp.xend[rp.nx++] = t + o->cost_s;
     }
-    return rp.serial;
+    rp.cur = grow(rp.cur, &rp.ccur, rp.ncur, sizeof *rp.cur);
+    rp.cur[rp.ncur++] = (rp_sig){rs->rank, i - a, t, INFINITY, rp.serial};
+    return (int)rp.ncur;
 }
 
 void rp_issue_bound(const rank_st *rs, uint32_t i)
@@ -320,7 +348,8 @@ void rp_ended(rank_st *rs, uint32_t i, double t, long msgs, int execs, int early
         c->msgs += msgs;
         c->execs += execs;
     }
-    if (early && early == rp.serial) {
+    if (early && (size_t)early <= rp.ncur && rp.cur[early - 1].serial == rp.serial) {
+        rp.cur[early - 1].e = t;
         rp.er = grow(rp.er, &rp.cer, rp.ner, sizeof *rp.er);
         rp.er[rp.ner++] = (rp_early){mem, rec, msgs, execs};
     }
@@ -489,26 +518,54 @@ static void replay_copy(int R, uint32_t m, uint32_t j, double tc)
     rp.replayed++;
 }
 
-/* Cut k (clean) of the pending region completed at t: replay from copy k on
- * if a reference allows.  Returns 1 when it replayed (and armed the next
- * cut). */
+static int sig_cmp(const void *x, const void *y)
+{
+    const rp_sig *a = x, *b = y;
+    if (a->rank != b->rank)
+        return a->rank - b->rank;
+    return (a->off > b->off) - (a->off < b->off);
+}
+
+/* Whether two cuts are in the same state: the same early starts at the
+ * same offsets from their completion. */
+static int sig_eq(const rp_copy *a, const rp_copy *b)
+{
+    if (a->nsig != b->nsig)
+        return 0;
+    for (size_t x = 0; x < a->nsig; x++) {
+        const rp_sig *u = &a->sig[x], *v = &b->sig[x];
+        if (u->rank != v->rank || u->off != v->off || fabs(u->s - v->s) > rp_eps(u->s) ||
+            (isinf(u->e) != isinf(v->e)) || (!isinf(u->e) && fabs(u->e - v->e) > rp_eps(u->e)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Cut k (a valid cut) of the pending region completed at t: replay from
+ * copy k on if a reference allows.  Returns 1 when it replayed (and armed
+ * the next cut). */
 static int chain(double t)
 {
     int R = rp.R;
     uint32_t k = rp.k, n = rp.repeat[R];
+    const rp_copy *K = &rp.cp[R][k];
     int64_t j = (int64_t)k - 1;
     for (; j >= 0; j--) {
         const rp_copy *J = &rp.cp[R][j], *X = &rp.cp[R][j + 1];
         if (!J->replayed && J->cut_done && J->clean && !J->issue_bound && X->cut_done &&
-            X->clean)
+            X->clean && !X->issue_bound && sig_eq(J, X) && sig_eq(J, K))
             break;
     }
     if (j < 0)
         return 0;
     const rp_copy *J = &rp.cp[R][j];
     double span = rp.cp[R][j + 1].tc - J->tc; /* copy j's entry to its exit */
+    double lead = 0; /* how early the first op of the next copy starts */
+    for (size_t x = 0; x < J->nsig; x++)
+        if (J->sig[x].s < lead)
+            lead = J->sig[x].s;
     for (size_t x = 0; x < rp.nx; x++)
-        if (rp.xend[x] > t + span + rp_eps(t + span))
+        if (rp.xend[x] > t + span + lead)
             return 0; /* an early op would outlast the replayed copy */
     /* copies k .. m_end - 1 replay, copy m with its entry cut at tcs[m - k]:
      * every time is an entry cut plus its offset in copy j, and a copy's
@@ -524,7 +581,10 @@ static int chain(double t)
         tcs[m_end - k + 1] = tcs[m_end - k] + span;
         m_end++;
     }
-    while (m_end > k && !exit_ok(R, m_end, tcs[m_end - k]))
+    /* after the region's last copy come other ops, which copy j's exit
+     * says nothing about: they must not have been able to start before
+     * the replay's end (else the last copy simulates) */
+    if (m_end == n && !exit_ok(R, m_end, tcs[m_end - k]))
         m_end--;
     double tc = tcs[m_end - k];
     if (m_end == k) {
@@ -549,14 +609,43 @@ static int chain(double t)
     for (int r = 0; r < eng.p->nranks; r++) {
         rank_st *rs = &eng.ranks[r];
         const rp_preg *q = preg_of(rs, R);
-        rs->hold = tc;
         for (int s = 0; s < ST_COUNT; s++) {
             uint32_t c = cut_pos(q, s, m_end);
+            rs->hold[s] = tc;
             if (rs->done[s] < c)
                 rs->done[s] = c;
             if (rs->skip[s] < c)
                 rs->skip[s] = c;
         }
+    }
+    if (m_end < n) {
+        /* copy m_end simulates from its entry cut at tc, in the state of
+         * copy j's exit: its early starts start as early */
+        const rp_copy *X = &rp.cp[R][j + 1];
+        rp_copy *c = &rp.cp[R][m_end];
+        for (size_t x = 0; x < X->nsig; x++) {
+            rank_st *rs = &eng.ranks[X->sig[x].rank];
+            const rp_preg *q = preg_of(rs, R);
+            uint32_t e = q->a0 + m_end * q->len + X->sig[x].off;
+            int st = rs->pg->ops[rs->ix->v.real[e]].stream;
+            if (rs->ix->pos[e] == cut_pos(q, st, m_end))
+                rs->hold[st] = tc + X->sig[x].s;
+        }
+        c->tc = tc;
+        c->cut_done = c->clean = 1;
+        c->sig = malloc((X->nsig + 1) * sizeof *c->sig);
+        if (!c->sig)
+            abort();
+        memcpy(c->sig, X->sig, X->nsig * sizeof *c->sig);
+        c->nsig = X->nsig;
+        c->ev_lo = eng.res->nev;
+        c->mem_lo = eng.res->nmem;
+        rp.k = m_end;
+    } else {
+        rp.k = n - 1;
+    }
+    for (int r = 0; r < eng.p->nranks; r++) {
+        rank_st *rs = &eng.ranks[r];
         for (int s = 0; s < ST_COUNT; s++)
             if (rs->parked[s] &&
                 (rs->ix->pos[rs->want[s]] < rs->skip[s] || eng_ready(rs, rs->want[s]))) {
@@ -565,21 +654,28 @@ static int chain(double t)
                 sg_sem_release(rs->sem[s]);
             }
     }
-    if (m_end < n) {
-        /* copy m_end simulates from a clean cut at tc */
-        rp_copy *c = &rp.cp[R][m_end];
-        c->tc = tc;
-        c->cut_done = c->clean = 1;
-        c->ev_lo = eng.res->nev;
-        c->mem_lo = eng.res->nmem;
-        rp.k = m_end;
-    } else {
-        rp.k = n - 1;
-    }
     next_cut();
     return 1;
 }
 
+/* The last end of rs's elements before cut (R, k). */
+static double last_end(const rank_st *rs, int R, uint32_t k)
+{
+    const rp_preg *q = preg_of(rs, R);
+    double t = -INFINITY;
+    for (int s = 0; s < ST_COUNT; s++) {
+        uint32_t c = cut_pos(q, s, k);
+        if (c > 0 && rs->end[rs->ix->list[s][c - 1]] > t)
+            t = rs->end[rs->ix->list[s][c - 1]];
+    }
+    return t;
+}
+
+/* The pending cut completed at t.  It is valid when only compute and
+ * memory ops of its copy started early, each on a rank whose ops before
+ * the cut had all ended by then (so nothing of the copy before shared a
+ * rank with them); its state is then those early starts, kept as the
+ * copy's signature (same-instant ones left out). */
 static void cut_complete(double t)
 {
     int R = rp.R;
@@ -587,7 +683,22 @@ static void cut_complete(double t)
     rp_copy *c = &rp.cp[R][k];
     c->tc = t;
     c->cut_done = 1;
-    c->clean = !rp.bad && rp.first >= t - rp_eps(t);
+    c->clean = !rp.bad;
+    c->nsig = 0;
+    c->sig = malloc((rp.ncur + 1) * sizeof *c->sig);
+    if (!c->sig)
+        abort();
+    for (size_t x = 0; x < rp.ncur && c->clean; x++) {
+        rp_sig g = rp.cur[x];
+        g.s -= t;
+        g.e -= t;
+        if (g.s >= -rp_eps(t))
+            continue;
+        if (last_end(&eng.ranks[g.rank], R, k) > t + g.s + rp_eps(t))
+            c->clean = 0;
+        c->sig[c->nsig++] = g;
+    }
+    qsort(c->sig, c->nsig, sizeof *c->sig, sig_cmp);
     if (k > 0) {
         rp.cp[R][k - 1].ev_hi = eng.res->nev;
         rp.cp[R][k - 1].mem_hi = eng.res->nmem;

@@ -142,9 +142,9 @@ static int simulate(srv_steps *st, const build_batch *bt, plan_ring ring, plan *
                     eng_result *r, rep_summary *sm, cp_err *err)
 {
     build_step_plan_ring(st->s, bt, st->lockstep, ring, p);
-    cost_price_plan(st->cost, p, st->s->graph == GRAPH_CAPTURED);
     if (st->s->fold_layers)
         plan_fold_layers(p);
+    cost_price_plan(st->cost, p, st->s->graph == GRAPH_CAPTURED);
     st->one_req = (wl_request){.prompt_tokens = 1, .cls = -1};
     int rc = eng_run(p, &st->eo, r, err);
     if (rc == 0)
