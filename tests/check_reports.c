@@ -51,13 +51,15 @@ static void make_scenario(scenario *s, double capacity)
 static void add_ev(eng_result *r, int rank, int stream, uint32_t op, double t0, double t1)
 {
     r->ev = realloc(r->ev, (r->nev + 1) * sizeof *r->ev);
-    r->ev[r->nev++] = (eng_event){rank, (uint8_t)stream, op, op == 7 ? 3 : -1, t0, t1};
+    r->ev[r->nev++] = (eng_event){.rank = rank, .stream = (uint8_t)stream, .op = op,
+                                  .layer = op == 7 ? 3 : -1, .t0 = t0, .t1 = t1};
 }
 
 static void add_mem(eng_result *r, int rank, int cat, uint32_t op, double t, double d)
 {
     r->mem = realloc(r->mem, (r->nmem + 1) * sizeof *r->mem);
-    r->mem[r->nmem++] = (eng_mem){rank, (uint8_t)cat, op, -1, t, d};
+    r->mem[r->nmem++] = (eng_mem){.rank = rank, .cat = (uint8_t)cat, .op = op, .layer = -1,
+                                  .t = t, .delta = d};
 }
 
 static void make_result(eng_result *r)

@@ -21,6 +21,8 @@ platform: h100-sxm-8
 parallel: {tp: 8}
 requests:
   - prompt_tokens: 1024
+# every layer simulated: points slow enough for the interrupts to land
+simulation: {fold_layers: false}
 EOF
 cat >"$tmp/s.yaml" <<'EOF'
 name: faults

@@ -34,30 +34,26 @@ static struct {
 
 /* ---- recording -------------------------------------------------------- */
 
-static void push_event(int rank, int stream, uint32_t op, int32_t layer, double t0, double t1)
+/* Each rank records into its own slot of the result's arrays, in the
+ * order things happen there: an element makes one event, or one memory
+ * event for a memory op, so run_plan sizes the slots exactly and they come
+ * out in rank order (the outputs' order) with nothing to move. */
+void eng_push_event(const eng_event *e)
 {
-    eng_result *r = eng.res;
-    if (r->nev == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 4096;
-        r->ev = realloc(r->ev, r->cap * sizeof *r->ev);
-        if (!r->ev)
-            abort();
-    }
-    r->ev[r->nev++] = (eng_event){rank, (uint8_t)stream, op, layer, t0, t1};
-    if (t1 > r->end_s)
-        r->end_s = t1;
+    rank_st *rs = &eng.ranks[e->rank];
+    if (rs->nev == rs->cap)
+        abort(); /* more events than elements: an engine bug */
+    rs->ev[rs->nev++] = *e;
+    if (e->t1 > eng.res->end_s)
+        eng.res->end_s = e->t1;
 }
 
-static void push_mem(int rank, const plan_op *o, uint32_t op, int32_t layer, double t)
+void eng_push_mem(const eng_mem *m)
 {
-    eng_result *r = eng.res;
-    if (r->nmem == r->mcap) {
-        r->mcap = r->mcap ? 2 * r->mcap : 4096;
-        r->mem = realloc(r->mem, r->mcap * sizeof *r->mem);
-        if (!r->mem)
-            abort();
-    }
-    r->mem[r->nmem++] = (eng_mem){rank, o->mem_cat, op, layer, t, o->mem_bytes};
+    rank_st *rs = &eng.ranks[m->rank];
+    if (rs->nmem == rs->mcap)
+        abort();
+    rs->mem[rs->nmem++] = *m;
 }
 
 /* ---- synchronisation --------------------------------------------------- */
@@ -302,7 +298,8 @@ static void stream_main(int argc, char **argv)
             interfere(rs);
             break;
         case OPK_MEM:
-            push_mem(rs->rank, o, real, layer, t0);
+            eng_push_mem(&(eng_mem){.t = t0, .delta = o->mem_bytes, .rank = rs->rank, .op = real,
+                                    .layer = layer, .cat = o->mem_cat});
             break;
         case OPK_STEP:
             sleep_until(o->arrival_s);
@@ -320,16 +317,91 @@ static void stream_main(int argc, char **argv)
         eng.res->messages += msgs;
         eng.res->execs += execs;
         if (o->kind != OPK_MEM)
-            push_event(rs->rank, s, real, layer, t0, t1);
+            eng_push_event(&(eng_event){.t0 = t0, .t1 = t1, .rank = rs->rank, .op = real,
+                                        .layer = layer, .stream = (uint8_t)s});
         if (rp_on())
             rp_ended(rs, i, t1, msgs, execs, early, o->kind == OPK_MEM,
-                     o->kind == OPK_MEM ? eng.res->nmem - 1 : eng.res->nev - 1);
+                     o->kind == OPK_MEM ? rs->nmem - 1 : rs->nev - 1);
         if (o->step >= 0 && t1 > step_end[o->step])
             step_end[o->step] = t1;
         mark_done(rs, s);
         k++;
     }
     rs->finished[s] = 1;
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+/* Sort v[0, n) by eng_mem_cmp by insertion, which costs a move per pair
+ * out of order: returns 0, leaving v a permutation of itself, when that
+ * passes `budget` moves. */
+static int insertion_sort(eng_mem *v, size_t n, size_t budget)
+{
+    for (size_t i = 1; i < n; i++) {
+        eng_mem x = v[i];
+        size_t j = i;
+        for (; j > 0 && eng_mem_cmp(&v[j - 1], &x) > 0; j--) {
+            v[j] = v[j - 1];
+            if (budget-- == 0) {
+                v[j - 1] = x;
+                return 0;
+            }
+        }
+        v[j] = x;
+    }
+    return 1;
+}
+
+/* Each rank's slot of the result (its elements: events for all but
+ * memory ops, memory events for those). */
+static void slots_setup(rank_st *ranks, int nranks, eng_result *res)
+{
+    size_t nev = 0, nmem = 0;
+    for (int r = 0; r < nranks; r++) {
+        const plan_vseq *v = &ranks[r].ix->v;
+        for (uint32_t e = 0; e < v->n; e++) {
+            if (ranks[r].pg->ops[v->real[e]].kind == OPK_MEM)
+                ranks[r].mcap++;
+            else
+                ranks[r].cap++;
+        }
+        nev += ranks[r].cap;
+        nmem += ranks[r].mcap;
+    }
+    res->ev = malloc((nev + 1) * sizeof *res->ev);
+    res->mem = malloc((nmem + 1) * sizeof *res->mem);
+    if (!res->ev || !res->mem)
+        abort();
+    res->cap = nev;
+    res->mcap = nmem;
+    nev = nmem = 0;
+    for (int r = 0; r < nranks; r++) {
+        ranks[r].ev = res->ev + nev;
+        ranks[r].mem = res->mem + nmem;
+        nev += ranks[r].cap;
+        nmem += ranks[r].mcap;
+    }
+}
+
+/* The slots as the result: every rank's memory events by time and op (the
+ * order every report walks them in, reports/report.h rep_mem_walk; they
+ * come mostly in time order already, same-time ones in any order: sorted
+ * by insertion, or by qsort when far from sorted), slots not filled (a
+ * failed run) closed up. */
+static void slots_finish(rank_st *ranks, int nranks, eng_result *res)
+{
+    res->nev = res->nmem = 0;
+    for (int r = 0; r < nranks; r++) {
+        rank_st *rs = &ranks[r];
+        if (!insertion_sort(rs->mem, rs->nmem, 4 * rs->nmem))
+            qsort(rs->mem, rs->nmem, sizeof *rs->mem, eng_mem_cmp);
+        if (rs->ev != res->ev + res->nev)
+            memmove(res->ev + res->nev, rs->ev, rs->nev * sizeof *rs->ev);
+        if (rs->mem != res->mem + res->nmem)
+            memmove(res->mem + res->nmem, rs->mem, rs->nmem * sizeof *rs->mem);
+        res->nev += rs->nev;
+        res->nmem += rs->nmem;
+    }
 }
 
 /* ---- set-up --------------------------------------------------------------- */
@@ -546,8 +618,10 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
                ? NULL : o->im;
     if (rc == 0 && eng.im)
         interfere_setup(o->plat, p->nranks);
-    if (rc == 0)
+    if (rc == 0) {
+        slots_setup(ranks, p->nranks, res);
         rp_setup();
+    }
     if (rc == 0) {
         struct timespec w0, w1;
         clock_gettime(CLOCK_MONOTONIC, &w0);
@@ -557,6 +631,8 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
         rc = report_unfinished(ranks, p->nranks, err);
         rp_finish(res);
     }
+    if (res->ev)
+        slots_finish(ranks, p->nranks, res);
     rp_free();
 
     for (int r = 0; r < p->nranks; r++) {
@@ -649,69 +725,6 @@ static int replica_ranks(const plan *p, const eng_opts *o)
     return ok ? rpr : 0;
 }
 
-/* Events of res in rank order, each rank's in the order they were
- * recorded (a stable counting sort): the order of the outputs, the same
- * whether the replicas were simulated or copied. */
-#define BY_RANK(name, type)                                                                 \
-    static void name(type *v, size_t n, int nranks)                                          \
-    {                                                                                        \
-        if (n == 0)                                                                          \
-            return;                                                                          \
-        size_t *start = calloc((size_t)nranks + 1, sizeof *start);                           \
-        type *out = malloc((n + 1) * sizeof *out);                                           \
-        if (!start || !out)                                                                  \
-            abort();                                                                         \
-        for (size_t i = 0; i < n; i++)                                                       \
-            start[v[i].rank + 1]++;                                                          \
-        for (int r = 0; r < nranks; r++)                                                     \
-            start[r + 1] += start[r];                                                        \
-        for (size_t i = 0; i < n; i++)                                                       \
-            out[start[v[i].rank]++] = v[i];                                                  \
-        memcpy(v, out, n * sizeof *v);                                                       \
-        free(out);                                                                           \
-        free(start);                                                                         \
-    }
-BY_RANK(events_by_rank, eng_event)
-BY_RANK(mems_rank_order, eng_mem)
-
-/* Sort v[0, n) by eng_mem_cmp by insertion, which costs a move per pair
- * out of order: returns 0, leaving v a permutation of itself, when that
- * passes `budget` moves. */
-static int insertion_sort(eng_mem *v, size_t n, size_t budget)
-{
-    for (size_t i = 1; i < n; i++) {
-        eng_mem x = v[i];
-        size_t j = i;
-        for (; j > 0 && eng_mem_cmp(&v[j - 1], &x) > 0; j--) {
-            v[j] = v[j - 1];
-            if (budget-- == 0) {
-                v[j - 1] = x;
-                return 0;
-            }
-        }
-        v[j] = x;
-    }
-    return 1;
-}
-
-/* Memory events by rank, time and op: the order every report walks them in
- * (reports/report.h rep_mem_walk), sorted once here.  A rank's come mostly
- * in time order already (recorded as they happen, same-time ones in any
- * order): each rank's run is sorted by insertion, or by qsort when it is
- * far from sorted. */
-static void mems_by_rank(eng_mem *v, size_t n, int nranks)
-{
-    mems_rank_order(v, n, nranks);
-    for (size_t a = 0; a < n;) {
-        size_t b = a + 1;
-        while (b < n && v[b].rank == v[a].rank)
-            b++;
-        if (!insertion_sort(v + a, b - a, 4 * (b - a)))
-            qsort(v + a, b - a, sizeof *v, eng_mem_cmp);
-        a = b;
-    }
-}
-
 /* res of the first replica (rpr ranks) copied to every replica of p. */
 static void copy_replicas(const plan *p, int rpr, eng_result *res)
 {
@@ -774,16 +787,12 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
         res->nranks = rpr;
         rc = run_plan(&one, o, res, err);
         if (rc == 0) {
-            events_by_rank(res->ev, res->nev, rpr);
-            mems_by_rank(res->mem, res->nmem, rpr);
             copy_replicas(p, rpr, res);
             res->replicas_simulated = 1;
         }
     } else {
         rc = run_plan(p, o, res, err);
         if (rc == 0) {
-            events_by_rank(res->ev, res->nev, p->nranks);
-            mems_by_rank(res->mem, res->nmem, p->nranks);
             res->replicas_simulated = p->lay.dp;
         }
     }

@@ -46,6 +46,12 @@ typedef struct rank_st {
     sg_exec_t hog;              /* takes 1 - 1/fc of the host while fc > 1 */
     int *links;                 /* indices into eng.links */
     int nlinks;
+    /* what the rank recorded, in the order it happened: its slots of the
+     * result's arrays (engine.c), cap and mcap long */
+    eng_event *ev;
+    size_t nev, cap;
+    eng_mem *mem;
+    size_t nmem, mcap;
     /* replay (replay.c) */
     double *end;                /* [v.n] when each element ended (s) */
     uint32_t skip[ST_COUNT];    /* stream positions below this were replayed */
@@ -75,6 +81,10 @@ typedef struct eng_state {
 } eng_state;
 
 extern eng_state eng;
+
+/* Record an event or a memory event of its rank. */
+void eng_push_event(const eng_event *e);
+void eng_push_mem(const eng_mem *m);
 
 /* Whether element e of the rank's sequence has completed; whether element i
  * may start (its dependencies done, its step started). */

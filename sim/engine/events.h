@@ -10,21 +10,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* (fields widest first: 32 bytes, not 40; a run keeps millions) */
 typedef struct eng_event {
+    double t0, t1;     /* simulated start and end (s) */
     int32_t rank;
-    uint8_t stream;
     uint32_t op;       /* index in the rank's program */
     int32_t layer;     /* effective layer (repeated regions unrolled) */
-    double t0, t1;     /* simulated start and end (s) */
+    uint8_t stream;
 } eng_event;
 
 typedef struct eng_mem {
-    int32_t rank;
-    uint8_t cat;       /* plan_memcat */
-    uint32_t op;
-    int32_t layer;     /* effective layer of the memory op */
     double t;          /* simulated time (s) */
     double delta;      /* bytes, + allocated / - freed */
+    int32_t rank;
+    uint32_t op;
+    int32_t layer;     /* effective layer of the memory op */
+    uint8_t cat;       /* plan_memcat */
 } eng_mem;
 
 typedef struct eng_result {

@@ -36,6 +36,10 @@
  * other op from the replay's end.  The early starts of copy k that preceded
  * the decision give way to the replay (their records are dropped).
  *
+ * Records.  An element makes one record wherever it ran or replayed, so
+ * the ranks' slots of the result (engine.c) fit exactly once the dropped
+ * records are closed up, before the replay writes.
+ *
  * Exactness.  The replayed times are the reference's plus the shift, where
  * an unrolled run adds up the same durations in another order: they agree
  * to rounding (a few ulps of the clock; at most 8e-13 s on the bundled
@@ -86,8 +90,9 @@ typedef struct rp_copy {
     rp_sig *sig;                /* its entry cut's early starts before tc - eps, by
                                    rank and element: the cut's state */
     size_t nsig;
-    size_t ev_lo, ev_hi;        /* its events lie in res->ev[ev_lo, ev_hi) */
-    size_t mem_lo, mem_hi;
+    size_t *ev_lo, *ev_hi;      /* [nranks]: its events lie in the rank's
+                                   ev[ev_lo, ev_hi) */
+    size_t *mem_lo, *mem_hi;
     long msgs, execs;           /* counted for its ops */
     eng_event *rev;             /* its events and memory events (a reference) */
     size_t nrev;
@@ -97,7 +102,8 @@ typedef struct rp_copy {
 
 /* A record pushed by an early start of the pending cut. */
 typedef struct rp_early {
-    int mem;                    /* 1: res->mem[rec], 0: res->ev[rec] */
+    int rank;
+    int mem;                    /* 1: the rank's mem[rec], 0: its ev[rec] */
     size_t rec;
     long msgs, execs;
 } rp_early;
@@ -122,7 +128,7 @@ static struct {
     rp_sig *cur;                /* early starts of the pending cut */
     size_t ncur, ccur;
     double hold;                /* end of the last replay */
-    int replayed, dropped;
+    int replayed;
 } rp;
 
 int rp_on(void)
@@ -232,6 +238,10 @@ void rp_free(void)
             free(rp.cp[R][k].rev);
             free(rp.cp[R][k].rmem);
             free(rp.cp[R][k].sig);
+            free(rp.cp[R][k].ev_lo);
+            free(rp.cp[R][k].ev_hi);
+            free(rp.cp[R][k].mem_lo);
+            free(rp.cp[R][k].mem_hi);
         }
         free(rp.cp[R]);
     }
@@ -276,6 +286,16 @@ static int beyond(const rank_st *rs, int R, uint32_t k)
 
 static void cut_complete(double t);
 
+/* Every rank's count of events (or memory events) now, into *at. */
+static void snap(size_t **at, int mem)
+{
+    int n = eng.p->nranks;
+    if (!*at && !(*at = malloc((size_t)n * sizeof **at)))
+        abort();
+    for (int r = 0; r < n; r++)
+        (*at)[r] = mem ? eng.ranks[r].nmem : eng.ranks[r].nev;
+}
+
 static void arm(int R, uint32_t k)
 {
     rp.R = R;
@@ -287,8 +307,8 @@ static void arm(int R, uint32_t k)
     if (R >= rp.nreg)
         return;
     rp_copy *c = &rp.cp[R][k];
-    c->ev_lo = eng.res->nev;
-    c->mem_lo = eng.res->nmem;
+    snap(&c->ev_lo, 0);
+    snap(&c->mem_lo, 1);
     for (int r = 0; r < eng.p->nranks; r++) {
         rank_st *rs = &eng.ranks[r];
         rs->past = (uint8_t)passed(rs, R, k);
@@ -351,7 +371,7 @@ void rp_ended(rank_st *rs, uint32_t i, double t, long msgs, int execs, int early
     if (early && (size_t)early <= rp.ncur && rp.cur[early - 1].serial == rp.serial) {
         rp.cur[early - 1].e = t;
         rp.er = grow(rp.er, &rp.cer, rp.ner, sizeof *rp.er);
-        rp.er[rp.ner++] = (rp_early){mem, rec, msgs, execs};
+        rp.er[rp.ner++] = (rp_early){rs->rank, mem, rec, msgs, execs};
     }
 }
 
@@ -381,28 +401,29 @@ static int in_copy(int rank, uint32_t op, int32_t layer, int R, uint32_t j)
 static void build_ref(int R, uint32_t j)
 {
     rp_copy *c = &rp.cp[R][j];
-    const eng_result *res = eng.res;
     if (c->built)
         return;
     c->built = 1;
-    size_t cap = 0;
-    for (size_t x = c->ev_lo; x < c->ev_hi; x++) {
-        eng_event e = res->ev[x];
-        if (e.rank < 0 || !in_copy(e.rank, e.op, e.layer, R, j))
-            continue;
-        e.t0 -= c->tc;
-        e.t1 -= c->tc;
-        c->rev = grow(c->rev, &cap, c->nrev, sizeof *c->rev);
-        c->rev[c->nrev++] = e;
-    }
-    cap = 0;
-    for (size_t x = c->mem_lo; x < c->mem_hi; x++) {
-        eng_mem m = res->mem[x];
-        if (m.rank < 0 || !in_copy(m.rank, m.op, m.layer, R, j))
-            continue;
-        m.t -= c->tc;
-        c->rmem = grow(c->rmem, &cap, c->nrmem, sizeof *c->rmem);
-        c->rmem[c->nrmem++] = m;
+    size_t cap = 0, mcap = 0;
+    for (int r = 0; r < eng.p->nranks; r++) {
+        const rank_st *rs = &eng.ranks[r];
+        for (size_t x = c->ev_lo[r]; x < c->ev_hi[r]; x++) {
+            eng_event e = rs->ev[x];
+            if (e.rank < 0 || !in_copy(e.rank, e.op, e.layer, R, j))
+                continue;
+            e.t0 -= c->tc;
+            e.t1 -= c->tc;
+            c->rev = grow(c->rev, &cap, c->nrev, sizeof *c->rev);
+            c->rev[c->nrev++] = e;
+        }
+        for (size_t x = c->mem_lo[r]; x < c->mem_hi[r]; x++) {
+            eng_mem m = rs->mem[x];
+            if (m.rank < 0 || !in_copy(m.rank, m.op, m.layer, R, j))
+                continue;
+            m.t -= c->tc;
+            c->rmem = grow(c->rmem, &mcap, c->nrmem, sizeof *c->rmem);
+            c->rmem[c->nrmem++] = m;
+        }
     }
 }
 
@@ -476,15 +497,6 @@ static int exit_ok(int R, uint32_t m_end, double T)
     return 1;
 }
 
-static void push_ev(const eng_event *e)
-{
-    eng_result *r = eng.res;
-    r->ev = grow(r->ev, &r->cap, r->nev, sizeof *r->ev);
-    r->ev[r->nev++] = *e;
-    if (e->t1 > r->end_s)
-        r->end_s = e->t1;
-}
-
 /* Copy m of region R as copy j, its entry cut at tc. */
 static void replay_copy(int R, uint32_t m, uint32_t j, double tc)
 {
@@ -496,7 +508,7 @@ static void replay_copy(int R, uint32_t m, uint32_t j, double tc)
         e.t0 += tc;
         e.t1 += tc;
         e.layer += (int32_t)(m - j) * preg_of(rs, R)->layer_step;
-        push_ev(&e);
+        eng_push_event(&e);
         int step = rs->pg->ops[e.op].step;
         if (step >= 0) {
             double *se = &res->step_end[(size_t)e.rank * res->nsteps + step];
@@ -508,14 +520,28 @@ static void replay_copy(int R, uint32_t m, uint32_t j, double tc)
         eng_mem mm = J->rmem[x];
         mm.t += tc;
         mm.layer += (int32_t)(m - j) * preg_of(&eng.ranks[mm.rank], R)->layer_step;
-        res->mem = grow(res->mem, &res->mcap, res->nmem, sizeof *res->mem);
-        res->mem[res->nmem++] = mm;
+        eng_push_mem(&mm);
     }
     res->messages += J->msgs;
     res->execs += J->execs;
     rp_copy *c = &rp.cp[R][m];
     c->replayed = c->cut_done = c->clean = 1;
     rp.replayed++;
+}
+
+/* rs's records from ev_lo and mem_lo on without those marked rank -1. */
+static void close_up(rank_st *rs, size_t ev_lo, size_t mem_lo)
+{
+    size_t n = ev_lo;
+    for (size_t x = ev_lo; x < rs->nev; x++)
+        if (rs->ev[x].rank >= 0)
+            rs->ev[n++] = rs->ev[x];
+    rs->nev = n;
+    n = mem_lo;
+    for (size_t x = mem_lo; x < rs->nmem; x++)
+        if (rs->mem[x].rank >= 0)
+            rs->mem[n++] = rs->mem[x];
+    rs->nmem = n;
 }
 
 static int sig_cmp(const void *x, const void *y)
@@ -591,20 +617,24 @@ static int chain(double t)
         free(tcs);
         return 0;
     }
+    /* the records of early starts of copy k give way to the replay: each
+     * rank's records since the cut was armed, closed up */
+    for (size_t x = 0; x < rp.ner; x++) {
+        rank_st *rs = &eng.ranks[rp.er[x].rank];
+        if (rp.er[x].mem)
+            rs->mem[rp.er[x].rec].rank = -1;
+        else
+            rs->ev[rp.er[x].rec].rank = -1;
+        eng.res->messages -= rp.er[x].msgs;
+        eng.res->execs -= rp.er[x].execs;
+    }
+    if (rp.ner)
+        for (int r = 0; r < eng.p->nranks; r++)
+            close_up(&eng.ranks[r], K->ev_lo[r], K->mem_lo[r]);
     build_ref(R, (uint32_t)j);
     for (uint32_t m = k; m < m_end; m++)
         replay_copy(R, m, (uint32_t)j, tcs[m - k]);
     free(tcs);
-    /* the records of early starts of copy k give way to the replay */
-    for (size_t x = 0; x < rp.ner; x++) {
-        if (rp.er[x].mem)
-            eng.res->mem[rp.er[x].rec].rank = -1;
-        else
-            eng.res->ev[rp.er[x].rec].rank = -1;
-        eng.res->messages -= rp.er[x].msgs;
-        eng.res->execs -= rp.er[x].execs;
-        rp.dropped = 1;
-    }
     rp.hold = tc;
     for (int r = 0; r < eng.p->nranks; r++) {
         rank_st *rs = &eng.ranks[r];
@@ -638,8 +668,8 @@ static int chain(double t)
             abort();
         memcpy(c->sig, X->sig, X->nsig * sizeof *c->sig);
         c->nsig = X->nsig;
-        c->ev_lo = eng.res->nev;
-        c->mem_lo = eng.res->nmem;
+        snap(&c->ev_lo, 0);
+        snap(&c->mem_lo, 1);
         rp.k = m_end;
     } else {
         rp.k = n - 1;
@@ -700,8 +730,8 @@ static void cut_complete(double t)
     }
     qsort(c->sig, c->nsig, sizeof *c->sig, sig_cmp);
     if (k > 0) {
-        rp.cp[R][k - 1].ev_hi = eng.res->nev;
-        rp.cp[R][k - 1].mem_hi = eng.res->nmem;
+        snap(&rp.cp[R][k - 1].ev_hi, 0);
+        snap(&rp.cp[R][k - 1].mem_hi, 1);
     }
     if (k > 0 && c->clean && chain(t))
         return;
@@ -712,16 +742,4 @@ void rp_finish(eng_result *res)
 {
     res->iters_replayed = rp.replayed;
     res->iters_simulated = rp.total - rp.replayed;
-    if (!rp.dropped)
-        return;
-    size_t n = 0;
-    for (size_t x = 0; x < res->nev; x++)
-        if (res->ev[x].rank >= 0)
-            res->ev[n++] = res->ev[x];
-    res->nev = n;
-    n = 0;
-    for (size_t x = 0; x < res->nmem; x++)
-        if (res->mem[x].rank >= 0)
-            res->mem[n++] = res->mem[x];
-    res->nmem = n;
 }
