@@ -50,7 +50,13 @@ typedef struct coll_curve {
     double size[COLL_MAX_POINTS];       /* bytes, nccl-tests convention, ascending */
     double overhead[COLL_MAX_POINTS];   /* seconds */
     double eff;                         /* (0, 1] */
+    int procs;                          /* the group size measured (the table's P;
+                                           2 without the column) */
 } coll_curve;
+
+/* Group sizes one kind may be measured at, the smallest in coll_model.curve
+ * and the others in coll_model.wider (ours: 2, 4, 8, 16 and spares). */
+#define COLL_MAX_GROUPS 8
 
 /* What was measured is kept apart from what a what-if changes: the curves
  * are the protocol efficiency and fixed overheads of the fabric the
@@ -73,7 +79,11 @@ typedef struct coll_model {
     int node_size;          /* devices per node: groups spanning nodes run
                                hierarchical all-reduce / all-gather /
                                reduce-scatter (hier.c); 0: flat */
-    coll_curve curve[2][CK_COUNT + 1];  /* [graph][kind]; kind CK_COUNT: point-to-point */
+    coll_curve curve[2][CK_COUNT + 1];  /* [graph][kind]; kind CK_COUNT: point-to-point;
+                                           at the smallest group size measured */
+    coll_curve wider[2][CK_COUNT + 1][COLL_MAX_GROUPS - 1]; /* at larger group sizes,
+                                                              ascending */
+    int nwider[2][CK_COUNT + 1];
 } coll_model;
 
 /* From the platform: fallback latencies, one-shot threshold, fabric
@@ -82,9 +92,15 @@ typedef struct coll_model {
  * from them.  Table errors name file:line:column. */
 int coll_model_init(coll_model *m, const platform *p, cp_err *err);
 
-/* Wire efficiency of `kind` (CK_COUNT: point-to-point) in a mode. */
+/* Wire efficiency of `kind` (CK_COUNT: point-to-point) in a mode, for a
+ * group of n ranks: the curve of that group size, linear in log(n) between
+ * the sizes measured, the nearest one outside them (n <= 0: the smallest). */
+double coll_efficiency_at(const coll_model *m, int kind, int n, int graph);
+/* Fixed cost (s) of a call of `kind` and `bytes` on n ranks in a mode
+ * (interpolated in n as coll_efficiency_at). */
+double coll_overhead_at(const coll_model *m, int kind, int n, double bytes, int graph);
+/* The same at the smallest group size measured. */
 double coll_efficiency(const coll_model *m, int kind, int graph);
-/* Fixed cost (s) of a call of `kind` and `bytes` in a mode. */
 double coll_overhead(const coll_model *m, int kind, double bytes, int graph);
 
 /* One collective call as seen by one member. */
@@ -106,10 +122,14 @@ typedef struct coll_call {
  * kind, an algorithm the kind does not have). */
 long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c);
 
-/* One ring hop: send `send_bytes` to `to` and receive from `from`
- * concurrently (either may be -1 for none), after the point-to-point
- * overhead; cross_node: the hop crosses nodes (NIC rate, no NVLink fit).
- * Returns messages sent, -1 for a malformed call. */
+/* One ring hop in a group of n ranks that all hop at once: send
+ * `send_bytes` to `to` and receive from `from` concurrently (either may be
+ * -1 for none), after the point-to-point overhead of that group size
+ * (coll_overhead_at); cross_node: the hop crosses nodes (NIC rate, no
+ * NVLink fit).  Returns messages sent, -1 for a malformed call. */
+long coll_sendrecv_in(const tr_port *tp, const coll_model *m, int n, int to,
+                      double send_bytes, int from, int graph, int cross_node);
+/* The same at the smallest group size measured. */
 long coll_sendrecv(const tr_port *tp, const coll_model *m, int to,
                    double send_bytes, int from, int graph, int cross_node);
 

@@ -61,12 +61,13 @@ long coll_hier_run(const tr_port *tp, const coll_call *c, int node_size, double 
 /* pairwise.c: n-1 steps; step s: chunk_wire to me+s, receive from me-s. */
 long coll_pairwise_all_to_all(const coll_group *g, double chunk_wire);
 
-/* fit.c: the curves of one launch mode, curves[CK_COUNT + 1] (all n = 0 on
- * entry), fitted from an NCCL table (columns op, size_bytes, time_us and
- * optionally P, default 2) on the fabric p->intra with m's algorithm choice
- * (see fit.c).  Kinds without rows keep n = 0.  Table errors name
- * file:line:column. */
+/* fit.c: the curves of launch mode `graph` of out (cleared first), fitted
+ * from an NCCL table (columns op, size_bytes, time_us and optionally P, the
+ * group size, default 2) on the fabric p->intra with m's algorithm choice
+ * (see fit.c): one curve per kind and group size, the smallest group in
+ * out->curve, larger ones in out->wider.  Kinds without rows keep n = 0.
+ * Table errors name file:line:column. */
 int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
-                   coll_curve *curves, cp_err *err);
+                   coll_model *out, int graph, cp_err *err);
 
 #endif

@@ -8,8 +8,8 @@
  * step) and W its wire time at the links' rate (bandwidth * efficiency;
  * coll_analytic_s with lat 0, resp. S 0), both on the fabric the tables
  * were measured on: the preset's own figures (platform.cal_intra), not a
- * what-if's, so that a what-if changes the links and keeps the fit.  From
- * the rows (k, S_i, P_i, t_i)
+ * what-if's, so that a what-if changes the links and keeps the fit.  For
+ * each kind k and group size P measured, from its rows (k, S_i, P, t_i)
  * of the mode's table:
  *     eff_k = min(1, max_i W_i / (t_i - R_i))
  * the best achieved fraction of line rate (links are occupied at the
@@ -19,6 +19,10 @@
  * Every row is reproduced exactly, except one faster than line rate plus
  * route latencies on this fabric (t_i < R_i + W_i), which runs at line rate
  * with no overhead.  Small messages thus cost overhead, not wire occupancy.
+ * A call on n ranks takes eff and overhead linear in log(n) between the
+ * group sizes measured, those of the nearest one outside them (model.c):
+ * ring and one-shot algorithms, channel counts and protocols change with
+ * the group size, and a 2-rank table says nothing of 8.
  */
 #include <math.h>
 #include <stdio.h>
@@ -109,7 +113,19 @@ static int read_row(const calib_table *t, int i, int c_op, int c_p, int c_size, 
     return 0;
 }
 
-/* All rows: op, P (2 when the column is absent), size_bytes, time_us. */
+/* The group-size column (nranks, else P), -1 when there is none (or, with
+ * err set, when it is not numeric). */
+static int group_col(const calib_table *t, cp_err *err)
+{
+    cp_err absent = {0};
+    const char *name = calib_col(t, "nranks", &absent) >= 0 ? "nranks"
+                       : calib_col(t, "P", &absent) >= 0    ? "P"
+                                                            : NULL;
+    return name ? calib_num_col(t, name, err) : -1;
+}
+
+/* All rows: op, the group size (column nranks, else P; 2 when neither is
+ * there), size_bytes, time_us. */
 static int read_rows(const calib_table *t, fit_row **rows, int *nrows, cp_err *err)
 {
     int c_op = calib_col(t, "op", err);
@@ -117,8 +133,7 @@ static int read_rows(const calib_table *t, fit_row **rows, int *nrows, cp_err *e
     int c_time = c_size < 0 ? -1 : calib_num_col(t, "time_us", err);
     if (c_time < 0)
         return -1;
-    cp_err absent = {0};
-    int c_p = calib_col(t, "P", &absent) < 0 ? -1 : calib_num_col(t, "P", err);
+    int c_p = group_col(t, err);
     if (c_p < 0 && err->code)
         return -1;
     int n = calib_rows(t);
@@ -161,13 +176,14 @@ static int curve_add(coll_curve *c, double size, double overhead, const calib_ta
     return 0;
 }
 
-/* eff of `kind`: min(1, max over its rows of W / (t - R)); 0 without rows.
- * A row with t <= R + W ran at line rate or faster: 1. */
-static double kind_eff(const fit_row *rows, int n, int kind)
+/* eff of `kind` at group size procs: min(1, max over its rows of
+ * W / (t - R)); 0 without rows.  A row with t <= R + W ran at line rate or
+ * faster: 1. */
+static double kind_eff(const fit_row *rows, int n, int kind, int procs)
 {
     double eff = 0;
     for (int i = 0; i < n; i++) {
-        if (rows[i].kind != kind)
+        if (rows[i].kind != kind || rows[i].procs != procs)
             continue;
         double left = rows[i].time_s - rows[i].route_s;
         double e = left > rows[i].wire_s ? rows[i].wire_s / left : 1;
@@ -177,24 +193,77 @@ static double kind_eff(const fit_row *rows, int n, int kind)
     return eff;
 }
 
-int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
-                   coll_curve *curves, cp_err *err)
+/* The curve of (kind, procs) in mode g of out, made when new (the group
+ * sizes of a kind kept ascending); NULL with an error past COLL_MAX_GROUPS. */
+static coll_curve *curve_for(coll_model *out, int g, int kind, int procs,
+                             const calib_table *t, const fit_row *r, int c_p, cp_err *err)
 {
+    coll_curve *first = &out->curve[g][kind], *w = out->wider[g][kind];
+    int *nw = &out->nwider[g][kind];
+    if (first->procs == procs)
+        return first;
+    for (int i = 0; i < *nw; i++)
+        if (w[i].procs == procs)
+            return &w[i];
+    if (*nw == COLL_MAX_GROUPS - 1) {
+        cp_fail_at(err, calib_loc(t, r->line, c_p < 0 ? 0 : c_p),
+                   "more than %d group sizes for one op", COLL_MAX_GROUPS);
+        return NULL;
+    }
+    coll_curve fresh = {.procs = procs};
+    if (first->procs == 0) {
+        *first = fresh;
+        return first;
+    }
+    /* keep ascending: the smallest in curve, the others in wider */
+    coll_curve all[COLL_MAX_GROUPS];
+    int n = 0;
+    all[n++] = *first;
+    for (int i = 0; i < *nw; i++)
+        all[n++] = w[i];
+    int at = n;
+    while (at > 0 && all[at - 1].procs > procs) {
+        all[at] = all[at - 1];
+        at--;
+    }
+    all[at] = fresh;
+    n++;
+    *first = all[0];
+    for (int i = 1; i < n; i++)
+        w[i - 1] = all[i];
+    *nw = n - 1;
+    return at == 0 ? first : &w[at - 1];
+}
+
+int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
+                   coll_model *out, int graph, cp_err *err)
+{
+    int g = graph != 0;
+    memset(out->curve[g], 0, sizeof out->curve[g]);
+    memset(out->wider[g], 0, sizeof out->wider[g]);
+    memset(out->nwider[g], 0, sizeof out->nwider[g]);
     fit_row *rows = NULL;
     int n = 0;
     if (read_rows(t, &rows, &n, err) < 0)
         return -1;
-    for (int i = 0; i < n; i++)
-        row_ideal(m, p, &rows[i]);
-    for (int k = 0; k <= CK_COUNT; k++)
-        curves[k].eff = kind_eff(rows, n, k);
-    int rc = 0;
+    int c_p = group_col(t, err);
     int c_size = calib_col(t, "size_bytes", err); /* found by read_rows */
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        row_ideal(m, p, &rows[i]);
+        coll_curve *c = curve_for(out, g, rows[i].kind, rows[i].procs, t, &rows[i], c_p, err);
+        if (!c)
+            rc = -1;
+        else if (c->eff == 0)
+            c->eff = -1; /* fitted below, once the rows are all in */
+    }
     for (int i = 0; i < n && rc == 0; i++) {
         const fit_row *r = &rows[i];
-        double over = r->time_s - r->route_s - r->wire_s / curves[r->kind].eff;
-        rc = curve_add(&curves[r->kind], r->bytes, over > 0 ? over : 0, t, r->line, c_size,
-                       err);
+        coll_curve *c = curve_for(out, g, r->kind, r->procs, t, r, c_p, err);
+        if (c->eff < 0)
+            c->eff = kind_eff(rows, n, r->kind, r->procs);
+        double over = r->time_s - r->route_s - r->wire_s / c->eff;
+        rc = curve_add(c, r->bytes, over > 0 ? over : 0, t, r->line, c_size, err);
     }
     free(rows);
     return rc;
@@ -209,11 +278,11 @@ static int has_table(const char *profile, const char *table)
 }
 
 /* Fit the curves of one mode from table `table` of the platform's profile. */
-static int fit_mode(const coll_model *m, const platform *p, const char *table,
-                    coll_curve *curves, cp_err *err)
+static int fit_mode(coll_model *m, const platform *p, const char *table, int graph,
+                    cp_err *err)
 {
     calib_table *t = calib_load(p->calibration, table, err);
-    int rc = t ? coll_fit_table(m, p, t, curves, err) : -1;
+    int rc = t ? coll_fit_table(m, p, t, m, graph, err) : -1;
     calib_free(t);
     return rc;
 }
@@ -230,8 +299,7 @@ int coll_model_init(coll_model *m, const platform *p, cp_err *err)
     if (!p->calibration[0] || !has_table(p->calibration, "nccl") ||
         !has_table(p->calibration, "nccl_graph"))
         return 0;
-    if (fit_mode(m, p, "nccl", m->curve[0], err) < 0 ||
-        fit_mode(m, p, "nccl_graph", m->curve[1], err) < 0) {
+    if (fit_mode(m, p, "nccl", 0, err) < 0 || fit_mode(m, p, "nccl_graph", 1, err) < 0) {
         platform_model(m, p);
         return -1;
     }

@@ -15,30 +15,75 @@ static const coll_curve *curve_of(const coll_model *m, int kind, int graph)
     return c->n > 0 ? c : NULL;
 }
 
+/* The measured curves of `kind` bracketing group size n: *a and *b (equal
+ * outside the sizes measured) and the weight f of *b, linear in log(n). */
+static void bracket(const coll_model *m, const coll_curve *first, int kind, int n, int graph,
+                    const coll_curve **a, const coll_curve **b, double *f)
+{
+    *a = *b = first;
+    *f = 0;
+    int nw = m->nwider[graph != 0][kind];
+    const coll_curve *w = m->wider[graph != 0][kind];
+    if (n <= first->procs || nw == 0)
+        return;
+    for (int i = 0; i < nw; i++) {
+        *b = &w[i];
+        if (n <= w[i].procs) {
+            if (n < w[i].procs)
+                *f = (log(n) - log((*a)->procs)) / (log(w[i].procs) - log((*a)->procs));
+            else
+                *a = *b;
+            return;
+        }
+        *a = *b;
+    }
+}
+
+double coll_efficiency_at(const coll_model *m, int kind, int n, int graph)
+{
+    const coll_curve *c = curve_of(m, kind, graph), *a, *b;
+    if (!c)
+        return m->eff_default;
+    double f;
+    bracket(m, c, kind, n, graph, &a, &b, &f);
+    return a->eff + f * (b->eff - a->eff);
+}
+
 double coll_efficiency(const coll_model *m, int kind, int graph)
 {
-    const coll_curve *c = curve_of(m, kind, graph);
-    return c ? c->eff : m->eff_default;
+    return coll_efficiency_at(m, kind, 0, graph);
 }
 
 /* Linear in log(bytes) between measured sizes, clamped at both ends (NaN
- * bytes: the first point); scaled by the platform's collective latency over
- * the calibrated one. */
-double coll_overhead(const coll_model *m, int kind, double bytes, int graph)
+ * bytes: the first point). */
+static double curve_overhead(const coll_curve *c, double bytes)
 {
-    const coll_curve *c = curve_of(m, kind, graph);
-    if (!c)
-        return graph ? m->latency_graph : m->latency_eager;
-    double scale = m->lat_scale[graph != 0] > 0 ? m->lat_scale[graph != 0] : 1.0;
     if (!(bytes > c->size[0]))
-        return scale * c->overhead[0];
+        return c->overhead[0];
     if (bytes >= c->size[c->n - 1])
-        return scale * c->overhead[c->n - 1];
+        return c->overhead[c->n - 1];
     int i = 0;
     while (bytes >= c->size[i + 1])
         i++;
     double f = (log(bytes) - log(c->size[i])) / (log(c->size[i + 1]) - log(c->size[i]));
-    return scale * (c->overhead[i] + f * (c->overhead[i + 1] - c->overhead[i]));
+    return c->overhead[i] + f * (c->overhead[i + 1] - c->overhead[i]);
+}
+
+/* Scaled by the platform's collective latency over the calibrated one. */
+double coll_overhead_at(const coll_model *m, int kind, int n, double bytes, int graph)
+{
+    const coll_curve *c = curve_of(m, kind, graph), *a, *b;
+    if (!c)
+        return graph ? m->latency_graph : m->latency_eager;
+    double scale = m->lat_scale[graph != 0] > 0 ? m->lat_scale[graph != 0] : 1.0, f;
+    bracket(m, c, kind, n, graph, &a, &b, &f);
+    double oa = curve_overhead(a, bytes);
+    return scale * (b == a ? oa : oa + f * (curve_overhead(b, bytes) - oa));
+}
+
+double coll_overhead(const coll_model *m, int kind, double bytes, int graph)
+{
+    return coll_overhead_at(m, kind, 0, bytes, graph);
 }
 
 /* Whether collective `kind` has an implementation of algorithm `alg`. */
@@ -132,8 +177,8 @@ long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c)
         return 0;
     /* across nodes the NIC links are the bottleneck and carry
      * network.efficiency themselves; the NVLink fit does not apply */
-    double eff = c->cross_node ? 1.0 : coll_efficiency(m, c->kind, c->graph);
-    double overhead = coll_overhead(m, c->kind, c->bytes, c->graph);
+    double eff = c->cross_node ? 1.0 : coll_efficiency_at(m, c->kind, c->n, c->graph);
+    double overhead = coll_overhead_at(m, c->kind, c->n, c->bytes, c->graph);
     if (!(eff > 0) || !(overhead >= 0))
         return -1;
     double wire = c->bytes / eff; /* nccl-tests size, on the wire */
@@ -142,7 +187,8 @@ long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c)
     if (c->cross_node && m->node_size > 0 && c->alg == ALG_AUTO &&
         (c->kind == CK_ALL_REDUCE || c->kind == CK_ALL_GATHER ||
          c->kind == CK_REDUCE_SCATTER)) {
-        long sent = coll_hier_run(tp, c, m->node_size, coll_efficiency(m, c->kind, c->graph),
+        long sent = coll_hier_run(tp, c, m->node_size,
+                                  coll_efficiency_at(m, c->kind, c->n, c->graph),
                                   m->mesh);
         if (sent >= 0)
             return sent;

@@ -31,17 +31,23 @@ void coll_pay_overhead(const tr_port *tp, double seconds)
  * (both ranks start together).  It would otherwise pay the overhead of a
  * 0-byte send, the largest of the curve in eager mode (nccl.csv sendrecv
  * 4096 B: ~114 us). */
-long coll_sendrecv(const tr_port *tp, const coll_model *m, int to,
-                   double send_bytes, int from, int graph, int cross_node)
+long coll_sendrecv_in(const tr_port *tp, const coll_model *m, int n, int to,
+                      double send_bytes, int from, int graph, int cross_node)
 {
     if (!tp || !m || (to >= 0 && !(send_bytes >= 0)))
         return -1;
     if (to < 0)
         return coll_exchange(tp, -1, 0, from);
-    double eff = cross_node ? 1.0 : coll_efficiency(m, CK_COUNT, graph);
-    double overhead = coll_overhead(m, CK_COUNT, send_bytes, graph);
+    double eff = cross_node ? 1.0 : coll_efficiency_at(m, CK_COUNT, n, graph);
+    double overhead = coll_overhead_at(m, CK_COUNT, n, send_bytes, graph);
     if (!(eff > 0) || !(overhead >= 0))
         return -1;
     coll_pay_overhead(tp, overhead);
     return coll_exchange(tp, to, send_bytes / eff, from);
+}
+
+long coll_sendrecv(const tr_port *tp, const coll_model *m, int to, double send_bytes, int from,
+                   int graph, int cross_node)
+{
+    return coll_sendrecv_in(tp, m, 0, to, send_bytes, from, graph, cross_node);
 }

@@ -2,6 +2,7 @@
  * (see interference.h). */
 #include "models/interference.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,13 @@ static void row_factors(double c_alone, double m_alone, double c_conc, double m_
         *fc = 1;
     if (*fm < 1)
         *fm = 1;
+}
+
+/* Group size of row i: column nranks or P, 2 without either (the first
+ * profile measured pairs). */
+static int row_procs(const calib_table *t, int i, int col)
+{
+    return col < 0 ? 2 : (int)calib_num(t, i, col);
 }
 
 /* Kind of the compute kernel of row i (flash attention rows start "flash"). */
@@ -75,11 +83,27 @@ int interf_load(interf_model *m, const platform *p, cp_err *err)
         calib_free(t);
         return -1;
     }
+    cp_err absent = {0};
+    const char *pname = calib_col(t, "nranks", &absent) >= 0 ? "nranks"
+                        : calib_col(t, "P", &absent) >= 0    ? "P"
+                                                             : NULL;
+    int c_p = pname ? calib_num_col(t, pname, err) : -1;
+    if (pname && c_p < 0) {
+        calib_free(t);
+        return -1;
+    }
     int rows = calib_rows(t);
     /* every used cell: a size of up to 1e15 bytes, times of up to 1e6 ms
      * (bounds of our own; beyond, a cell is a typo) */
     const int cols[] = {c_size, c_ca, c_ma, c_cc, c_mc};
-    for (int i = 0; i < rows; i++)
+    for (int i = 0; i < rows; i++) {
+        double q = c_p < 0 ? 2 : calib_num(t, i, c_p);
+        if (!(q >= 2 && q <= 65536) || q != floor(q)) { /* platform.c DEVICES_MAX */
+            cp_fail_at(err, calib_loc(t, i, c_p), "%s: expected an integer in [2, 65536], "
+                       "got %g", pname, q);
+            calib_free(t);
+            return -1;
+        }
         for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
             double v = calib_num(t, i, cols[c]), hi = c == 0 ? 1e15 : 1e6;
             if (!(v > 0 && v <= hi)) {
@@ -89,6 +113,7 @@ int interf_load(interf_model *m, const platform *p, cp_err *err)
                 return -1;
             }
         }
+    }
     if (rows == 0) {
         cp_fail(err, CP_EXIT_INPUT, "calibration table %s has no data rows", calib_path(t));
         calib_free(t);
@@ -99,33 +124,53 @@ int interf_load(interf_model *m, const platform *p, cp_err *err)
         abort();
     int rc = 0;
     for (int k = 0; k < IK_COUNT && rc == 0; k++) {
-        /* the sizes of kind k, ascending, each the median of its rows */
-        for (;;) {
-            double next = INFINITY, last = m->n[k] ? m->size[k][m->n[k] - 1] : 0;
+        /* the group sizes of kind k, ascending; in each its sizes, each the
+         * median of its rows */
+        for (int last_p = 0; rc == 0;) {
+            int procs = INT_MAX;
             for (int i = 0; i < rows; i++) {
-                double s = calib_num(t, i, c_size);
-                if (row_kind(t, i, c_kind) == k && s > last && s < next)
-                    next = s;
+                int q = row_procs(t, i, c_p);
+                if (row_kind(t, i, c_kind) == k && q > last_p && q < procs)
+                    procs = q;
             }
-            if (isinf(next))
+            if (procs == INT_MAX)
                 break;
-            if (m->n[k] == INTERF_MAX_SIZES) {
-                rc = cp_fail(err, CP_EXIT_INPUT, "%s: more than %d message sizes for one "
-                             "compute kind", calib_path(t), INTERF_MAX_SIZES);
+            if (m->ngroups[k] == INTERF_MAX_GROUPS) {
+                rc = cp_fail(err, CP_EXIT_INPUT, "%s: more than %d group sizes for one "
+                             "compute kind", calib_path(t), INTERF_MAX_GROUPS);
                 break;
             }
-            int n = 0;
-            for (int i = 0; i < rows; i++) {
-                if (row_kind(t, i, c_kind) != k || calib_num(t, i, c_size) != next)
-                    continue;
-                row_factors(calib_num(t, i, c_ca), calib_num(t, i, c_ma),
-                            calib_num(t, i, c_cc), calib_num(t, i, c_mc), &fc[n], &fm[n]);
-                n++;
+            interf_curve *cv = &m->c[k][m->ngroups[k]++];
+            cv->procs = last_p = procs;
+            for (;;) {
+                double next = INFINITY, last = cv->n ? cv->size[cv->n - 1] : 0;
+                for (int i = 0; i < rows; i++) {
+                    double s = calib_num(t, i, c_size);
+                    if (row_kind(t, i, c_kind) == k && row_procs(t, i, c_p) == procs &&
+                        s > last && s < next)
+                        next = s;
+                }
+                if (isinf(next))
+                    break;
+                if (cv->n == INTERF_MAX_SIZES) {
+                    rc = cp_fail(err, CP_EXIT_INPUT, "%s: more than %d message sizes for one "
+                                 "compute kind", calib_path(t), INTERF_MAX_SIZES);
+                    break;
+                }
+                int n = 0;
+                for (int i = 0; i < rows; i++) {
+                    if (row_kind(t, i, c_kind) != k || row_procs(t, i, c_p) != procs ||
+                        calib_num(t, i, c_size) != next)
+                        continue;
+                    row_factors(calib_num(t, i, c_ca), calib_num(t, i, c_ma),
+                                calib_num(t, i, c_cc), calib_num(t, i, c_mc), &fc[n], &fm[n]);
+                    n++;
+                }
+                int j = cv->n++;
+                cv->size[j] = next;
+                cv->fc[j] = median(fc, n);
+                cv->fm[j] = median(fm, n);
             }
-            int j = m->n[k]++;
-            m->size[k][j] = next;
-            m->fc[k][j] = median(fc, n);
-            m->fm[k][j] = median(fm, n);
         }
     }
     free(fc);
@@ -148,11 +193,34 @@ static double interp(const double *size, const double *f, int n, double bytes)
     return f[i] + x * (f[i + 1] - f[i]);
 }
 
-void interf_factors(const interf_model *m, int kind, double bytes, double *fc, double *fm)
+void interf_factors_at(const interf_model *m, int kind, int n, double bytes, double *fc,
+                       double *fm)
 {
     *fc = *fm = 1.0;
-    if (kind < 0 || kind >= IK_COUNT || m->n[kind] == 0)
+    if (kind < 0 || kind >= IK_COUNT || m->ngroups[kind] == 0)
         return;
-    *fc = interp(m->size[kind], m->fc[kind], m->n[kind], bytes);
-    *fm = interp(m->size[kind], m->fm[kind], m->n[kind], bytes);
+    /* the group sizes bracketing n, linear in log(n), clamped */
+    const interf_curve *a = &m->c[kind][0], *b = a;
+    double f = 0;
+    for (int i = 1; i < m->ngroups[kind] && n > a->procs; i++) {
+        b = &m->c[kind][i];
+        if (n < b->procs) {
+            f = (log(n) - log(a->procs)) / (log(b->procs) - log(a->procs));
+            break;
+        }
+        a = b;
+    }
+    double ca = interp(a->size, a->fc, a->n, bytes), ma = interp(a->size, a->fm, a->n, bytes);
+    if (f == 0) {
+        *fc = ca;
+        *fm = ma;
+        return;
+    }
+    *fc = ca + f * (interp(b->size, b->fc, b->n, bytes) - ca);
+    *fm = ma + f * (interp(b->size, b->fm, b->n, bytes) - ma);
+}
+
+void interf_factors(const interf_model *m, int kind, double bytes, double *fc, double *fm)
+{
+    interf_factors_at(m, kind, 0, bytes, fc, fm);
 }

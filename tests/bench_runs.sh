@@ -1,9 +1,9 @@
 #!/bin/sh
 # bench_runs.sh (make bench): the runs issue 13 sets targets for, each once,
 # with CPU seconds (user + system of the whole process), wall seconds, peak
-# RSS, simulated events and the bytes of its outputs.  The two largest write
-# `--trace steps` (their full traces run to gigabytes); the 1,024-rank
-# TP8 x SP128 run is left out (over 15 CPU minutes and 4 GB here).
+# RSS, simulated events, layer iterations replayed of all (sim/engine/replay.c)
+# and the bytes of its outputs.  The largest write `--trace steps` (their
+# full traces run to gigabytes).
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 CPSIM="$top_builddir/cpsim"
@@ -30,13 +30,21 @@ precision: {weights: bf16, mlp_weights: fp8_rowwise}
 parallel: {tp: 8, sp: 16, kv_storage: by_position, exchange: ring_kv, ring_overlap: true}
 requests: [{prompt_tokens: 131072}]
 YAML
+cat >"$tmp/sp128.yaml" <<'YAML'
+model: llama-3.1-405b
+platform: {name: h200-sxm-8, nodes: 128}
+precision: {weights: bf16, mlp_weights: fp8_rowwise}
+parallel: {tp: 8, sp: 128, kv_storage: by_position, exchange: ring_kv, ring_overlap: true}
+requests: [{prompt_tokens: 131072}]
+YAML
 cat >"$tmp/dp128.yaml" <<'YAML'
 model: qwen3-omni-30b-a3b-thinker
 platform: {name: h100-sxm-8, nodes: 128}
 parallel: {tp: 8, dp: 128}
 requests: [{prompt_tokens: 32768}]
 YAML
-printf '%-34s %6s %8s %8s %9s %10s %11s\n' run ranks cpu_s wall_s rss_MB events output_MB
+printf '%-34s %6s %8s %8s %9s %10s %9s %11s\n' run ranks cpu_s wall_s rss_MB events replayed \
+    output_MB
 # bench NAME RANKS WORKLOAD [OPTIONS...]
 bench() {
     name=$1 ranks=$2 wl=$3
@@ -47,9 +55,11 @@ bench() {
     events=$(sed -n -e 's/.*simulated \([0-9]*\) events.*/\1/p' \
         -e 's/.* simulated, \([0-9]*\) events.*/\1/p' "$tmp/table")
     bytes=$(du -sb "$tmp/out" | cut -f1)
-    awk -v n="$name" -v r="$ranks" -v e="$events" -v b="$bytes" \
-        '{ printf "%-34s %6d %8.2f %8.2f %9.0f %10d %11.1f\n", n, r, $1 + $2, $3, $4 / 1024,
-           e, b / 1e6 }' "$tmp/time"
+    rep=$(sed -n 's/.*"iterations_replayed": \([0-9]*\).*/\1/p' "$tmp/out/summary.json")
+    sim=$(sed -n 's/.*"iterations_simulated": \([0-9]*\).*/\1/p' "$tmp/out/summary.json")
+    awk -v n="$name" -v r="$ranks" -v e="$events" -v b="$bytes" -v it="$rep/$((rep + sim))" \
+        '{ printf "%-34s %6d %8.2f %8.2f %9.0f %10d %9s %11.1f\n", n, r, $1 + $2, $3, $4 / 1024,
+           e, it, b / 1e6 }' "$tmp/time"
 }
 bench "default (thinker 32K, TP8)" 8 "$top_srcdir/workloads/default.yaml"
 bench "GLM-5.1 32K, TP16 DSA CP" 16 "$tmp/glm.yaml"
@@ -58,6 +68,7 @@ bench "Llama 405B 128K, CP16 pass-KV, fp8 MLP" 128 "$tmp/l405kv.yaml" --trace st
 bench "Llama 405B 1M, CP16 pass-KV, fp8 MLP" 128 "$tmp/l405kv.yaml" --trace steps \
     --set requests.0.prompt_tokens=1048576
 bench "thinker 32K, TP8 x DP128" 1024 "$tmp/dp128.yaml" --trace steps
+bench "Llama 405B 128K, TP8 x SP128 pass-KV" 1024 "$tmp/sp128.yaml" --trace steps
 # the serving mix of issue 11 (30 simulated seconds; target <= 10 s wall and a
 # trace <= 50 MB), on its four arms
 mix="$top_srcdir/workloads/examples/long-short-mix.yaml"

@@ -659,6 +659,69 @@ START_TEST(test_fit_fallbacks_and_toy)
 }
 END_TEST
 
+/* One curve per group size: all-gather measured on 4 and on 8 ranks (the
+ * 8-rank rows in the middle of the table) fits two curves, each from its
+ * own rows; a call on n ranks takes them linear in log(n) between, the
+ * nearest one outside.  P = 8: 7 steps of S/8, route 7 us, links at
+ * 75e9 B/s: 1 MB in 60 us is 11.67 us of wire in 53 us (eff 0.2201), 100 kB
+ * in 20 us is 1.17 us in 13 us. */
+START_TEST(test_fit_per_group_size)
+{
+    static const char table[] = "op,P,size_bytes,time_us\n"
+                                "all_gather,4,1000000,40\n"
+                                "all_gather,8,1000000,60\n"
+                                "all_gather,8,100000,20\n"
+                                "all_gather,4,100000,13\n"
+                                "sendrecv,2,1000000,30\n";
+    toy_datadir();
+    platform p = toy_platform("toy");
+    toy_tables(table, good_table);
+    cp_err err = {0};
+    coll_model m;
+    ck_assert_msg(coll_model_init(&m, &p, &err) == 0, "%s", err.msg);
+    const coll_curve *c4 = &m.curve[0][CK_ALL_GATHER], *c8 = &m.wider[0][CK_ALL_GATHER][0];
+    ck_assert_int_eq(c4->procs, 4);
+    ck_assert_int_eq(m.nwider[0][CK_ALL_GATHER], 1);
+    ck_assert_int_eq(c8->procs, 8);
+    ck_assert_int_eq(c8->n, 2);
+    ck_assert_double_eq_tol(c4->eff, 10.0 / 37, 1e-12);
+    double w8 = 7.0 / 8 * 1e6 / 75e9;
+    ck_assert_double_eq_tol(c8->eff, w8 / 53e-6, 1e-12);
+    ck_assert_double_eq_tol(c8->overhead[0], 20e-6 - 7e-6 - 0.1 * w8 / c8->eff, 1e-15);
+    /* the graph table has P = 4 only: every group size takes it */
+    ck_assert_int_eq(m.nwider[1][CK_ALL_GATHER], 0);
+    ck_assert_double_eq(coll_efficiency_at(&m, CK_ALL_GATHER, 8, 1), c4->eff);
+    /* 2 and 4 ranks: the 4-rank curve; 8 and 16: the 8-rank one */
+    ck_assert_double_eq(coll_efficiency_at(&m, CK_ALL_GATHER, 2, 0), c4->eff);
+    ck_assert_double_eq(coll_efficiency_at(&m, CK_ALL_GATHER, 4, 0), c4->eff);
+    ck_assert_double_eq(coll_efficiency_at(&m, CK_ALL_GATHER, 8, 0), c8->eff);
+    ck_assert_double_eq(coll_efficiency_at(&m, CK_ALL_GATHER, 16, 0), c8->eff);
+    ck_assert_double_eq(coll_efficiency(&m, CK_ALL_GATHER, 0), c4->eff);
+    /* 6 ranks: log(6/4) / log(8/4) of the way */
+    double f = log(1.5) / log(2.0);
+    ck_assert_double_eq_tol(coll_efficiency_at(&m, CK_ALL_GATHER, 6, 0),
+                            c4->eff + f * (c8->eff - c4->eff), 1e-15);
+    double o4 = coll_overhead_at(&m, CK_ALL_GATHER, 4, 1e5, 0);
+    double o8 = coll_overhead_at(&m, CK_ALL_GATHER, 8, 1e5, 0);
+    ck_assert_double_eq_tol(o4, 6.3e-6, 1e-15);
+    ck_assert_double_eq_tol(o8, c8->overhead[0], 1e-18);
+    ck_assert_double_eq_tol(coll_overhead_at(&m, CK_ALL_GATHER, 6, 1e5, 0), o4 + f * (o8 - o4),
+                            1e-18);
+    /* one size measured at two group sizes is two rows, not a repeat; a
+     * ninth group size is one too many */
+    char many[1024] = "op,P,size_bytes,time_us\n";
+    for (int i = 0; i < COLL_MAX_GROUPS + 1; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "all_gather,%d,1000,10\n",
+                 2 + i);
+    toy_tables(many, good_table);
+    err = (cp_err){0};
+    ck_assert_int_eq(coll_model_init(&m, &p, &err), -1);
+    ck_assert_msg(strstr(err.msg, "nccl.csv:10:") && strstr(err.msg, "more than 8 group sizes"),
+                  "%s", err.msg);
+    toy_datadir_remove();
+}
+END_TEST
+
 /* Bad tables and platforms are input errors naming file:line:col. */
 START_TEST(test_fit_errors)
 {
@@ -865,8 +928,8 @@ static void run_cases(int rank, int stream, const tr_port *tp)
         double t0 = tp->ops->now(tp->ctx);
         long sent;
         if (c->kind == CK_COUNT) {
-            sent = coll_sendrecv(tp, m, (rank + 1) % c->n, c->bytes,
-                                 (rank + c->n - 1) % c->n, c->graph, 0);
+            sent = coll_sendrecv_in(tp, m, c->n, (rank + 1) % c->n, c->bytes,
+                                    (rank + c->n - 1) % c->n, c->graph, 0);
         } else {
             coll_call call = {c->kind, c->alg, members, c->n, rank, c->bytes, c->graph, 0};
             sent = coll_run(tp, m, &call);
@@ -1045,19 +1108,20 @@ START_TEST(test_sim_mismatch_detected)
 }
 END_TEST
 
-/* ---- NCCL calibration: 2 x H200 ---------------------------------------- */
+/* ---- NCCL calibration: H200 --------------------------------------------- */
 
-/* The h200-sxm-8 preset cut to the 2 devices of the measurement, written as
+/* The h200-sxm-8 preset cut to the devices of the measurement, written as
  * SimGrid XML to path. */
-static void h200_pair(platform *p, const char *path)
+static void h200_node(platform *p, const char *path, int devices)
 {
-    static const char text[] = "{devices_per_node: 2}";
+    char text[64];
+    snprintf(text, sizeof text, "{devices_per_node: %d}", devices);
     cp_err err = {0};
-    ydoc *doc = yio_parse_string(text, sizeof text - 1, "test", &err);
+    ydoc *doc = yio_parse_string(text, strlen(text), "test", &err);
     ck_assert_msg(doc != NULL, "%s", err.msg);
     ck_assert_msg(plat_load("h200-sxm-8", NULL, yio_root(doc), p, &err) == 0, "%s", err.msg);
     yio_free(doc);
-    ck_assert_int_eq(plat_devices(p), 2);
+    ck_assert_int_eq(plat_devices(p), devices);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     ck_assert_msg(plat_write_xml(p, f, &err) == 0, "%s", err.msg);
@@ -1109,8 +1173,7 @@ static coll_model leave_out(const coll_model *m, const platform *p, const calib_
     ck_assert_msg(u != NULL, "%s", err.msg);
     ck_assert_int_eq(calib_rows(u), calib_rows(t) - 1);
     coll_model loo = *m;
-    memset(loo.curve[graph], 0, sizeof loo.curve[graph]);
-    ck_assert_msg(coll_fit_table(m, p, u, loo.curve[graph], &err) == 0, "%s", err.msg);
+    ck_assert_msg(coll_fit_table(m, p, u, &loo, graph, &err) == 0, "%s", err.msg);
     calib_free(u);
     unlink(path);
     return loo;
@@ -1139,9 +1202,10 @@ static void print_spread(const char *what, double *v, int n)
            100 * v[n - 1]);
 }
 
-/* Simulate every row of the mode's table with coll_run on 2 ranks, print
- * the errors and require the bus bandwidth within 10 % of the measurement
- * (the fit reproduces every row).  For information (printed, not asserted)
+/* Simulate every row of the mode's table with coll_run on its P ranks of
+ * one H200 node, print the errors (per group size when there are several)
+ * and require the bus bandwidth within 10 % of the measurement (the fit
+ * reproduces every row).  For information (printed, not asserted)
  * every row also runs with the model fitted without it (leave-one-out: how
  * well the model predicts sizes it was not fitted on). */
 static void nccl_check(int graph)
@@ -1150,53 +1214,79 @@ static void nccl_check(int graph)
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    platform p;
-    h200_pair(&p, path);
     cp_err err = {0};
-    coll_model fitted;
-    ck_assert_msg(coll_model_init(&fitted, &p, &err) == 0, "%s", err.msg);
-    calib_table *t = calib_load(p.calibration, graph ? "nccl_graph" : "nccl", &err);
+    calib_table *t = calib_load("h200", graph ? "nccl_graph" : "nccl", &err);
     ck_assert_msg(t != NULL, "%s", err.msg);
     int c_op = calib_col(t, "op", &err), c_size = calib_num_col(t, "size_bytes", &err);
     int c_time = calib_num_col(t, "time_us", &err), c_bus = calib_num_col(t, "busbw_GBps", &err);
-    ck_assert_msg(c_op >= 0 && c_size >= 0 && c_time >= 0 && c_bus >= 0, "%s", err.msg);
-    int rows = calib_rows(t);
+    int c_p = calib_num_col(t, "P", &err);
+    ck_assert_msg(c_op >= 0 && c_size >= 0 && c_time >= 0 && c_bus >= 0 && c_p >= 0, "%s",
+                  err.msg);
+    int rows = calib_rows(t), maxp = 2;
+    for (int i = 0; i < rows; i++)
+        if (calib_num(t, i, c_p) > maxp)
+            maxp = (int)calib_num(t, i, c_p);
+    ck_assert_int_le(maxp, MAX_RANKS);
+    /* one H200 node of as many GPUs as the largest group measured */
+    platform p;
+    h200_node(&p, path, maxp);
+    coll_model fitted;
+    ck_assert_msg(coll_model_init(&fitted, &p, &err) == 0, "%s", err.msg);
     coll_model *loo = calloc((size_t)rows, sizeof *loo);
     double *errs = calloc(2 * (size_t)rows, sizeof *errs);
     ck_assert_ptr_nonnull(loo);
     ck_assert_ptr_nonnull(errs);
     for (int i = 0; i < rows; i++) {
-        int kind = kind_of_op(calib_str(t, i, c_op));
+        int kind = kind_of_op(calib_str(t, i, c_op)), n = (int)calib_num(t, i, c_p);
         double bytes = calib_num(t, i, c_size);
         /* the table's own busbw agrees with its time (README conventions) */
         ck_assert_double_eq_tol(bytes / (calib_num(t, i, c_time) * 1e-6) *
-                                    busbw_factor(kind, 2) / (calib_num(t, i, c_bus) * 1e9),
+                                    busbw_factor(kind, n) / (calib_num(t, i, c_bus) * 1e9),
                                 1, 1e-4);
         loo[i] = leave_out(&fitted, &p, t, i, graph);
-        case_add_model(kind, ALG_AUTO, 2, bytes, graph, &fitted);
-        case_add_model(kind, ALG_AUTO, 2, bytes, graph, &loo[i]);
+        case_add_model(kind, ALG_AUTO, n, bytes, graph, &fitted);
+        case_add_model(kind, ALG_AUTO, n, bytes, graph, &loo[i]);
     }
     sim_engine_init();
     G.plat = &p;
-    int done = run_platform(path, 2, 1, run_cases);
+    int done = run_platform(path, maxp, 1, run_cases);
     unlink(path);
     assert_all_ran(done);
 
     printf("\n%s (%s mode)\n", calib_path(t), graph ? "graph" : "eager");
-    printf("%-15s %11s %6s %9s %10s %10s %9s %9s %7s %8s\n", "op", "bytes", "eff",
+    printf("%-15s %3s %11s %6s %9s %10s %10s %9s %9s %7s %8s\n", "op", "P", "bytes", "eff",
            "ovh_us", "meas_us", "sim_us", "meas_GBs", "sim_GBs", "err%", "loo_err%");
     for (int i = 0; i < rows; i++) {
         const sim_case *c = &cases[2 * i];
         double rel = busbw_error(t, i, c_bus, 2 * i);
         double rel_loo = busbw_error(t, i, c_bus, 2 * i + 1);
-        printf("%-15s %11.0f %6.4f %9.3f %10.2f %10.2f %9.2f %9.2f %+7.2f %+8.2f\n",
-               calib_str(t, i, c_op), c->bytes, coll_efficiency(&fitted, c->kind, graph),
-               1e6 * coll_overhead(&fitted, c->kind, c->bytes, graph),
+        printf("%-15s %3d %11.0f %6.4f %9.3f %10.2f %10.2f %9.2f %9.2f %+7.2f %+8.2f\n",
+               calib_str(t, i, c_op), c->n, c->bytes,
+               coll_efficiency_at(&fitted, c->kind, c->n, graph),
+               1e6 * coll_overhead_at(&fitted, c->kind, c->n, c->bytes, graph),
                calib_num(t, i, c_time), 1e6 * (c->t1 - c->t0), calib_num(t, i, c_bus),
-               c->bytes / (c->t1 - c->t0) * busbw_factor(c->kind, 2) / 1e9, 100 * rel,
+               c->bytes / (c->t1 - c->t0) * busbw_factor(c->kind, c->n) / 1e9, 100 * rel,
                100 * rel_loo);
-        errs[i] = fabs(rel);
-        errs[rows + i] = fabs(rel_loo);
+    }
+    /* the spread per group size, then over all rows */
+    for (int n = 2; n <= maxp; n++) {
+        int m = 0;
+        for (int i = 0; i < rows; i++)
+            if (cases[2 * i].n == n) {
+                errs[m] = fabs(busbw_error(t, i, c_bus, 2 * i));
+                errs[rows + m++] = fabs(busbw_error(t, i, c_bus, 2 * i + 1));
+            }
+        if (m == 0 || m == rows)
+            continue;
+        char what[32];
+        snprintf(what, sizeof what, "P=%d fitted:", n);
+        print_spread(what, errs, m);
+        snprintf(what, sizeof what, "P=%d l-o-o:", n);
+        print_spread(what, errs + rows, m);
+    }
+    for (int i = 0; i < rows; i++) {
+        errs[i] = fabs(busbw_error(t, i, c_bus, 2 * i));
+        errs[rows + i] = fabs(busbw_error(t, i, c_bus, 2 * i + 1));
     }
     print_spread("fitted:", errs, rows);
     print_spread("leave-one-out:", errs + rows, rows);
@@ -1261,7 +1351,7 @@ START_TEST(test_sim_small_message_contention)
     ck_assert_int_ge(fd, 0);
     close(fd);
     platform p;
-    h200_pair(&p, path);
+    h200_node(&p, path, 2);
     cp_err err = {0};
     ck_assert_msg(coll_model_init(&C.fitted, &p, &err) == 0, "%s", err.msg);
     /* the old model's price of the 4 KiB row (nccl.csv sendrecv 4096 B,
@@ -1318,6 +1408,7 @@ static Suite *collectives_suite(void)
     tcase_add_test(sim_tcase(s, "FitH200"), test_fit_h200);
     tcase_add_test(sim_tcase(s, "FitToy"), test_fit_fallbacks_and_toy);
     tcase_add_test(sim_tcase(s, "FitErrors"), test_fit_errors);
+    tcase_add_test(sim_tcase(s, "FitGroups"), test_fit_per_group_size);
     tcase_add_test(sim_tcase(s, "SimAllGather"), test_sim_exact_all_gather);
     tcase_add_test(sim_tcase(s, "SimReduceScatter"), test_sim_exact_reduce_scatter);
     tcase_add_test(sim_tcase(s, "SimAllReduceRing"), test_sim_exact_all_reduce_ring);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "collectives/coll.h"
 #include "models/calib.h"
@@ -42,8 +44,10 @@ START_TEST(fit_has_both_kinds)
     cp_err err = {0};
     load_h200_pair(&p);
     ck_assert_int_eq(interf_load(&m, &p, &err), 0);
-    ck_assert_int_eq(m.n[IK_GEMM], 2);
-    ck_assert_int_eq(m.n[IK_ATTENTION], 2);
+    ck_assert_int_eq(m.ngroups[IK_GEMM], 1);
+    ck_assert_int_eq(m.c[IK_GEMM][0].procs, 2);
+    ck_assert_int_eq(m.c[IK_GEMM][0].n, 2);
+    ck_assert_int_eq(m.c[IK_ATTENTION][0].n, 2);
     double fc, fm;
     /* 16 MiB messages slow a GEMM more than 256 MiB ones (overlap.csv
      * rows: compute_slowdown 1.32-1.50 vs 1.07-1.20) */
@@ -65,6 +69,66 @@ START_TEST(fit_has_both_kinds)
     interf_factors(&m, IK_GEMM, 16777216, &fc, &fm);
     ck_assert_double_eq(fc, 1.0);
     ck_assert_double_eq(fm, 1.0);
+}
+END_TEST
+
+/* overlap.csv measured on 2 and on 8 ranks (column nranks): each group size
+ * its own factors, a 4-rank collective halfway in log(n), clamped outside.
+ * Rows: alone 10 ms each, both ending together at 12 ms (2 ranks: f 1.2)
+ * and at 15 ms (8 ranks: f 1.5). */
+START_TEST(factors_per_group_size)
+{
+    char dir[] = "/tmp/check_interference_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[512];
+    const char *parts[] = {"/platforms", "/platforms/calibration", "/platforms/calibration/toy"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s%s", dir, parts[i]);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+    }
+    snprintf(path, sizeof path, "%s/platforms/calibration/toy/overlap.csv", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("compute,comm_size_bytes,nranks,compute_ms_alone,comm_ms_alone,"
+          "compute_ms_concurrent,comm_ms_concurrent\n"
+          "gemm_a,16777216,2,10,10,12,12\n"
+          "gemm_a,16777216,8,10,10,15,15\n",
+          f);
+    fclose(f);
+    setenv("CPSIM_DATADIR", dir, 1);
+    platform p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.calibration, sizeof p.calibration, "toy");
+    interf_model m;
+    cp_err err = {0};
+    ck_assert_msg(interf_load(&m, &p, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(m.ngroups[IK_GEMM], 2);
+    ck_assert_int_eq(m.ngroups[IK_ATTENTION], 0);
+    const int n[] = {0, 2, 4, 8, 16};
+    const double want[] = {1.2, 1.2, 1.35, 1.5, 1.5};
+    for (int i = 0; i < 5; i++) {
+        double fc, fm;
+        interf_factors_at(&m, IK_GEMM, n[i], 16777216, &fc, &fm);
+        ck_assert_double_eq_tol(fc, want[i], 1e-12);
+        ck_assert_double_eq_tol(fm, want[i], 1e-12);
+    }
+    /* a group size that is no integer is refused at its cell */
+    f = fopen(path, "w");
+    fputs("compute,comm_size_bytes,nranks,compute_ms_alone,comm_ms_alone,"
+          "compute_ms_concurrent,comm_ms_concurrent\n"
+          "gemm_a,16777216,2.5,10,10,12,12\n",
+          f);
+    fclose(f);
+    ck_assert_int_eq(interf_load(&m, &p, &err), -1);
+    ck_assert_msg(strstr(err.msg, "overlap.csv:2:17: nranks: expected an integer"), "%s",
+                  err.msg);
+    unlink(path);
+    for (int i = 2; i >= 0; i--) {
+        snprintf(path, sizeof path, "%s%s", dir, parts[i]);
+        rmdir(path);
+    }
+    rmdir(dir);
+    tu_setup();
 }
 END_TEST
 
@@ -217,6 +281,7 @@ static Suite *suite(void)
     Suite *s = suite_create("interference");
     TCase *fit = tcase_create("fit");
     tcase_add_test(fit, fit_has_both_kinds);
+    tcase_add_test(fit, factors_per_group_size);
     suite_add_tcase(s, fit);
     TCase *rows = tcase_create("rows");
     tcase_set_timeout(rows, 120);

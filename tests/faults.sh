@@ -84,12 +84,13 @@ cmp -s "$tmp/ref/results.jsonl" "$tmp/busy/results.jsonl" ||
     fail "the first sweep's results changed"
 
 # ---- signals during a run --------------------------------------------------------------
-long="$top_srcdir/workloads/examples/sp-ring.yaml"
+# a run of several seconds (72 requests served, every layer simulated)
+long="$top_srcdir/workloads/examples/dsa-decode-router.yaml"
 for sig in INT:2 TERM:15; do
     num=${sig#*:}
     sig=${sig%:*}
     d="$tmp/run-$sig"
-    "$CPSIM" run "$long" --quiet --out "$d" 2>"$d.err" &
+    "$CPSIM" run "$long" --quiet --set simulation.fold_layers=false --out "$d" 2>"$d.err" &
     pid=$!
     sleep 1
     kill -"$sig" "$pid"

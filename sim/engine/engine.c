@@ -140,11 +140,14 @@ static void interfere(rank_st *rs)
     if (!eng.im)
         return;
     double bytes = 0, fc = 1.0, fm = 1.0;
+    int n = 0;
     for (int s = 0; s < ST_COUNT; s++)
-        if (rs->comm_bytes[s] > bytes)
+        if (rs->comm_bytes[s] > bytes) {
             bytes = rs->comm_bytes[s];
+            n = rs->comm_n[s];
+        }
     if (rs->kernel_kind >= 0 && bytes > 0)
-        interf_factors(eng.im, rs->kernel_kind, bytes, &fc, &fm);
+        interf_factors_at(eng.im, rs->kernel_kind, n, bytes, &fc, &fm);
     if (fc != rs->fc) {
         if (rs->hog)
             sg_exec_cancel(rs->hog);
@@ -230,8 +233,8 @@ static long run_coll(stream_st *ss, const plan_op *o)
         int from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
         int cross = (to >= 0 && to / dpn != rs->rank / dpn) ||
                     (from >= 0 && from / dpn != rs->rank / dpn);
-        msgs = coll_sendrecv(&port, eng.o->cm, to, o->comm_bytes, from,
-                             eng.o->graph && !o->eager, cross);
+        msgs = coll_sendrecv_in(&port, eng.o->cm, n, to, o->comm_bytes, from,
+                                eng.o->graph && !o->eager, cross);
     }
     if (members != stack)
         free(members);
@@ -290,6 +293,7 @@ static void stream_main(int argc, char **argv)
         case OPK_COLL:
         case OPK_P2P:
             rs->comm_bytes[s] = o->comm_bytes > o->recv_bytes ? o->comm_bytes : o->recv_bytes;
+            rs->comm_n[s] = plan_group_size(&eng.p->lay, (plan_group)o->group);
             interfere(rs);
             /* the fixed cost of the call stretches like its transfers */
             ss->tctx.sleep_scale = rs->fm;
@@ -599,23 +603,29 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
         for (int st = 0; st < ST_COUNT; st++)
             rs->sem[st] = sg_sem_init(0);
         rs->started_step = -1;
-        for (int s = 0; s < ST_COUNT; s++) {
-            if (rs->ix->nlist[s] == 0)
-                continue;
-            stream_st *ss = &streams[(size_t)r * ST_COUNT + s];
-            ss->rs = rs;
-            ss->stream = s;
-            sgt_ctx_init(&ss->tctx, eng.tw, r, s);
-            char name[64];
-            snprintf(name, sizeof name, "r%d.%s", r, plan_stream_name(s));
-            sg_actor_t a = sg_actor_init(name, rs->host);
-            sg_actor_set_data(a, ss);
-            sg_actor_start(a, stream_main, 0, NULL);
-        }
+    }
+    /* one actor per stream with ops; SimGrid steps actors ready at one
+     * instant in the order they started */
+    size_t nact = (size_t)p->nranks * ST_COUNT;
+    for (size_t q = 0; q < nact && rc == 0; q++) {
+        size_t at = o->reverse_actors ? nact - 1 - q : q;
+        int r = (int)(at / ST_COUNT), s = (int)(at % ST_COUNT);
+        rank_st *rs = &ranks[r];
+        if (rs->ix->nlist[s] == 0)
+            continue;
+        stream_st *ss = &streams[at];
+        ss->rs = rs;
+        ss->stream = s;
+        sgt_ctx_init(&ss->tctx, eng.tw, r, s);
+        char name[64];
+        snprintf(name, sizeof name, "r%d.%s", r, plan_stream_name(s));
+        sg_actor_t a = sg_actor_init(name, rs->host);
+        sg_actor_set_data(a, ss);
+        sg_actor_start(a, stream_main, 0, NULL);
     }
 
-    eng.im = o->l07 || !o->im || (o->im->n[IK_GEMM] == 0 && o->im->n[IK_ATTENTION] == 0)
-               ? NULL : o->im;
+    int measured = o->im && (o->im->ngroups[IK_GEMM] > 0 || o->im->ngroups[IK_ATTENTION] > 0);
+    eng.im = !o->l07 && measured ? o->im : NULL;
     if (rc == 0 && eng.im)
         interfere_setup(o->plat, p->nranks);
     if (rc == 0) {

@@ -42,6 +42,7 @@ typedef struct rank_st {
     /* interference (engine.h) */
     int kernel_kind;            /* interference kind of the running kernel, -1 idle */
     double comm_bytes[ST_COUNT]; /* size of the collective running per stream, 0 idle */
+    int comm_n[ST_COUNT];       /* and its group size */
     double fc, fm;              /* slowdowns in force */
     sg_exec_t hog;              /* takes 1 - 1/fc of the host while fc > 1 */
     int *links;                 /* indices into eng.links */
