@@ -209,17 +209,24 @@ START_TEST(deadlock_is_an_internal_failure)
 END_TEST
 
 /* The default workload end to end: every rank finishes every op. */
+/* The default workload with the sets, built and priced (eager). */
+static void default_plan(const char *const *sets, int nsets, scenario *s, plan *p)
+{
+    cp_err err = {0};
+    ck_assert_msg(wl_load(NULL, sets, nsets, NULL, s, &err) == 0, "%s", err.msg);
+    build_plan(s, p);
+    cost_model *cost = cost_new(&s->plat, &err);
+    ck_assert_ptr_nonnull(cost);
+    cost_price_plan(cost, p, 0);
+    cost_free(cost);
+}
+
 START_TEST(default_workload_runs)
 {
     scenario s;
     plan p;
     cp_err err = {0};
-    ck_assert_msg(wl_load(NULL, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
-    build_plan(&s, &p);
-    cost_model *cost = cost_new(&s.plat, &err);
-    ck_assert_ptr_nonnull(cost);
-    cost_price_plan(cost, &p, 0);
-    cost_free(cost);
+    default_plan(NULL, 0, &s, &p);
     coll_model m;
     ck_assert_msg(coll_model_init(&m, &s.plat, &err) == 0, "%s", err.msg);
     eng_opts o = {.plat = &s.plat, .cm = &m};
@@ -248,12 +255,7 @@ START_TEST(same_instant_order_does_not_matter)
     plan p;
     cp_err err = {0};
     const char *sets[] = {"requests.0.prompt_tokens=8192"};
-    ck_assert_msg(wl_load(NULL, sets, 1, NULL, &s, &err) == 0, "%s", err.msg);
-    build_plan(&s, &p);
-    cost_model *cost = cost_new(&s.plat, &err);
-    ck_assert_ptr_nonnull(cost);
-    cost_price_plan(cost, &p, 0);
-    cost_free(cost);
+    default_plan(sets, 1, &s, &p);
     coll_model m;
     interf_model im;
     ck_assert_msg(coll_model_init(&m, &s.plat, &err) == 0, "%s", err.msg);
