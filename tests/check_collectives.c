@@ -719,6 +719,22 @@ START_TEST(test_fit_per_group_size)
     ck_assert_msg(strstr(err.msg, "nccl.csv:10:") && strstr(err.msg, "more than 8 group sizes"),
                   "%s", err.msg);
     toy_datadir_remove();
+    /* a table as platforms/calibration/scripts/calib_nccl.py writes it (its gloo
+     * logic test on CPU processes, 2, 4 and 8 ranks, merged by merge.py: the
+     * columns nranks, groups, mode, note; numbers no calibration): every kind
+     * fitted at its three group sizes */
+    calib_table *t = calib_load_file(CP_SRCDIR "/tests/calib/nccl_gloo_p2-8.csv", &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    coll_model g = m;
+    ck_assert_msg(coll_fit_table(&m, &p, t, &g, 0, &err) == 0, "%s", err.msg);
+    for (int k = 0; k <= CK_COUNT; k++) {
+        ck_assert_int_eq(g.curve[0][k].procs, 2);
+        ck_assert_int_eq(g.nwider[0][k], 2);
+        ck_assert_int_eq(g.wider[0][k][0].procs, 4);
+        ck_assert_int_eq(g.wider[0][k][1].procs, 8);
+        ck_assert_int_eq(g.wider[0][k][1].n, 6);
+    }
+    calib_free(t);
 }
 END_TEST
 
