@@ -83,6 +83,17 @@ class Ctx:
         dist.all_gather_object(lst, x, group=self.gloo)
         return lst
 
+    def measure(self, fn, inner, warm, nrep):
+        """Every rank's {med, min, max} ms per call: warm-ups, then nrep batches of
+        `inner` calls, the ranks aligned by a barrier before each batch."""
+        for _ in range(warm):
+            fn()
+        ts = []
+        for _ in range(nrep):
+            self.barrier()
+            ts.append(self.time_batch(fn, inner))
+        return self.gather({"med": median(ts), "min": min(ts), "max": max(ts)})
+
     def time_batch(self, fn, inner):
         """Milliseconds per call of `inner` back-to-back calls of fn."""
         if self.cuda:
@@ -246,13 +257,7 @@ def eager_bench(csvf, c, dl, smoke, layout=None):
                 if c.r == 0:
                     log("%s %s: not run here: %s" % (c.backend, name, err))
                 break
-            for _ in range(warm):
-                fn()
-            ts = []
-            for _ in range(nrep):
-                c.barrier()
-                ts.append(c.time_batch(fn, inner))
-            allm = c.gather({"med": median(ts), "min": min(ts), "max": max(ts)})
+            allm = c.measure(fn, inner, warm, nrep)
             if c.r == 0:
                 row(csvf, c, name, size, N, G, "eager", inner, allm, factor)
             del fn
@@ -357,13 +362,7 @@ def ep_bench(csvf, c, dl, smoke):
                 dist.all_to_all_single(out, inp, output_split_sizes=out_rows,
                                        input_split_sizes=in_rows)
             inner, warm, nrep = (5, 2, 7) if c.cuda else (1, 1, 2)
-            for _ in range(warm):
-                fn()
-            ts = []
-            for _ in range(nrep):
-                c.barrier()
-                ts.append(c.time_batch(fn, inner))
-            allm = c.gather({"med": median(ts), "min": min(ts), "max": max(ts)})
+            allm = c.measure(fn, inner, warm, nrep)
             if c.r == 0:
                 sent = [sum(send[s][d] for d in range(c.P) if d != s) * row_bytes
                         for s in range(c.P)]

@@ -6,7 +6,9 @@
 # Each P writes $OUT/P<P>/{nccl,nccl_graph,nccl_groups,ep_alltoall,overlap}.csv;
 # merge.py joins them into one table per kind (the nranks column tells them apart).
 set -u
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+# NVLink multicast off: it can take a shared host's GPUs out of service
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/calib_out}
 HERE=$(cd "$(dirname "$0")" && pwd)
 MODE=${1:-full}
