@@ -2,7 +2,8 @@
 # bench_probe.sh (make bench): cpsim's cost per simulated event against raw
 # SimGrid's (tests/bench_probe: a ring of P actors) at P = 8 ... 1,024.
 # cpsim's side: the thinker as TP8 x DP(P/8), a 2K-token prefill, every rank
-# simulated (simulation.share_replicas: false), --trace none; its events are
+# and every layer simulated (simulation.share_replicas and replay false: the
+# engine's own cost per event, not the replay's), --trace none; its events are
 # the recorded ops plus the point-to-point messages, its time the seconds
 # inside simgrid_run.  The probe's events are its communications.
 set -eu
@@ -20,7 +21,7 @@ for P in 8 64 256 1024; do
 model: qwen3-omni-30b-a3b-thinker
 platform: {name: h100-sxm-8, nodes: $dp}
 parallel: {tp: 8, dp: $dp}
-simulation: {share_replicas: false}
+simulation: {share_replicas: false, replay: false}
 requests: [{prompt_tokens: 2048}]
 YAML
     "$CPSIM" run "$tmp/w.yaml" --trace none --out "$tmp/out" >"$tmp/table"
