@@ -160,24 +160,28 @@ static const wl_field simulation_fields[] = {
 
 static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err);
 static int read_engine_memory(const ynode *eng, scenario *s, cp_err *err);
-static int read_decode_reuse(const ynode *sim, scenario *s, cp_err *err);
+static int read_simulation_extra(const ynode *sim, scenario *s, cp_err *err);
 
-/* A section of scalar keys; `extra` is a key read by its own function. */
+/* A section of scalar keys; `extra` are keys read by its own function
+ * (NULL-terminated). */
 typedef struct wl_section {
     const char *key;
     const wl_field *fields;
     size_t n;
-    const char *extra;
+    const char *const *extra;
     int (*read_extra)(const ynode *map, scenario *s, cp_err *err);
 } wl_section;
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+static const char *const parallel_extra[] = {"layer_sharding", NULL};
+static const char *const engine_extra[] = {"memory", NULL};
+static const char *const simulation_extra[] = {"decode_reuse", "replay_tolerance_s", NULL};
 static const wl_section sections[] = {
-    { "parallel", parallel_fields, COUNT(parallel_fields), "layer_sharding", read_layer_sharding },
-    { "engine", engine_fields, COUNT(engine_fields), "memory", read_engine_memory },
-    { "simulation", simulation_fields, COUNT(simulation_fields), "decode_reuse",
-      read_decode_reuse },
+    { "parallel", parallel_fields, COUNT(parallel_fields), parallel_extra, read_layer_sharding },
+    { "engine", engine_fields, COUNT(engine_fields), engine_extra, read_engine_memory },
+    { "simulation", simulation_fields, COUNT(simulation_fields), simulation_extra,
+      read_simulation_extra },
 };
 
 static void field_set(scenario *s, const wl_field *f, long long v)
@@ -301,7 +305,8 @@ static int read_section(const ynode *root, const wl_section *sec, scenario *s, c
     if (sec->read_extra) {
         if (sec->read_extra(map, s, err) < 0)
             return -1;
-        known[nk++] = sec->extra;
+        for (size_t i = 0; sec->extra[i]; i++)
+            known[nk++] = sec->extra[i];
     }
     known[nk] = NULL;
     return yio_no_unknown(map, sec->key, known, err);
@@ -310,8 +315,11 @@ static int read_section(const ynode *root, const wl_section *sec, scenario *s, c
 /* simulation.decode_reuse: the serving scheduler's bound on reusing a
  * decode step's time (sim/serve/serve.h), 0 for the exact run; at most 5 %,
  * our own limit: a study wanting a coarser step is better served by fewer
- * steps than by a looser bound. */
-static int read_decode_reuse(const ynode *sim, scenario *s, cp_err *err)
+ * steps than by a looser bound.  simulation.replay_tolerance_s: how far
+ * apart two layer cuts' early starts may be and still replay
+ * (sim/engine/replay.c), 0 (exact to rounding) by default; at most 1 us,
+ * our own limit: a layer's own events are microseconds long. */
+static int read_simulation_extra(const ynode *sim, scenario *s, cp_err *err)
 {
     /* replay acts on folded layers: asked for without them it would do
      * nothing */
@@ -319,6 +327,13 @@ static int read_decode_reuse(const ynode *sim, scenario *s, cp_err *err)
     if (rp && s->replay && !s->fold_layers)
         return cp_fail_at(err, rp->loc, "simulation.replay: replays folded layers, and "
                           "simulation.fold_layers is false");
+    if (yio_opt_double(sim, "simulation", "replay_tolerance_s", 0, 1e-6, &s->replay_tol_s,
+                       err) < 0)
+        return -1;
+    const ynode *tol = yio_key(sim, "replay_tolerance_s");
+    if (tol && s->replay_tol_s > 0 && !s->replay)
+        return cp_fail_at(err, tol->loc, "simulation.replay_tolerance_s: a tolerance of the "
+                          "replay, and simulation.replay is false");
     return yio_opt_double(sim, "simulation", "decode_reuse", 0, 0.05, &s->decode_reuse, err);
 }
 
@@ -1796,8 +1811,10 @@ static json_t *section_json(const scenario *s, const wl_section *sec)
                                 json_real(s->mem.gpu_memory_utilization));
         json_object_set_new(j, "memory", m);
     }
-    if (sec->read_extra == read_decode_reuse)
+    if (sec->read_extra == read_simulation_extra) {
         json_object_set_new(j, "decode_reuse", json_real(s->decode_reuse));
+        json_object_set_new(j, "replay_tolerance_s", json_real(s->replay_tol_s));
+    }
     return j;
 }
 

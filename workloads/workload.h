@@ -159,6 +159,7 @@ typedef struct scenario {
     int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
     int share_replicas;     /* simulation.share_replicas: sim/engine/engine.h */
     int replay;             /* simulation.replay: sim/engine/replay.c */
+    double replay_tol_s;    /* simulation.replay_tolerance_s (s), 0: exact */
     int moe_routing;        /* simulation.moe_routing: plan_route, default random */
 
     /* requests: every open-loop request (single entries, periodic, Poisson

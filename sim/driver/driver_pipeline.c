@@ -183,7 +183,8 @@ int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p, json_t
     if (rc == 0) {
         eng_opts eo = {.plat = &s->plat, .cm = &cm, .graph = s->graph == GRAPH_CAPTURED,
                        .l07 = s->net_model == NET_L07, .im = &im,
-                       .share_replicas = s->share_replicas, .replay = s->replay};
+                       .share_replicas = s->share_replicas, .replay = s->replay,
+                       .replay_tol_s = s->replay_tol_s};
         rc = eng_run(p, &eo, &r, err);
     }
     if (rc == 0)

@@ -48,6 +48,9 @@ typedef struct eng_opts {
                            independent and copy its figures (see eng_run) */
     int replay;         /* 1: replay copies of repeated regions entered in the
                            state of an earlier copy (see eng_run) */
+    double replay_tol_s; /* cuts whose early starts differ by up to this (s)
+                            still replay: an approximation (replay.c), 0: exact
+                            to rounding */
     int reverse_actors; /* 1: start the actors last rank first, so that
                            same-instant steps come in another order (for
                            the check that the results do not depend on it) */

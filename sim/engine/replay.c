@@ -560,8 +560,10 @@ static int sig_eq(const rp_copy *a, const rp_copy *b)
         return 0;
     for (size_t x = 0; x < a->nsig; x++) {
         const rp_sig *u = &a->sig[x], *v = &b->sig[x];
-        if (u->rank != v->rank || u->off != v->off || fabs(u->s - v->s) > rp_eps(u->s) ||
-            (isinf(u->e) != isinf(v->e)) || (!isinf(u->e) && fabs(u->e - v->e) > rp_eps(u->e)))
+        double tol = eng.o->replay_tol_s;
+        if (u->rank != v->rank || u->off != v->off ||
+            fabs(u->s - v->s) > fmax(rp_eps(u->s), tol) || (isinf(u->e) != isinf(v->e)) ||
+            (!isinf(u->e) && fabs(u->e - v->e) > fmax(rp_eps(u->e), tol)))
             return 0;
     }
     return 1;

@@ -58,7 +58,8 @@ int srv_steps_init(srv_steps *st, const scenario *s, int lockstep, double reuse,
         return -1;
     st->eo = (eng_opts){.plat = &s->plat, .cm = &st->cm, .graph = s->graph == GRAPH_CAPTURED,
                         .l07 = s->net_model == NET_L07, .im = &st->im,
-                        .share_replicas = s->share_replicas, .replay = s->replay};
+                        .share_replicas = s->share_replicas, .replay = s->replay,
+                        .replay_tol_s = s->replay_tol_s};
     /* the scenario the step summaries see: one request */
     st->one = *s;
     st->one.nreqs = 1;
