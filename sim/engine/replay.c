@@ -44,7 +44,10 @@
  * an unrolled run adds up the same durations in another order: they agree
  * to rounding (a few ulps of the clock; at most 8e-13 s on the bundled
  * workloads), and tests/replay.sh compares the outputs of every bundled
- * workload with the unrolled run's.
+ * workload with the unrolled run's.  With eng_opts.replay_tol_s > 0
+ * (simulation.replay_tolerance_s) signatures equal within that many seconds
+ * count as equal: an approximation, for rings whose cuts never repeat to
+ * rounding (replay.sh bounds its TTFT error on one).
  */
 #include "sim/engine/engine_int.h"
 
