@@ -321,6 +321,7 @@ static int read_section(const ynode *root, const wl_section *sec, scenario *s, c
  * our own limit: a layer's own events are microseconds long. */
 static int read_simulation_extra(const ynode *sim, scenario *s, cp_err *err)
 {
+    s->fold_layers_given = yio_key(sim, "fold_layers") != NULL;
     /* replay acts on folded layers: asked for without them it would do
      * nothing */
     const ynode *rp = yio_key(sim, "replay");

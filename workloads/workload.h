@@ -157,6 +157,7 @@ typedef struct scenario {
     wl_engine_memory mem;           /* engine.memory */
     wl_netmodel net_model;
     int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
+    int fold_layers_given;  /* the workload set it (cpsim plan shows the fold then) */
     int share_replicas;     /* simulation.share_replicas: sim/engine/engine.h */
     int replay;             /* simulation.replay: sim/engine/replay.c */
     double replay_tol_s;    /* simulation.replay_tolerance_s (s), 0: exact */

@@ -195,6 +195,14 @@ int cli_plan(const cli_opts *o)
     drv_req rq = request_of(o);
     if (drv_prepare(&rq, &s, &p, &err) != 0)
         return fail(&err);
+    /* every layer, as built, unless the workload asked for the folded form
+     * (the engine folds by default; a listing is read layer by layer) */
+    if (!s.fold_layers_given && !rq.fold_layers) {
+        plan full;
+        plan_expand(&p, &full);
+        plan_free(&p);
+        p = full;
+    }
     int rc = 0;
     if (o->json)
         rc = plan_write_json(&p, stdout, &err);
