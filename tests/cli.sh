@@ -186,6 +186,11 @@ cmp -s "$tmp/out/summary.json" "$tmp/fold/summary.json" || fail "folded run diff
 expect 0 "resolved" -- "$CPSIM" validate "$top_srcdir/workloads/default.yaml"
 expect 0 '"schema": "cpsim.plan/1"' -- "$CPSIM" plan "$top_srcdir/workloads/default.yaml" --json
 expect 0 "qkv_proj" -- "$CPSIM" plan "$top_srcdir/workloads/default.yaml"
+# the listing has every layer unless the workload asks for the folded form
+"$CPSIM" plan "$top_srcdir/workloads/default.yaml" --json | grep -q '"regions"' &&
+    fail "cpsim plan --json: folded without simulation.fold_layers"
+"$CPSIM" plan "$top_srcdir/workloads/default.yaml" --json --set simulation.fold_layers=true |
+    grep -q '"regions"' || fail "cpsim plan --json: not folded with simulation.fold_layers"
 touch "$tmp/afile"
 expect 2 "not a directory" -- "$CPSIM" run --out "$tmp/afile" --quiet
 
