@@ -141,9 +141,10 @@ static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefi
  * program of every rank), and the program's set-up memory: the weights,
  * the engine's reserved memory and workspace, the KV pool's memory op
  * (*pool_op, sized once the program is built; EM_NONE on demand).
- * Returns the resident weight bytes. */
-static double program_begin(ex_ctx *x, const scenario *s, const plan_layout_cfg *lay,
-                            plan_prog *pg, int sp_index, uint32_t *pool_op)
+ * `weights` is quant_resident_bytes(s), the same for every program of a
+ * plan: its callers account it once per plan (a walk over every tensor). */
+static void program_begin(ex_ctx *x, const scenario *s, const plan_layout_cfg *lay,
+                            plan_prog *pg, int sp_index, double weights, uint32_t *pool_op)
 {
     const arch *a = &s->model;
     memset(x, 0, sizeof *x);
@@ -177,7 +178,6 @@ static double program_begin(ex_ctx *x, const scenario *s, const plan_layout_cfg 
 
     /* the weights as the engine materialises them (quant.h): shards,
      * float exceptions, scales, derived and replicated tensors */
-    double weights = quant_resident_bytes(s);
     em_mem(b, MC_WEIGHTS, weights, ST_COMPUTE);
     /* what the engine holds beyond tensors (engine.memory) */
     em_mem(b, MC_RESERVED, s->mem.reserved_bytes, ST_COMPUTE);
@@ -187,7 +187,6 @@ static double program_begin(ex_ctx *x, const scenario *s, const plan_layout_cfg 
         em_mem(b, MC_KV_CACHE, 1.0, ST_COMPUTE); /* sized below */
         *pool_op = pg->nops - 1;
     }
-    return weights;
 }
 
 /* KV bytes of `positions` tokens on this program's rank. */
@@ -207,12 +206,13 @@ static double kv_bytes_of(ex_ctx *x, int sp_index, int64_t positions)
  * recorded: every program runs the same ones, and the rule prices a block
  * once per step); returns its step count. */
 static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan_prog *pg,
-                             const layer_scheme *sc, int sp_index, plan_ring force,
-                             uint8_t *split, uint8_t *ring, const uint8_t *ring_of)
+                             const layer_scheme *sc, int sp_index, double weights,
+                             plan_ring force, uint8_t *split, uint8_t *ring,
+                             const uint8_t *ring_of)
 {
     ex_ctx x;
     uint32_t pool_op;
-    double weights = program_begin(&x, s, lay, pg, sp_index, &pool_op);
+    program_begin(&x, s, lay, pg, sp_index, weights, &pool_op);
     bld *b = &x.b;
 
     int32_t step = 0;
@@ -326,11 +326,12 @@ void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep
     /* one decision for every program (the rule prices a block once) */
     plan_ring ring = nprogs > 1 ? ex_step_ring(s, t, prefix, bt->split, force) : PR_NONE;
     out->step_ring[0] = (uint8_t)ring;
+    double weights = quant_resident_bytes(s);
     for (int g = 0; g < nprogs; g++) {
         ex_ctx x;
         uint32_t pool_op;
         plan_prog *pg = &out->progs[g];
-        double weights = program_begin(&x, s, &out->lay, pg, nprogs > 1 ? g : -1, &pool_op);
+        program_begin(&x, s, &out->lay, pg, nprogs > 1 ? g : -1, weights, &pool_op);
         bld *b = &x.b;
         b->request = 0;
         b->step = 0;
@@ -379,9 +380,10 @@ void build_plan_ring(const scenario *s, plan_ring ring, plan *out)
      * on the step's tokens only): program 0 records them */
     out->step_split = cp_xcalloc((size_t)steps + 1, sizeof *out->step_split);
     out->step_ring = cp_xcalloc((size_t)steps + 1, sizeof *out->step_ring);
+    double weights = quant_resident_bytes(s);
     for (int g = 0; g < nprogs; g++)
-        out->nsteps = build_program(s, &lay, &out->progs[g], sc, nprogs > 1 ? g : -1, ring,
-                                    g == 0 ? out->step_split : NULL,
+        out->nsteps = build_program(s, &lay, &out->progs[g], sc, nprogs > 1 ? g : -1, weights,
+                                    ring, g == 0 ? out->step_split : NULL,
                                     g == 0 ? out->step_ring : NULL,
                                     g == 0 ? NULL : out->step_ring);
 }
