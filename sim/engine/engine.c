@@ -445,6 +445,7 @@ static void index_free(prog_index *ix)
     free(ix->issue_off);
     free(ix->need);
     free(ix->region);
+    free(ix->slot);
     for (int s = 0; s < ST_COUNT; s++)
         free(ix->list[s]);
 }
@@ -650,7 +651,6 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
             if (ranks[r].sem[st])
                 sg_sem_destroy(ranks[r].sem[st]);
         free(ranks[r].links);
-        free(ranks[r].end);
     }
     free(eng.links);
     for (int g = 0; g < p->nprogs; g++)

@@ -20,6 +20,9 @@ typedef struct prog_index {
     double *issue_off;          /* [v.n] host issue offset from step start (s) */
     uint32_t *need;             /* [v.n * ST_COUNT] for step ops: stream ops before it */
     int16_t *region;            /* [v.n] region of the element, -1 outside (replay only) */
+    uint32_t *slot;             /* [v.n] outside regions: index into rank_st.end_nr
+                                   (replay only) */
+    uint32_t nnr;               /* elements outside regions */
 } prog_index;
 
 typedef struct rank_st {
@@ -54,7 +57,9 @@ typedef struct rank_st {
     eng_mem *mem;
     size_t nmem, mcap;
     /* replay (replay.c) */
-    double *end;                /* [v.n] when each element ended (s) */
+    double *end_nr;             /* [ix->nnr] when each element outside regions ended (s) */
+    double **end_cp;            /* per region copy (replay.c): when its elements ended,
+                                   NULL while none has, unused for replayed copies */
     uint32_t skip[ST_COUNT];    /* stream positions below this were replayed */
     double hold[ST_COUNT];      /* no op of the stream starts before this time */
     uint8_t started[ST_COUNT];  /* the stream's op at[] is running */

@@ -90,6 +90,10 @@ typedef struct rp_sig {
 typedef struct rp_copy {
     double tc;                  /* when its entry cut completed */
     uint8_t cut_done, clean, issue_bound, replayed, built;
+    uint8_t shadow;             /* its end times are copy `ref`'s moved to tc_shadow
+                                   (replayed, or about to be) */
+    uint32_t ref;
+    double tc_shadow;
     rp_sig *sig;                /* its entry cut's early starts before tc - eps, by
                                    rank and element: the cut's state */
     size_t nsig;
@@ -118,6 +122,7 @@ static struct {
     rp_preg *pr;                /* [nprogs * nreg] */
     rp_copy **cp;               /* [nreg][repeat] */
     int total;                  /* copies of all regions */
+    int *cbase;                 /* [nreg]: copies of the regions before (rank_st.end_cp) */
     /* the pending cut: before copy k of region R (R == nreg: none) */
     int R;
     uint32_t k;
@@ -142,6 +147,23 @@ int rp_on(void)
 static const rp_preg *preg_of(const rank_st *rs, int R)
 {
     return &rp.pr[(size_t)(rs->ix - eng.ix) * (size_t)rp.nreg + (size_t)R];
+}
+
+/* When element e of rs ended (0 while it has not): stored, or for a copy
+ * replayed from copy j, j's end moved to the copy's entry cut. */
+static double end_of(const rank_st *rs, uint32_t e)
+{
+    int R = rs->ix->region[e];
+    if (R < 0)
+        return rs->end_nr[rs->ix->slot[e]];
+    const rp_preg *q = preg_of(rs, R);
+    uint32_t c = rs->ix->v.iter[e], off = (e - q->a0) % q->len;
+    const rp_copy *C = &rp.cp[R][c];
+    if (C->shadow)
+        return C->tc_shadow +
+               (end_of(rs, q->a0 + C->ref * q->len + off) - rp.cp[R][C->ref].tc);
+    const double *v = rs->end_cp[rp.cbase[R] + (int)c];
+    return v ? v[off] : 0;
 }
 
 static void *grow(void *v, size_t *cap, size_t n, size_t size)
@@ -182,9 +204,11 @@ void rp_setup(void)
     rp.repeat = calloc((size_t)nreg, sizeof *rp.repeat);
     rp.pr = calloc((size_t)p->nprogs * (size_t)nreg, sizeof *rp.pr);
     rp.cp = calloc((size_t)nreg, sizeof *rp.cp);
-    if (!rp.repeat || !rp.pr || !rp.cp)
+    rp.cbase = calloc((size_t)nreg, sizeof *rp.cbase);
+    if (!rp.repeat || !rp.pr || !rp.cp || !rp.cbase)
         abort();
     for (int R = 0; R < nreg; R++) {
+        rp.cbase[R] = R > 0 ? rp.cbase[R - 1] + (int)rp.repeat[R - 1] : 0;
         rp.repeat[R] = p->progs[0].regions[R].repeat;
         rp.cp[R] = calloc(rp.repeat[R], sizeof **rp.cp);
         if (!rp.cp[R])
@@ -194,8 +218,10 @@ void rp_setup(void)
         const plan_prog *pg = &p->progs[g];
         prog_index *ix = &eng.ix[g];
         ix->region = malloc(((size_t)ix->v.n + 1) * sizeof *ix->region);
-        if (!ix->region)
+        ix->slot = malloc(((size_t)ix->v.n + 1) * sizeof *ix->slot);
+        if (!ix->region || !ix->slot)
             abort();
+        ix->nnr = 0;
         for (uint32_t e = 0; e < ix->v.n; e++) {
             uint32_t op = ix->v.real[e];
             ix->region[e] = -1;
@@ -213,6 +239,7 @@ void rp_setup(void)
                     q->layer_step = rg->layer_step;
                 }
             }
+            ix->slot[e] = ix->region[e] < 0 ? ix->nnr++ : UINT32_MAX;
         }
         for (int R = 0; R < nreg; R++) {
             rp_preg *q = &rp.pr[(size_t)g * (size_t)nreg + (size_t)R];
@@ -227,8 +254,9 @@ void rp_setup(void)
     }
     for (int r = 0; r < p->nranks; r++) {
         rank_st *rs = &eng.ranks[r];
-        rs->end = calloc((size_t)rs->ix->v.n + 1, sizeof *rs->end);
-        if (!rs->end)
+        rs->end_nr = calloc((size_t)rs->ix->nnr + 1, sizeof *rs->end_nr);
+        rs->end_cp = calloc((size_t)rp.total + 1, sizeof *rs->end_cp);
+        if (!rs->end_nr || !rs->end_cp)
             abort();
     }
     arm(0, 0);
@@ -236,6 +264,15 @@ void rp_setup(void)
 
 void rp_free(void)
 {
+    for (int r = 0; rp.on && r < eng.p->nranks; r++) {
+        rank_st *rs = &eng.ranks[r];
+        for (int c = 0; c < rp.total; c++)
+            free(rs->end_cp[c]);
+        free(rs->end_cp);
+        free(rs->end_nr);
+        rs->end_cp = NULL;
+        rs->end_nr = NULL;
+    }
     for (int R = 0; R < rp.nreg; R++) {
         for (uint32_t k = 0; k < rp.repeat[R]; k++) {
             free(rp.cp[R][k].rev);
@@ -250,6 +287,7 @@ void rp_free(void)
     }
     free(rp.cp);
     free(rp.repeat);
+    free(rp.cbase);
     free(rp.pr);
     free(rp.er);
     free(rp.xend);
@@ -364,8 +402,16 @@ void rp_issue_bound(const rank_st *rs, uint32_t i)
 void rp_ended(rank_st *rs, uint32_t i, double t, long msgs, int execs, int early, int mem,
               size_t rec)
 {
-    rs->end[i] = t;
     int R = rs->ix->region[i];
+    if (R < 0) {
+        rs->end_nr[rs->ix->slot[i]] = t;
+    } else {
+        const rp_preg *q = preg_of(rs, R);
+        double **v = &rs->end_cp[rp.cbase[R] + (int)rs->ix->v.iter[i]];
+        if (!*v && !(*v = calloc(q->len, sizeof **v)))
+            abort();
+        (*v)[(i - q->a0) % q->len] = t;
+    }
     if (R >= 0) {
         rp_copy *c = &rp.cp[R][rs->ix->v.iter[i]];
         c->msgs += msgs;
@@ -446,19 +492,13 @@ static int issue_ok(int R, uint32_t m, uint32_t j, double d)
     return 1;
 }
 
-/* End times of copy m's elements on every rank: copy j's relative to its
- * entry cut, from tc. */
-static void fill_ends(int R, uint32_t m, uint32_t j, double tc)
+/* Copy m's end times on every rank are copy j's moved to tc (end_of). */
+static void shadow(int R, uint32_t m, uint32_t j, double tc)
 {
-    double tcj = rp.cp[R][j].tc;
-    for (int r = 0; r < eng.p->nranks; r++) {
-        rank_st *rs = &eng.ranks[r];
-        const rp_preg *q = preg_of(rs, R);
-        double *to = rs->end + q->a0 + m * q->len;
-        const double *from = rs->end + q->a0 + j * q->len;
-        for (uint32_t x = 0; x < q->len; x++)
-            to[x] = tc + (from[x] - tcj);
-    }
+    rp_copy *c = &rp.cp[R][m];
+    c->shadow = 1;
+    c->ref = j;
+    c->tc_shadow = tc;
 }
 
 /* Whether, with copies before m_end of region R replayed to end at T, no
@@ -479,14 +519,14 @@ static int exit_ok(int R, uint32_t m_end, double T)
             const plan_op *o = &rs->pg->ops[ix->v.real[x]];
             if (o->kind == OPK_STEP || o->step > rs->started_step)
                 continue; /* waits for every stream, or for its step */
-            double lb = pos > 0 ? rs->end[ix->list[s][pos - 1]] : -INFINITY;
+            double lb = pos > 0 ? end_of(rs, ix->list[s][pos - 1]) : -INFINITY;
             int later = 0;
             for (uint32_t d = ix->v.dep_first[x]; d < ix->v.dep_first[x + 1]; d++) {
                 uint32_t e = ix->v.deps[d];
                 if (e >= a)
                     later = 1; /* waits for an op that starts after T */
-                else if (rs->end[e] > lb)
-                    lb = rs->end[e];
+                else if (end_of(rs, e) > lb)
+                    lb = end_of(rs, e);
             }
             if (later)
                 continue;
@@ -608,7 +648,7 @@ static int chain(double t)
     uint32_t m_end = k;
     tcs[0] = t;
     while (m_end < n && issue_ok(R, m_end, (uint32_t)j, tcs[m_end - k] - J->tc)) {
-        fill_ends(R, m_end, (uint32_t)j, tcs[m_end - k]);
+        shadow(R, m_end, (uint32_t)j, tcs[m_end - k]);
         tcs[m_end - k + 1] = tcs[m_end - k] + span;
         m_end++;
     }
@@ -616,7 +656,7 @@ static int chain(double t)
      * says nothing about: they must not have been able to start before
      * the replay's end (else the last copy simulates) */
     if (m_end == n && !exit_ok(R, m_end, tcs[m_end - k]))
-        m_end--;
+        rp.cp[R][--m_end].shadow = 0; /* it simulates after all */
     double tc = tcs[m_end - k];
     if (m_end == k) {
         free(tcs);
@@ -700,8 +740,8 @@ static double last_end(const rank_st *rs, int R, uint32_t k)
     double t = -INFINITY;
     for (int s = 0; s < ST_COUNT; s++) {
         uint32_t c = cut_pos(q, s, k);
-        if (c > 0 && rs->end[rs->ix->list[s][c - 1]] > t)
-            t = rs->end[rs->ix->list[s][c - 1]];
+        if (c > 0 && end_of(rs, rs->ix->list[s][c - 1]) > t)
+            t = end_of(rs, rs->ix->list[s][c - 1]);
     }
     return t;
 }
