@@ -113,15 +113,11 @@ static int read_row(const calib_table *t, int i, int c_op, int c_p, int c_size, 
     return 0;
 }
 
-/* The group-size column (nranks, else P), -1 when there is none (or, with
- * err set, when it is not numeric). */
+/* The group-size column (calib_group_col), -1 when there is none. */
 static int group_col(const calib_table *t, cp_err *err)
 {
-    cp_err absent = {0};
-    const char *name = calib_col(t, "nranks", &absent) >= 0 ? "nranks"
-                       : calib_col(t, "P", &absent) >= 0    ? "P"
-                                                            : NULL;
-    return name ? calib_num_col(t, name, err) : -1;
+    const char *name;
+    return calib_group_col(t, &name, err);
 }
 
 /* All rows: op, the group size (column nranks, else P; 2 when neither is

@@ -303,6 +303,15 @@ int calib_col(const calib_table *t, const char *name, cp_err *err)
     return -1;
 }
 
+int calib_group_col(const calib_table *t, const char **name, cp_err *err)
+{
+    cp_err absent = {0};
+    *name = calib_col(t, "nranks", &absent) >= 0 ? "nranks"
+            : calib_col(t, "P", &absent) >= 0    ? "P"
+                                                 : NULL;
+    return *name ? calib_num_col(t, *name, err) : -1;
+}
+
 int calib_num_col(const calib_table *t, const char *name, cp_err *err)
 {
     int col = calib_col(t, name, err);

@@ -33,6 +33,10 @@ int calib_col(const calib_table *t, const char *name, cp_err *err);
 /* Same, and every cell of the column must be a finite number (strtod syntax,
  * no blanks); otherwise -1 and an error at the offending cell. */
 int calib_num_col(const calib_table *t, const char *name, cp_err *err);
+/* The group-size column of a collective table: "nranks", else "P" (its
+ * name into *name); -1 when there is neither (err untouched, *name NULL)
+ * or, with err set, when it is not numeric. */
+int calib_group_col(const calib_table *t, const char **name, cp_err *err);
 
 /* Cell text (unquoted); "" for an empty cell. */
 const char *calib_str(const calib_table *t, int row, int col);

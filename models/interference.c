@@ -83,11 +83,8 @@ int interf_load(interf_model *m, const platform *p, cp_err *err)
         calib_free(t);
         return -1;
     }
-    cp_err absent = {0};
-    const char *pname = calib_col(t, "nranks", &absent) >= 0 ? "nranks"
-                        : calib_col(t, "P", &absent) >= 0    ? "P"
-                                                             : NULL;
-    int c_p = pname ? calib_num_col(t, pname, err) : -1;
+    const char *pname;
+    int c_p = calib_group_col(t, &pname, err);
     if (pname && c_p < 0) {
         calib_free(t);
         return -1;

@@ -155,6 +155,9 @@ void rep_put_fixed(FILE *f, double v, int decimals);
 void rep_memcsv_header(FILE *f);
 void rep_memcsv_row(FILE *f, int rank, double t, const double cur[MC_COUNT]);
 void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out);
+/* "; N of M layer iterations replayed" when the replay ran (the tail of
+ * the run's and the serving run's "wrote ..." line), nothing otherwise. */
+void rep_print_replayed(const rep_summary *sm, FILE *out);
 
 struct quant_desc;
 struct quant_report;

@@ -55,3 +55,10 @@ void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out)
         fprintf(out, "memory: peak %.2f GB of %.2f GB on rank %d (fits)\n",
                 sm->peak_bytes_max / 1e9, sm->capacity_bytes / 1e9, sm->peak_rank);
 }
+
+void rep_print_replayed(const rep_summary *sm, FILE *out)
+{
+    if (sm->iters_replayed > 0)
+        fprintf(out, "; %ld of %ld layer iterations replayed", sm->iters_replayed,
+                sm->iters_replayed + sm->iters_simulated);
+}

@@ -213,9 +213,7 @@ int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p, json_t
         if (sm.replicas_simulated == 1 && s->par.dp > 1)
             fprintf(table, "; one of the %d independent DP replicas simulated, copied to the rest",
                     s->par.dp);
-        if (sm.iters_replayed > 0)
-            fprintf(table, "; %ld of %ld layer iterations replayed", sm.iters_replayed,
-                    sm.iters_replayed + sm.iters_simulated);
+        rep_print_replayed(&sm, table);
         fputs(")\n", table);
     }
     if (rc != 0 && *summary) {

@@ -397,6 +397,8 @@ static void slots_finish(rank_st *ranks, int nranks, eng_result *res)
     res->nev = res->nmem = 0;
     for (int r = 0; r < nranks; r++) {
         rank_st *rs = &ranks[r];
+        /* 4 moves per event, our own bound: a few same-instant swaps each;
+         * beyond, O(n log n) is cheaper */
         if (!insertion_sort(rs->mem, rs->nmem, 4 * rs->nmem))
             qsort(rs->mem, rs->nmem, sizeof *rs->mem, eng_mem_cmp);
         if (rs->ev != res->ev + res->nev)

@@ -112,7 +112,7 @@ typedef struct rp_early {
     int rank;
     int mem;                    /* 1: the rank's mem[rec], 0: its ev[rec] */
     size_t rec;
-    long msgs, execs;
+    int execs;                  /* (an early op computes: it sends no message) */
 } rp_early;
 
 static struct {
@@ -420,7 +420,7 @@ void rp_ended(rank_st *rs, uint32_t i, double t, long msgs, int execs, int early
     if (early && (size_t)early <= rp.ncur && rp.cur[early - 1].serial == rp.serial) {
         rp.cur[early - 1].e = t;
         rp.er = grow(rp.er, &rp.cer, rp.ner, sizeof *rp.er);
-        rp.er[rp.ner++] = (rp_early){rs->rank, mem, rec, msgs, execs};
+        rp.er[rp.ner++] = (rp_early){rs->rank, mem, rec, execs};
     }
 }
 
@@ -670,7 +670,6 @@ static int chain(double t)
             rs->mem[rp.er[x].rec].rank = -1;
         else
             rs->ev[rp.er[x].rec].rank = -1;
-        eng.res->messages -= rp.er[x].msgs;
         eng.res->execs -= rp.er[x].execs;
     }
     if (rp.ner)

@@ -565,9 +565,7 @@ int srv_run(const drv_req *rq, const scenario *s, double reuse, json_t **summary
                     : rq->trace_gz ? "/trace.json.gz" : "/trace.json");
         fprintf(table, "(%d steps, %d simulated, %ld events in %.3f s", R.ninst, R.steps.n,
                 sm.events, R.steps.wall_s);
-        if (sm.iters_replayed > 0)
-            fprintf(table, "; %ld of %ld layer iterations replayed", sm.iters_replayed,
-                    sm.iters_replayed + sm.iters_simulated);
+        rep_print_replayed(&sm, table);
         fputs(")\n", table);
     }
     if (rc != 0 && *summary) {
