@@ -254,6 +254,10 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
     }
     if (pool_op != EM_NONE)
         size_kv_pool(s, pg, pool_op, weights);
+    /* folded as soon as built: the next program is built while this one
+     * is small (128 unrolled programs of 126 layers would not be) */
+    if (s->fold_at_build)
+        plan_fold_prog(pg);
     return step;
 }
 
@@ -350,6 +354,8 @@ void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep
         forward(b, sc, t, prefix);
         if (pool_op != EM_NONE)
             size_kv_pool(s, pg, pool_op, weights);
+        if (s->fold_at_build)
+            plan_fold_prog(pg);
     }
 }
 

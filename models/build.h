@@ -13,7 +13,9 @@
 
 /* The plan of s into *out (plan_free it).  s must come from wl_load, whose
  * validation refuses every layout the schemes cannot build, so building
- * cannot fail (out of host memory aborts). */
+ * cannot fail (out of host memory aborts).  With s->fold_at_build every
+ * build function here folds each program as soon as it is built
+ * (plan_fold_prog): 128 unrolled programs of 126 layers would not fit. */
 void build_plan(const scenario *s, plan *out);
 
 /* ---- the two rings (parallel.ring_select) ------------------------------------------ */

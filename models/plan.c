@@ -623,28 +623,31 @@ static size_t fold_prog(const plan_prog *pg, plan_prog *out)
     return saved;
 }
 
+size_t plan_fold_prog(plan_prog *pg)
+{
+    if (pg->nregions)
+        return 0;
+    plan_prog f = {0};
+    size_t s = fold_prog(pg, &f);
+    if (s > 0 && expands_to(&f, pg)) {
+        free(pg->ops);
+        free(pg->deps);
+        f.kv_pool = pg->kv_pool; /* the program's, not its ops' */
+        f.kv_need = pg->kv_need;
+        *pg = f;
+        return s;
+    }
+    free(f.ops);
+    free(f.deps);
+    free(f.regions);
+    return 0;
+}
+
 size_t plan_fold_layers(plan *p)
 {
     size_t saved = 0;
-    for (int g = 0; g < p->nprogs; g++) {
-        plan_prog *pg = &p->progs[g];
-        if (pg->nregions)
-            continue;
-        plan_prog f = {0};
-        size_t s = fold_prog(pg, &f);
-        if (s > 0 && expands_to(&f, pg)) {
-            free(pg->ops);
-            free(pg->deps);
-            f.kv_pool = pg->kv_pool; /* the program's, not its ops' */
-            f.kv_need = pg->kv_need;
-            *pg = f;
-            saved += s;
-        } else {
-            free(f.ops);
-            free(f.deps);
-            free(f.regions);
-        }
-    }
+    for (int g = 0; g < p->nprogs; g++)
+        saved += plan_fold_prog(&p->progs[g]);
     return saved;
 }
 

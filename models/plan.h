@@ -279,6 +279,8 @@ int32_t plan_vseq_layer(const plan_prog *pg, const plan_vseq *v, uint32_t i);
  * run is folded only when expanding it gives back the original ops and
  * dependencies exactly.  Returns the number of ops removed. */
 size_t plan_fold_layers(plan *p);
+/* The same for one program (left as it is when it has regions already). */
+size_t plan_fold_prog(plan_prog *pg);
 
 /* out = p with every region unrolled (an ordinary plan). */
 void plan_expand(const plan *p, plan *out);

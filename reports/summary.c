@@ -88,85 +88,70 @@ void rep_rank_totals(rep_summary *sm)
 
 static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
 {
-    span **cs = calloc((size_t)p->nranks, sizeof *cs);
-    span **ms = calloc((size_t)p->nranks, sizeof *ms);
-    size_t *nc = calloc((size_t)p->nranks, sizeof *nc);
-    size_t *nm = calloc((size_t)p->nranks, sizeof *nm);
-    if (!cs || !ms || !nc || !nm)
-        abort();
+    eng_event *ev = NULL;
+    span *cs = NULL, *ms = NULL;
+    size_t cap = 0, scap = 0;
     for (int rk = 0; rk < p->nranks; rk++) {
-        cs[rk] = malloc((r->nev + 1) * sizeof **cs);
-        ms[rk] = malloc((r->nev + 1) * sizeof **ms);
-        if (!cs[rk] || !ms[rk])
-            abort();
-    }
-    for (size_t i = 0; i < r->nev; i++) {
-        const eng_event *e = &r->ev[i];
-        const plan_op *o = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
-        if (!is_busy(o) || e->t1 <= e->t0)
-            continue;
-        if (e->stream == ST_COMPUTE)
-            cs[e->rank][nc[e->rank]++] = (span){e->t0, e->t1};
-        else
-            ms[e->rank][nm[e->rank]++] = (span){e->t0, e->t1};
-    }
-    for (int rk = 0; rk < p->nranks; rk++) {
+        size_t n = eng_rank_events(r, rk, &ev, &cap), nc = 0, nm = 0;
+        if (n + 1 > scap) {
+            scap = n + 1;
+            free(cs);
+            free(ms);
+            cs = malloc(scap * sizeof *cs);
+            ms = malloc(scap * sizeof *ms);
+            if (!cs || !ms)
+                abort();
+        }
+        for (size_t i = 0; i < n; i++) {
+            const eng_event *e = &ev[i];
+            const plan_op *o = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
+            if (!is_busy(o) || e->t1 <= e->t0)
+                continue;
+            if (e->stream == ST_COMPUTE)
+                cs[nc++] = (span){e->t0, e->t1};
+            else
+                ms[nm++] = (span){e->t0, e->t1};
+        }
         rep_rank *rr = &sm->ranks[rk];
-        nc[rk] = merge_spans(cs[rk], nc[rk]);
-        nm[rk] = merge_spans(ms[rk], nm[rk]);
-        rr->compute_s = total(cs[rk], nc[rk]);
-        rr->comm_s = total(ms[rk], nm[rk]);
-        rr->overlap_s = intersect(cs[rk], nc[rk], ms[rk], nm[rk]);
-        free(cs[rk]);
-        free(ms[rk]);
+        nc = merge_spans(cs, nc);
+        nm = merge_spans(ms, nm);
+        rr->compute_s = total(cs, nc);
+        rr->comm_s = total(ms, nm);
+        rr->overlap_s = intersect(cs, nc, ms, nm);
     }
     rep_rank_totals(sm);
+    free(ev);
     free(cs);
     free(ms);
-    free(nc);
-    free(nm);
 }
 
 static void phase_name(const plan *p, int rank, const eng_mem *at, char *buf, size_t len);
 
 void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx)
 {
-    /* the engine hands them sorted (engine.h); a hand-made result may not */
-    int sorted = 1;
-    for (size_t i = 1; i < r->nmem && sorted; i++)
-        sorted = eng_mem_cmp(&r->mem[i - 1], &r->mem[i]) <= 0;
-    eng_mem *copy = NULL;
-    const eng_mem *m = r->mem;
-    if (!sorted) {
-        copy = malloc((r->nmem + 1) * sizeof *copy);
-        if (!copy)
-            abort();
-        memcpy(copy, r->mem, r->nmem * sizeof *copy);
-        qsort(copy, r->nmem, sizeof *copy, eng_mem_cmp);
-        m = copy;
-    }
-    double cur[MC_COUNT];
-    int rank = -1;
-    const eng_mem *top = NULL; /* the instant's event of the highest op */
-    for (size_t i = 0; i < r->nmem; i++) {
-        if (m[i].rank != rank) {
-            rank = m[i].rank;
-            memset(cur, 0, sizeof cur);
+    eng_mem *m = NULL;
+    size_t cap = 0;
+    for (int rank = 0; rank < r->nranks; rank++) {
+        size_t n = eng_rank_mems(r, rank, &m, &cap);
+        double cur[MC_COUNT] = {0};
+        const eng_mem *top = NULL; /* the instant's event of the highest op */
+        for (size_t i = 0; i < n; i++) {
+            cur[m[i].cat] += m[i].delta;
+            if (!top || m[i].op > top->op)
+                top = &m[i];
+            /* report an instant once all of its changes are applied: events
+             * within rounding of each other (REP_SAME_INSTANT) are one
+             * instant, the clock's adds do not keep equal times equal (a
+             * replayed layer, sim/engine/replay.c, adds its offsets to
+             * another base) */
+            if (!every_event && i + 1 < n &&
+                m[i + 1].t - m[i].t <= REP_SAME_INSTANT * (1.0 + fabs(m[i].t)))
+                continue;
+            fn(ctx, rank, m[i].t, cur, every_event ? &m[i] : top);
+            top = NULL;
         }
-        cur[m[i].cat] += m[i].delta;
-        if (!top || m[i].op > top->op)
-            top = &m[i];
-        /* report an instant once all of its changes are applied: events
-         * within rounding of each other (REP_SAME_INSTANT) are one instant,
-         * the clock's adds do not keep equal times equal (a replayed layer,
-         * sim/engine/replay.c, adds its offsets to another base) */
-        if (!every_event && i + 1 < r->nmem && m[i + 1].rank == rank &&
-            m[i + 1].t - m[i].t <= REP_SAME_INSTANT * (1.0 + fabs(m[i].t)))
-            continue;
-        fn(ctx, rank, m[i].t, cur, every_event ? &m[i] : top);
-        top = NULL;
     }
-    free(copy);
+    free(m);
 }
 
 static double sum_categories(const double cur[MC_COUNT])
@@ -264,18 +249,24 @@ static void phase_name(const plan *p, int rank, const eng_mem *at, char *buf, si
 static void cost_sources(const plan *p, const eng_result *r, rep_summary *sm)
 {
     rep_costsrc *c = &sm->cost;
-    for (size_t i = 0; i < r->nev; i++) {
-        const eng_event *e = &r->ev[i];
-        const plan_op *o = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
-        if (o->kind != OPK_COMPUTE || o->kclass >= KC_COUNT || o->cost_table >= CS_COUNT)
-            continue;
-        double d = e->t1 - e->t0;
-        c->total_s += d;
-        c->class_s[o->kclass] += d;
-        c->class_src_s[o->kclass][o->cost_table] += d;
-        if (o->cost_table != CS_ROOFLINE)
-            c->table_s += d;
+    eng_event *ev = NULL;
+    size_t cap = 0;
+    for (int rk = 0; rk < r->nranks; rk++) {
+        size_t n = eng_rank_events(r, rk, &ev, &cap);
+        for (size_t i = 0; i < n; i++) {
+            const eng_event *e = &ev[i];
+            const plan_op *o = &p->progs[p->prog_of_rank[e->rank]].ops[e->op];
+            if (o->kind != OPK_COMPUTE || o->kclass >= KC_COUNT || o->cost_table >= CS_COUNT)
+                continue;
+            double d = e->t1 - e->t0;
+            c->total_s += d;
+            c->class_s[o->kclass] += d;
+            c->class_src_s[o->kclass][o->cost_table] += d;
+            if (o->cost_table != CS_ROOFLINE)
+                c->table_s += d;
+        }
     }
+    free(ev);
 }
 
 static void requests(const scenario *s, const plan *p, const eng_result *r, rep_summary *sm)

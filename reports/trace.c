@@ -339,21 +339,29 @@ int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
         char ***suffix = cp_xcalloc((size_t)p->nprogs, sizeof *suffix);
         for (int g = 0; g < p->nprogs; g++)
             suffix[g] = cp_xcalloc((size_t)p->progs[g].nops + 1, sizeof **suffix);
-        for (size_t i = 0; i < r->nev; i++) {
-            const eng_event *e = &r->ev[i];
-            int g = p->prog_of_rank[e->rank];
-            const plan_op *op = &p->progs[g].ops[e->op];
-            if (!selected(e, op, so, rsel))
+        eng_event *ev = NULL;
+        size_t cap = 0;
+        for (int rk = 0; rk < r->nranks; rk++) {
+            if (!rsel[rk])
                 continue;
-            if (!suffix[g][e->op]) {
-                char buf[512];
-                op_suffix(buf, sizeof buf, op);
-                size_t len = strlen(buf) + 1;
-                suffix[g][e->op] = memcpy(cp_xcalloc(len, 1), buf, len);
+            size_t n = eng_rank_events(r, rk, &ev, &cap);
+            for (size_t i = 0; i < n; i++) {
+                const eng_event *e = &ev[i];
+                int g = p->prog_of_rank[e->rank];
+                const plan_op *op = &p->progs[g].ops[e->op];
+                if (!selected(e, op, so, rsel))
+                    continue;
+                if (!suffix[g][e->op]) {
+                    char buf[512];
+                    op_suffix(buf, sizeof buf, op);
+                    size_t len = strlen(buf) + 1;
+                    suffix[g][e->op] = memcpy(cp_xcalloc(len, 1), buf, len);
+                }
+                trace_op(f, dpn, op, e->rank, e->stream, e->layer, op->step, e->t0, e->t1,
+                         suffix[g][e->op]);
             }
-            trace_op(f, dpn, op, e->rank, e->stream, e->layer, op->step, e->t0, e->t1,
-                     suffix[g][e->op]);
         }
+        free(ev);
         for (int g = 0; g < p->nprogs; g++) {
             for (uint32_t k = 0; k < p->progs[g].nops; k++)
                 free(suffix[g][k]);

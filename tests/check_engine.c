@@ -142,9 +142,13 @@ START_TEST(cross_stream_waits_and_overlap)
     double expect = fmax(5e-3, t_ar) + 1e-3;
     ck_assert_double_eq_tol(r.end_s, expect, 1e-9 * expect);
     double t_b0 = -1;
-    for (size_t i = 0; i < r.nev; i++)
-        if (r.ev[i].rank == 0 && r.ev[i].op == ib)
-            t_b0 = r.ev[i].t0;
+    size_t n;
+    eng_event *ev = eng_all_events(&r, &n);
+    ck_assert_uint_eq(n, r.nev);
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].rank == 0 && ev[i].op == ib)
+            t_b0 = ev[i].t0;
+    free(ev);
     ck_assert_double_eq_tol(t_b0, fmax(5e-3, t_ar), 1e-12);
     eng_result_free(&r);
     plan_free(&p);
@@ -267,12 +271,16 @@ START_TEST(same_instant_order_does_not_matter)
     o.reverse_actors = 1;
     ck_assert_msg(eng_run(&p, &o, &b, &err) == 0, "%s", err.msg);
     ck_assert_uint_eq(a.nev, b.nev);
-    for (size_t i = 0; i < a.nev; i++) {
-        ck_assert_int_eq(a.ev[i].rank, b.ev[i].rank);
-        ck_assert_uint_eq(a.ev[i].op, b.ev[i].op);
-        ck_assert_double_eq_tol(a.ev[i].t1 - a.t0, b.ev[i].t1 - b.t0,
-                                1e-12 * (1 + a.ev[i].t1 - a.t0));
+    size_t na, nb;
+    eng_event *ea = eng_all_events(&a, &na), *eb = eng_all_events(&b, &nb);
+    ck_assert_uint_eq(na, nb);
+    for (size_t i = 0; i < na; i++) {
+        ck_assert_int_eq(ea[i].rank, eb[i].rank);
+        ck_assert_uint_eq(ea[i].op, eb[i].op);
+        ck_assert_double_eq_tol(ea[i].t1 - a.t0, eb[i].t1 - b.t0, 1e-12 * (1 + ea[i].t1 - a.t0));
     }
+    free(ea);
+    free(eb);
     eng_result_free(&a);
     eng_result_free(&b);
     plan_free(&p);
@@ -367,14 +375,20 @@ static int replay_vs_simulated(const plan *p)
     ck_assert_uint_eq(a.nmem, b.nmem);
     ck_assert_int_eq(a.execs, b.execs);
     ck_assert_int_eq(a.messages, b.messages);
-    qsort(a.ev, a.nev, sizeof *a.ev, ev_key_cmp);
-    qsort(b.ev, b.nev, sizeof *b.ev, ev_key_cmp);
-    for (size_t i = 0; i < a.nev; i++) {
-        ck_assert_int_eq(ev_key_cmp(&a.ev[i], &b.ev[i]), 0);
-        double tol = 1e-12 * (1 + b.ev[i].t1 - b.t0);
-        ck_assert_double_eq_tol(a.ev[i].t0 - a.t0, b.ev[i].t0 - b.t0, tol);
-        ck_assert_double_eq_tol(a.ev[i].t1 - a.t0, b.ev[i].t1 - b.t0, tol);
+    size_t na, nb;
+    eng_event *ea = eng_all_events(&a, &na), *eb = eng_all_events(&b, &nb);
+    ck_assert_uint_eq(na, a.nev);
+    ck_assert_uint_eq(nb, b.nev);
+    qsort(ea, na, sizeof *ea, ev_key_cmp);
+    qsort(eb, nb, sizeof *eb, ev_key_cmp);
+    for (size_t i = 0; i < na; i++) {
+        ck_assert_int_eq(ev_key_cmp(&ea[i], &eb[i]), 0);
+        double tol = 1e-12 * (1 + eb[i].t1 - b.t0);
+        ck_assert_double_eq_tol(ea[i].t0 - a.t0, eb[i].t0 - b.t0, tol);
+        ck_assert_double_eq_tol(ea[i].t1 - a.t0, eb[i].t1 - b.t0, tol);
     }
+    free(ea);
+    free(eb);
     ck_assert_double_eq_tol(a.end_s - a.t0, b.end_s - b.t0, 1e-12 * (1 + b.end_s - b.t0));
     int replayed = a.iters_replayed;
     eng_result_free(&a);

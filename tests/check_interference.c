@@ -217,12 +217,15 @@ START_TEST(row_matches_measurement)
     eng_result r;
     ck_assert_msg(eng_run(&pl, &eo, &r, &err) == 0, "%s", err.msg);
     double c_end = 0, m_end = 0;
-    for (size_t e = 0; e < r.nev; e++) {
-        if (r.ev[e].stream == ST_COMPUTE && r.ev[e].t1 > c_end)
-            c_end = r.ev[e].t1;
-        if (r.ev[e].stream == ST_COMM && r.ev[e].t1 > m_end)
-            m_end = r.ev[e].t1;
+    size_t n;
+    eng_event *ev = eng_all_events(&r, &n);
+    for (size_t e = 0; e < n; e++) {
+        if (ev[e].stream == ST_COMPUTE && ev[e].t1 > c_end)
+            c_end = ev[e].t1;
+        if (ev[e].stream == ST_COMM && ev[e].t1 > m_end)
+            m_end = ev[e].t1;
     }
+    free(ev);
     double ec = (c_end - c_conc) / c_conc, em = (m_end - m_conc) / m_conc;
     FILE *f = fopen(ERR_FILE, "a");
     ck_assert_ptr_nonnull(f);

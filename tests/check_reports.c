@@ -50,22 +50,19 @@ static void make_scenario(scenario *s, double capacity)
 
 static void add_ev(eng_result *r, int rank, int stream, uint32_t op, double t0, double t1)
 {
-    r->ev = realloc(r->ev, (r->nev + 1) * sizeof *r->ev);
-    r->ev[r->nev++] = (eng_event){.rank = rank, .stream = (uint8_t)stream, .op = op,
-                                  .layer = op == 7 ? 3 : -1, .t0 = t0, .t1 = t1};
+    eng_add_event(r, &(eng_event){.rank = rank, .stream = (uint8_t)stream, .op = op,
+                                  .layer = op == 7 ? 3 : -1, .t0 = t0, .t1 = t1});
 }
 
 static void add_mem(eng_result *r, int rank, int cat, uint32_t op, double t, double d)
 {
-    r->mem = realloc(r->mem, (r->nmem + 1) * sizeof *r->mem);
-    r->mem[r->nmem++] = (eng_mem){.rank = rank, .cat = (uint8_t)cat, .op = op, .layer = -1,
-                                  .t = t, .delta = d};
+    eng_add_mem(r, &(eng_mem){.rank = rank, .cat = (uint8_t)cat, .op = op, .layer = -1,
+                              .t = t, .delta = d});
 }
 
 static void make_result(eng_result *r)
 {
-    memset(r, 0, sizeof *r);
-    r->nranks = 2;
+    eng_result_init(r, 2);
     r->nsteps = 1;
     r->step_start = calloc(2, sizeof(double));
     r->step_end = calloc(2, sizeof(double));
@@ -110,10 +107,7 @@ START_TEST(overlap_and_busy_times)
     ck_assert_double_eq(sm.ranks[0].peak_by_cat[MC_ACTIVATIONS], 4);
     ck_assert_int_eq(sm.oom, 0);
     rep_summary_free(&sm);
-    free(r.ev);
-    free(r.mem);
-    free(r.step_start);
-    free(r.step_end);
+    eng_result_free(&r);
     free(s.reqs);
     plan_free(&p);
 }
@@ -135,10 +129,7 @@ START_TEST(oom_verdict_names_rank_and_phase)
     /* the allocation at op 6 happens right before op C of layer 3 */
     ck_assert_str_eq(sm.oom_phase, "step 0 layer 3 C");
     rep_summary_free(&sm);
-    free(r.ev);
-    free(r.mem);
-    free(r.step_start);
-    free(r.step_end);
+    eng_result_free(&r);
     free(s.reqs);
     plan_free(&p);
 }
@@ -169,8 +160,7 @@ START_TEST(trace_reads_in_every_viewer)
     make_plan(&p);
     make_scenario(&s, 100);
     snprintf(s.model.name, sizeof s.model.name, "qw\"en\\x\n\x01");
-    memset(&r, 0, sizeof r);
-    r.nranks = 2;
+    eng_result_init(&r, 2);
     double t = 0;
     for (int k = 0; k < 200; k++) {
         double next = t + 0.3e-9 + k * 1.7e-7 + (k % 3) * 4.4e-10;
@@ -213,7 +203,7 @@ START_TEST(trace_reads_in_every_viewer)
     json_decref(j);
     unlink(path);
     rmdir(dir);
-    free(r.ev);
+    eng_result_free(&r);
     free(s.reqs);
     plan_free(&p);
 }
@@ -300,10 +290,7 @@ START_TEST(files_parse_and_are_atomic)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
     rep_summary_free(&sm);
-    free(r.ev);
-    free(r.mem);
-    free(r.step_start);
-    free(r.step_end);
+    eng_result_free(&r);
     free(s.reqs);
     plan_free(&p);
 }
@@ -344,12 +331,74 @@ START_TEST(fixed_point_matches_printf)
 }
 END_TEST
 
+/* Records as spans (sim/engine/events.h): a rank's own records, a shared
+ * block read shifted in time and layer (a replayed copy), a tail cut back
+ * (early starts a replay replaced) and replicas shifted in rank; memory
+ * events come sorted by time and op whatever order they went in. */
+START_TEST(records_read_through_spans)
+{
+    eng_result r;
+    eng_result_init(&r, 2);
+    add_ev(&r, 0, ST_COMPUTE, 0, 0, 1);
+    uint32_t b = eng_new_block(&r);
+    eng_block_event(&r, b, &(eng_event){.t0 = 0.5, .t1 = 0.75, .rank = 0, .op = 7, .layer = 3});
+    eng_block_mem(&r, b, &(eng_mem){.t = 0.25, .delta = 2, .rank = 0, .op = 4, .layer = 3});
+    eng_block_mem(&r, b, &(eng_mem){.t = 0.125, .delta = 1, .rank = 0, .op = 3, .layer = 3});
+    eng_add_span(&r, 0, 0, (eng_span){.dt = 10, .block = b, .lo = 0, .n = 1, .dlayer = 2});
+    eng_add_span(&r, 0, 0, (eng_span){.dt = 20, .block = b, .lo = 0, .n = 1, .dlayer = 4});
+    eng_add_span(&r, 0, 1, (eng_span){.dt = 10, .block = b, .lo = 0, .n = 2, .dlayer = 2});
+    add_mem(&r, 0, MC_ACTIVATIONS, 5, 10.125, -1); /* the same instant as the span's first */
+    add_ev(&r, 0, ST_COMPUTE, 1, 21, 22);
+    add_ev(&r, 0, ST_COMPUTE, 1, 22, 23);
+    eng_cut_own(&r, 0, 2, 1); /* the last event goes */
+    add_ev(&r, 1, ST_COMM, 2, 0, 3);
+    ck_assert_uint_eq(r.nev, 5);
+    ck_assert_uint_eq(r.nmem, 3);
+
+    eng_event *ev = NULL;
+    size_t cap = 0;
+    ck_assert_uint_eq(eng_rank_events(&r, 0, &ev, &cap), 4);
+    ck_assert_double_eq(ev[0].t1, 1);
+    ck_assert_double_eq(ev[1].t0, 10.5);
+    ck_assert_int_eq(ev[1].layer, 5);
+    ck_assert_double_eq(ev[2].t1, 20.75);
+    ck_assert_int_eq(ev[2].layer, 7);
+    ck_assert_double_eq(ev[3].t0, 21);
+    eng_mem *m = NULL;
+    size_t mcap = 0;
+    ck_assert_uint_eq(eng_rank_mems(&r, 0, &m, &mcap), 3);
+    ck_assert_double_eq(m[0].t, 10.125);
+    ck_assert_uint_eq(m[0].op, 3);
+    ck_assert_uint_eq(m[1].op, 5); /* same time: by op */
+    ck_assert_double_eq(m[2].t, 10.25);
+    ck_assert_int_eq(m[2].layer, 5);
+
+    eng_replicate(&r, 6);
+    ck_assert_uint_eq(r.nev, 15);
+    ck_assert_uint_eq(r.nmem, 9);
+    ck_assert_uint_eq(eng_rank_events(&r, 4, &ev, &cap), 4);
+    ck_assert_int_eq(ev[2].rank, 4);
+    ck_assert_double_eq(ev[2].t0, 20.5);
+    ck_assert_uint_eq(eng_rank_mems(&r, 5, &m, &mcap), 0);
+    size_t n;
+    eng_event *all = eng_all_events(&r, &n);
+    ck_assert_uint_eq(n, 15);
+    for (size_t i = 1; i < n; i++)
+        ck_assert_int_le(all[i - 1].rank, all[i].rank);
+    free(all);
+    free(ev);
+    free(m);
+    eng_result_free(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("reports");
     TCase *tc = tcase_create("reports");
     tcase_add_checked_fixture(tc, tu_setup, NULL);
     tcase_add_test(tc, overlap_and_busy_times);
+    tcase_add_test(tc, records_read_through_spans);
     tcase_add_test(tc, fixed_point_matches_printf);
     tcase_add_test(tc, oom_verdict_names_rank_and_phase);
     tcase_add_test(tc, files_parse_and_are_atomic);

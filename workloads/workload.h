@@ -158,6 +158,10 @@ typedef struct scenario {
     wl_netmodel net_model;
     int fold_layers;        /* simulation.fold_layers: repeated regions (plan.h) */
     int fold_layers_given;  /* the workload set it (cpsim plan shows the fold then) */
+    int fold_at_build;      /* not a workload key: the pipeline (sim/driver/) sets it
+                               from fold_layers, and models/build.h folds each
+                               program as soon as it is built (0 from wl_load: an
+                               unrolled plan) */
     int share_replicas;     /* simulation.share_replicas: sim/engine/engine.h */
     int replay;             /* simulation.replay: sim/engine/replay.c */
     double replay_tol_s;    /* simulation.replay_tolerance_s (s), 0: exact */

@@ -34,6 +34,9 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
         return -1;
     if (rq->warn)
         wl_print_warnings(s, rq->warn);
+    /* folded as built, before pricing: a layer's ops are priced once
+     * (cost.h) */
+    s->fold_at_build = rq->fold_layers || s->fold_layers;
     drv_plan(s, p);
     cost_model *cm = cost_new(&s->plat, err);
     if (!cm) {
@@ -41,9 +44,6 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
         wl_free(s);
         return -1;
     }
-    /* folded first: a layer's ops are priced once (cost.h) */
-    if (rq->fold_layers || s->fold_layers)
-        plan_fold_layers(p);
     cost_price_plan(cm, p, s->graph == GRAPH_CAPTURED);
     cost_free(cm);
     return 0;
@@ -125,8 +125,6 @@ static int pick_ring(const drv_req *rq, const scenario *s, plan *win, double too
     int rc = 0;
     for (int k = 0; k < 2; k++) {
         build_plan_ring(s, rings[k], &cand[k]);
-        if (rq->fold_layers || s->fold_layers)
-            plan_fold_layers(&cand[k]);
         cost_price_plan(cm, &cand[k], s->graph == GRAPH_CAPTURED);
     }
     cost_free(cm);

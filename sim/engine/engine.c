@@ -34,26 +34,19 @@ static struct {
 
 /* ---- recording -------------------------------------------------------- */
 
-/* Each rank records into its own slot of the result's arrays, in the
+/* Each rank records into its own block of the result (events.h), in the
  * order things happen there: an element makes one event, or one memory
- * event for a memory op, so run_plan sizes the slots exactly and they come
- * out in rank order (the outputs' order) with nothing to move. */
+ * event for a memory op. */
 void eng_push_event(const eng_event *e)
 {
-    rank_st *rs = &eng.ranks[e->rank];
-    if (rs->nev == rs->cap)
-        abort(); /* more events than elements: an engine bug */
-    rs->ev[rs->nev++] = *e;
+    eng_add_event(eng.res, e);
     if (e->t1 > eng.res->end_s)
         eng.res->end_s = e->t1;
 }
 
 void eng_push_mem(const eng_mem *m)
 {
-    rank_st *rs = &eng.ranks[m->rank];
-    if (rs->nmem == rs->mcap)
-        abort();
-    rs->mem[rs->nmem++] = *m;
+    eng_add_mem(eng.res, m);
 }
 
 /* ---- synchronisation --------------------------------------------------- */
@@ -325,7 +318,8 @@ static void stream_main(int argc, char **argv)
                                         .layer = layer, .stream = (uint8_t)s});
         if (rp_on())
             rp_ended(rs, i, t1, msgs, execs, early, o->kind == OPK_MEM,
-                     o->kind == OPK_MEM ? rs->nmem - 1 : rs->nev - 1);
+                     o->kind == OPK_MEM ? eng.res->blk[rs->rank].nmem - 1
+                                        : eng.res->blk[rs->rank].nev - 1);
         if (o->step >= 0 && t1 > step_end[o->step])
             step_end[o->step] = t1;
         mark_done(rs, s);
@@ -336,77 +330,23 @@ static void stream_main(int argc, char **argv)
 
 /* ---- results ------------------------------------------------------------ */
 
-/* Sort v[0, n) by eng_mem_cmp by insertion, which costs a move per pair
- * out of order: returns 0, leaving v a permutation of itself, when that
- * passes `budget` moves. */
-static int insertion_sort(eng_mem *v, size_t n, size_t budget)
+/* Without replay every element makes one record where it ran: each
+ * rank's block sized exactly up front (with replay most are never made). */
+static void reserve(rank_st *ranks, int nranks, eng_result *res)
 {
-    for (size_t i = 1; i < n; i++) {
-        eng_mem x = v[i];
-        size_t j = i;
-        for (; j > 0 && eng_mem_cmp(&v[j - 1], &x) > 0; j--) {
-            v[j] = v[j - 1];
-            if (budget-- == 0) {
-                v[j - 1] = x;
-                return 0;
-            }
-        }
-        v[j] = x;
-    }
-    return 1;
-}
-
-/* Each rank's slot of the result (its elements: events for all but
- * memory ops, memory events for those). */
-static void slots_setup(rank_st *ranks, int nranks, eng_result *res)
-{
-    size_t nev = 0, nmem = 0;
     for (int r = 0; r < nranks; r++) {
         const plan_vseq *v = &ranks[r].ix->v;
+        eng_block *b = &res->blk[r];
         for (uint32_t e = 0; e < v->n; e++) {
             if (ranks[r].pg->ops[v->real[e]].kind == OPK_MEM)
-                ranks[r].mcap++;
+                b->mcap++;
             else
-                ranks[r].cap++;
+                b->cap++;
         }
-        nev += ranks[r].cap;
-        nmem += ranks[r].mcap;
-    }
-    res->ev = malloc((nev + 1) * sizeof *res->ev);
-    res->mem = malloc((nmem + 1) * sizeof *res->mem);
-    if (!res->ev || !res->mem)
-        abort();
-    res->cap = nev;
-    res->mcap = nmem;
-    nev = nmem = 0;
-    for (int r = 0; r < nranks; r++) {
-        ranks[r].ev = res->ev + nev;
-        ranks[r].mem = res->mem + nmem;
-        nev += ranks[r].cap;
-        nmem += ranks[r].mcap;
-    }
-}
-
-/* The slots as the result: every rank's memory events by time and op (the
- * order every report walks them in, reports/report.h rep_mem_walk; they
- * come mostly in time order already, same-time ones in any order: sorted
- * by insertion, or by qsort when far from sorted), slots not filled (a
- * failed run) closed up. */
-static void slots_finish(rank_st *ranks, int nranks, eng_result *res)
-{
-    res->nev = res->nmem = 0;
-    for (int r = 0; r < nranks; r++) {
-        rank_st *rs = &ranks[r];
-        /* 4 moves per event, our own bound: a few same-instant swaps each;
-         * beyond, O(n log n) is cheaper */
-        if (!insertion_sort(rs->mem, rs->nmem, 4 * rs->nmem))
-            qsort(rs->mem, rs->nmem, sizeof *rs->mem, eng_mem_cmp);
-        if (rs->ev != res->ev + res->nev)
-            memmove(res->ev + res->nev, rs->ev, rs->nev * sizeof *rs->ev);
-        if (rs->mem != res->mem + res->nmem)
-            memmove(res->mem + res->nmem, rs->mem, rs->nmem * sizeof *rs->mem);
-        res->nev += rs->nev;
-        res->nmem += rs->nmem;
+        b->ev = malloc((b->cap + 1) * sizeof *b->ev);
+        b->mem = malloc((b->mcap + 1) * sizeof *b->mem);
+        if (!b->ev || !b->mem)
+            abort();
     }
 }
 
@@ -632,8 +572,9 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
     if (rc == 0 && eng.im)
         interfere_setup(o->plat, p->nranks);
     if (rc == 0) {
-        slots_setup(ranks, p->nranks, res);
         rp_setup();
+        if (!rp_on())
+            reserve(ranks, p->nranks, res);
     }
     if (rc == 0) {
         struct timespec w0, w1;
@@ -644,8 +585,6 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
         rc = report_unfinished(ranks, p->nranks, err);
         rp_finish(res);
     }
-    if (res->ev)
-        slots_finish(ranks, p->nranks, res);
     rp_free();
 
     for (int r = 0; r < p->nranks; r++) {
@@ -737,41 +676,17 @@ static int replica_ranks(const plan *p, const eng_opts *o)
     return ok ? rpr : 0;
 }
 
-/* res of the first replica (rpr ranks) copied to every replica of p. */
+/* res of the first replica (rpr ranks) copied to every replica of p: the
+ * others read its records (events.h), their step times are its. */
 static void copy_replicas(const plan *p, int rpr, eng_result *res)
 {
     int dp = p->nranks / rpr, ns = res->nsteps;
-    eng_event *ev = malloc((res->nev * (size_t)dp + 1) * sizeof *ev);
-    eng_mem *mem = malloc((res->nmem * (size_t)dp + 1) * sizeof *mem);
-    double *ss = realloc(res->step_start, (size_t)p->nranks * ns * sizeof *ss);
-    double *se = realloc(res->step_end, (size_t)p->nranks * ns * sizeof *se);
-    if (!ev || !mem || !ss || !se)
-        abort();
-    for (int d = 0; d < dp; d++) {
-        for (size_t i = 0; i < res->nev; i++) {
-            ev[(size_t)d * res->nev + i] = res->ev[i];
-            ev[(size_t)d * res->nev + i].rank += d * rpr;
-        }
-        for (size_t i = 0; i < res->nmem; i++) {
-            mem[(size_t)d * res->nmem + i] = res->mem[i];
-            mem[(size_t)d * res->nmem + i].rank += d * rpr;
-        }
-        if (d > 0) {
-            memcpy(ss + (size_t)d * rpr * ns, ss, (size_t)rpr * ns * sizeof *ss);
-            memcpy(se + (size_t)d * rpr * ns, se, (size_t)rpr * ns * sizeof *se);
-        }
+    double *ss = res->step_start, *se = res->step_end;
+    for (int d = 1; d < dp; d++) {
+        memcpy(ss + (size_t)d * rpr * ns, ss, (size_t)rpr * ns * sizeof *ss);
+        memcpy(se + (size_t)d * rpr * ns, se, (size_t)rpr * ns * sizeof *se);
     }
-    free(res->ev);
-    free(res->mem);
-    res->ev = ev;
-    res->mem = mem;
-    res->nev *= (size_t)dp;
-    res->nmem *= (size_t)dp;
-    res->cap = res->nev;
-    res->mcap = res->nmem;
-    res->step_start = ss;
-    res->step_end = se;
-    res->nranks = p->nranks;
+    eng_replicate(res, p->nranks);
     res->messages *= dp;
     res->execs *= dp;
 }
@@ -779,24 +694,23 @@ static void copy_replicas(const plan *p, int rpr, eng_result *res)
 int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
 {
     memset(res, 0, sizeof *res);
-    res->nranks = p->nranks;
-    res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
-    res->step_start = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_start);
-    res->step_end = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_end);
-    if (!res->step_start || !res->step_end)
-        abort();
     if (p->nranks > plat_devices(o->plat))
         return cp_fail(err, CP_EXIT_INPUT, "the plan needs %d devices, platform %s has %d",
                        p->nranks, o->plat->name, plat_devices(o->plat));
     if (load_platform(o, err) != 0)
         return -1;
     int rpr = o->share_replicas ? replica_ranks(p, o) : 0;
+    eng_result_init(res, rpr > 0 ? rpr : p->nranks);
+    res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
+    res->step_start = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_start);
+    res->step_end = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_end);
+    if (!res->step_start || !res->step_end)
+        abort();
     int rc;
     if (rpr > 0) {
         plan one = *p;
         one.nranks = rpr;
         one.lay.dp = 1;
-        res->nranks = rpr;
         rc = run_plan(&one, o, res, err);
         if (rc == 0) {
             copy_replicas(p, rpr, res);
@@ -804,18 +718,8 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
         }
     } else {
         rc = run_plan(p, o, res, err);
-        if (rc == 0) {
+        if (rc == 0)
             res->replicas_simulated = p->lay.dp;
-        }
     }
     return rc;
-}
-
-void eng_result_free(eng_result *res)
-{
-    free(res->ev);
-    free(res->mem);
-    free(res->step_start);
-    free(res->step_end);
-    memset(res, 0, sizeof *res);
 }

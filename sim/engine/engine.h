@@ -71,17 +71,18 @@ void eng_init(int *argc, char **argv);
  * With o->share_replicas, DP replicas that cannot affect each other (the
  * same program, no group wider than a replica, node-aligned, routes on
  * links of their own: checked from the platform's routes) are simulated
- * once and the first replica's events copied to the others, shifted in
- * rank (res->replicas_simulated says which way it went).  Either way the
- * events come in rank order, each rank's in the order they happened, and
- * the memory events by rank, time and op (the reports' order, sorted once
- * here), so the outputs are the same bytes.
+ * once and the other replicas read the first one's records, shifted in
+ * rank (events.h; res->replicas_simulated says which way it went).  Either
+ * way each rank's events read in the order they happened and its memory
+ * events by time and op (eng_rank_events, eng_rank_mems), so the outputs
+ * are the same bytes.
  *
  * With o->replay, a copy of a repeated region (plan.h) entered at a clean
  * cut (every op before it ended, none after it started) replays the
  * events of an earlier copy that ran from a clean cut to a clean cut,
  * shifted in time, instead of being simulated (replay.c says when exactly;
- * res->iters_replayed counts them).  The times agree with a simulated run
+ * res->iters_replayed counts them): its records are a span of the earlier
+ * copy's (events.h), not copies.  The times agree with a simulated run
  * to rounding (a few ulps of the clock). */
 int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err);
 

@@ -50,12 +50,6 @@ typedef struct rank_st {
     sg_exec_t hog;              /* takes 1 - 1/fc of the host while fc > 1 */
     int *links;                 /* indices into eng.links */
     int nlinks;
-    /* what the rank recorded, in the order it happened: its slots of the
-     * result's arrays (engine.c), cap and mcap long */
-    eng_event *ev;
-    size_t nev, cap;
-    eng_mem *mem;
-    size_t nmem, mcap;
     /* replay (replay.c) */
     double *end_nr;             /* [ix->nnr] when each element outside regions ended (s) */
     double **end_cp;            /* per region copy (replay.c): when its elements ended,
@@ -87,6 +81,10 @@ typedef struct eng_state {
 } eng_state;
 
 extern eng_state eng;
+
+/* v (*cap elements of `size` bytes, n used) with room for one more:
+ * doubled when full (out of memory aborts). */
+void *eng_grow(void *v, size_t *cap, size_t n, size_t size);
 
 /* Record an event or a memory event of its rank. */
 void eng_push_event(const eng_event *e);

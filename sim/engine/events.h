@@ -3,7 +3,16 @@
  * simulated start and end, every memory event with its time, and the step
  * boundaries.  Twin of models/plan.h, which is the seam on the other side
  * of the engine: an event names its op by its index in the rank's program.
- * Times are seconds of simulated time. */
+ * Times are seconds of simulated time.
+ *
+ * Records live in blocks; each rank's records are a sequence of spans of
+ * blocks.  A simulated rank owns a block of the records it simulated; a
+ * replayed copy of a repeated region (sim/engine/replay.c) is a span of
+ * the records of the copy it replays, shifted in time and layer, and a
+ * copied DP replica a span of the first replica's, shifted in rank.  So a
+ * run of 1,024 ranks x 126 layers keeps what it simulated, not every
+ * record.  Readers ask for one rank's records at a time (eng_rank_events,
+ * eng_rank_mems), which applies the shifts. */
 #ifndef CP_EVENTS_H
 #define CP_EVENTS_H
 
@@ -28,11 +37,36 @@ typedef struct eng_mem {
     uint8_t cat;       /* plan_memcat */
 } eng_mem;
 
-typedef struct eng_result {
+/* An array of records: a rank's own, or a shared one (a replay's
+ * reference copy). */
+typedef struct eng_block {
     eng_event *ev;
     size_t nev, cap;
     eng_mem *mem;
     size_t nmem, mcap;
+} eng_block;
+
+/* n records of block `block` from index lo, each read with dt added to
+ * its times, dlayer to its layer and drank to its rank. */
+typedef struct eng_span {
+    double dt;         /* s */
+    uint32_t block;
+    uint32_t lo, n;
+    int32_t dlayer, drank;
+} eng_span;
+
+/* One rank's records in the order they happened: spans of events and of
+ * memory events. */
+typedef struct eng_seq {
+    eng_span *es, *ms;
+    size_t nes, ces, nms, cms;
+} eng_seq;
+
+typedef struct eng_result {
+    eng_block *blk;      /* [nblk]: [0, nown) the simulated ranks' own, then shared */
+    uint32_t nblk, cblk, nown;
+    eng_seq *seq;        /* [nranks] */
+    size_t nev, nmem;    /* records in all ranks' sequences */
     int nranks;
     double t0;           /* the clock when the run began (0 for a process's
                             first run; later runs continue its clock) */
@@ -50,7 +84,7 @@ typedef struct eng_result {
 } eng_result;
 
 /* The order of memory events every report walks them in: by rank, time and
- * op (eng_run hands them sorted so; a qsort comparator). */
+ * op (eng_rank_mems hands them so; a qsort comparator). */
 static inline int eng_mem_cmp(const void *a, const void *b)
 {
     const eng_mem *x = a, *y = b;
@@ -60,6 +94,38 @@ static inline int eng_mem_cmp(const void *a, const void *b)
         return x->t < y->t ? -1 : 1;
     return (x->op > y->op) - (x->op < y->op);
 }
+
+/* ---- writing (the engine; tests build results by hand with these) ------ */
+
+/* An empty result of nranks ranks, each owning an empty block. */
+void eng_result_init(eng_result *r, int nranks);
+/* Append a record to the own block of its rank and to its sequence. */
+void eng_add_event(eng_result *r, const eng_event *e);
+void eng_add_mem(eng_result *r, const eng_mem *m);
+/* A new shared block (its index); records go in with eng_block_event and
+ * eng_block_mem, into sequences only through spans. */
+uint32_t eng_new_block(eng_result *r);
+void eng_block_event(eng_result *r, uint32_t b, const eng_event *e);
+void eng_block_mem(eng_result *r, uint32_t b, const eng_mem *m);
+/* Append a span to rank's sequence of events (mem 0) or memory events. */
+void eng_add_span(eng_result *r, int rank, int mem, eng_span s);
+/* Cut rank's own block back to nev events and nmem memory events; the
+ * records cut must be the tail of its sequence. */
+void eng_cut_own(eng_result *r, int rank, size_t nev, size_t nmem);
+/* Widen a result of rpr ranks to nranks: rank i + d * rpr reads rank i's
+ * spans, its ranks shifted by d * rpr (nranks a multiple of rpr). */
+void eng_replicate(eng_result *r, int nranks);
+
+/* ---- reading ----------------------------------------------------------- */
+
+/* rank's events in the order they happened, into *buf (grown as needed,
+ * *cap long): returns how many. */
+size_t eng_rank_events(const eng_result *r, int rank, eng_event **buf, size_t *cap);
+/* rank's memory events by time and op (eng_mem_cmp; same-time ones in the
+ * order they happened), into *buf: returns how many. */
+size_t eng_rank_mems(const eng_result *r, int rank, eng_mem **buf, size_t *cap);
+/* Every event, in rank order (a new array the caller frees; *n of them). */
+eng_event *eng_all_events(const eng_result *r, size_t *n);
 
 /* Free what a simulation recorded. */
 void eng_result_free(eng_result *res);

@@ -36,9 +36,13 @@
  * other op from the replay's end.  The early starts of copy k that preceded
  * the decision give way to the replay (their records are dropped).
  *
- * Records.  An element makes one record wherever it ran or replayed, so
- * the ranks' slots of the result (engine.c) fit exactly once the dropped
- * records are closed up, before the replay writes.
+ * Records.  A simulated element makes one record in its rank's own block
+ * (events.h).  The first replay from copy j copies j's records of every
+ * rank into a shared block, times relative to j's entry cut; each replayed
+ * copy is then one span of that block per rank, shifted to its own entry
+ * cut and layers, so 123 replayed layers of 1,024 ranks cost spans, not
+ * records.  The early starts' records that give way to a replay are the
+ * tail of their rank's own records, closed up before the spans go in.
  *
  * Exactness.  The replayed times are the reference's plus the shift, where
  * an unrolled run adds up the same durations in another order: they agree
@@ -86,10 +90,17 @@ typedef struct rp_sig {
     int serial;                 /* of the cut it started early for */
 } rp_sig;
 
+/* The last end (relative to the entry cut) of a reference copy's events
+ * of one rank and step. */
+typedef struct rp_stepend {
+    int rank, step;
+    double t1;
+} rp_stepend;
+
 /* One copy of a region in this run. */
 typedef struct rp_copy {
     double tc;                  /* when its entry cut completed */
-    uint8_t cut_done, clean, issue_bound, replayed, built;
+    uint8_t cut_done, clean, issue_bound, replayed;
     uint8_t shadow;             /* its end times are copy `ref`'s moved to tc_shadow
                                    (replayed, or about to be) */
     uint32_t ref;
@@ -101,11 +112,17 @@ typedef struct rp_copy {
                                    ev[ev_lo, ev_hi) */
     size_t *mem_lo, *mem_hi;
     long msgs, execs;           /* counted for its ops */
-    eng_event *rev;             /* its events and memory events (a reference) */
-    size_t nrev;
-    eng_mem *rmem;
-    size_t nrmem;
+    /* as a reference: its events and memory events in a shared block of
+     * the result, times relative to its entry cut, rank r's at
+     * [lo, lo + n) and [mlo, mlo + mn); the last end per rank and step */
+    int built;
+    uint32_t block;
+    uint32_t *lo, *n, *mlo, *mn;
+    rp_stepend *se;
+    size_t nse;
+    double t1max;
 } rp_copy;
+
 
 /* A record pushed by an early start of the pending cut. */
 typedef struct rp_early {
@@ -164,17 +181,6 @@ static double end_of(const rank_st *rs, uint32_t e)
                (end_of(rs, q->a0 + C->ref * q->len + off) - rp.cp[R][C->ref].tc);
     const double *v = rs->end_cp[rp.cbase[R] + (int)c];
     return v ? v[off] : 0;
-}
-
-static void *grow(void *v, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return v;
-    *cap = *cap ? 2 * *cap : 64;
-    v = realloc(v, *cap * size);
-    if (!v)
-        abort();
-    return v;
 }
 
 static void arm(int R, uint32_t k);
@@ -275,8 +281,11 @@ void rp_free(void)
     }
     for (int R = 0; R < rp.nreg; R++) {
         for (uint32_t k = 0; k < rp.repeat[R]; k++) {
-            free(rp.cp[R][k].rev);
-            free(rp.cp[R][k].rmem);
+            free(rp.cp[R][k].lo);
+            free(rp.cp[R][k].n);
+            free(rp.cp[R][k].mlo);
+            free(rp.cp[R][k].mn);
+            free(rp.cp[R][k].se);
             free(rp.cp[R][k].sig);
             free(rp.cp[R][k].ev_lo);
             free(rp.cp[R][k].ev_hi);
@@ -334,7 +343,7 @@ static void snap(size_t **at, int mem)
     if (!*at && !(*at = malloc((size_t)n * sizeof **at)))
         abort();
     for (int r = 0; r < n; r++)
-        (*at)[r] = mem ? eng.ranks[r].nmem : eng.ranks[r].nev;
+        (*at)[r] = mem ? eng.res->blk[r].nmem : eng.res->blk[r].nev;
 }
 
 static void arm(int R, uint32_t k)
@@ -384,10 +393,10 @@ int rp_started(rank_st *rs, uint32_t i, double t)
     if (i >= a + q->len || (o->kind != OPK_COMPUTE && o->kind != OPK_MEM))
         rp.bad = 1;
     if (o->kind == OPK_COMPUTE && o->cost_s > 0) {
-        rp.xend = grow(rp.xend, &rp.cx, rp.nx, sizeof *rp.xend);
+        rp.xend = eng_grow(rp.xend, &rp.cx, rp.nx, sizeof *rp.xend);
         rp.xend[rp.nx++] = t + o->cost_s;
     }
-    rp.cur = grow(rp.cur, &rp.ccur, rp.ncur, sizeof *rp.cur);
+    rp.cur = eng_grow(rp.cur, &rp.ccur, rp.ncur, sizeof *rp.cur);
     rp.cur[rp.ncur++] = (rp_sig){rs->rank, i - a, t, INFINITY, rp.serial};
     return (int)rp.ncur;
 }
@@ -419,7 +428,7 @@ void rp_ended(rank_st *rs, uint32_t i, double t, long msgs, int execs, int early
     }
     if (early && (size_t)early <= rp.ncur && rp.cur[early - 1].serial == rp.serial) {
         rp.cur[early - 1].e = t;
-        rp.er = grow(rp.er, &rp.cer, rp.ner, sizeof *rp.er);
+        rp.er = eng_grow(rp.er, &rp.cer, rp.ner, sizeof *rp.er);
         rp.er[rp.ner++] = (rp_early){rs->rank, mem, rec, execs};
     }
 }
@@ -445,34 +454,69 @@ static int in_copy(int rank, uint32_t op, int32_t layer, int R, uint32_t j)
            layer == rs->pg->ops[op].layer + (int32_t)j * q->layer_step;
 }
 
-/* The events and memory events of copy j of region R, from the records,
- * their times relative to its entry cut. */
+static uint32_t *counts(void)
+{
+    uint32_t *v = calloc((size_t)eng.p->nranks + 1, sizeof *v);
+    if (!v)
+        abort();
+    return v;
+}
+
+/* The events and memory events of copy j of region R, from the ranks' own
+ * records, into a shared block of the result, their times relative to its
+ * entry cut. */
 static void build_ref(int R, uint32_t j)
 {
     rp_copy *c = &rp.cp[R][j];
     if (c->built)
         return;
     c->built = 1;
-    size_t cap = 0, mcap = 0;
+    eng_result *res = eng.res;
+    c->block = eng_new_block(res);
+    c->lo = counts();
+    c->n = counts();
+    c->mlo = counts();
+    c->mn = counts();
+    c->t1max = -INFINITY;
+    size_t cse = 0;
     for (int r = 0; r < eng.p->nranks; r++) {
         const rank_st *rs = &eng.ranks[r];
-        for (size_t x = c->ev_lo[r]; x < c->ev_hi[r]; x++) {
-            eng_event e = rs->ev[x];
+        /* (closing up early starts may have shortened the rank's records
+         * since ev_hi was taken) */
+        size_t hi = c->ev_hi[r] < res->blk[r].nev ? c->ev_hi[r] : res->blk[r].nev;
+        size_t mhi = c->mem_hi[r] < res->blk[r].nmem ? c->mem_hi[r] : res->blk[r].nmem;
+        c->lo[r] = (uint32_t)res->blk[c->block].nev;
+        for (size_t x = c->ev_lo[r]; x < hi; x++) {
+            eng_event e = res->blk[r].ev[x];
             if (e.rank < 0 || !in_copy(e.rank, e.op, e.layer, R, j))
                 continue;
             e.t0 -= c->tc;
             e.t1 -= c->tc;
-            c->rev = grow(c->rev, &cap, c->nrev, sizeof *c->rev);
-            c->rev[c->nrev++] = e;
+            eng_block_event(res, c->block, &e);
+            if (e.t1 > c->t1max)
+                c->t1max = e.t1;
+            int step = rs->pg->ops[e.op].step;
+            if (step < 0)
+                continue;
+            rp_stepend *last = c->nse ? &c->se[c->nse - 1] : NULL;
+            if (last && last->rank == r && last->step == step) {
+                if (e.t1 > last->t1)
+                    last->t1 = e.t1;
+            } else {
+                c->se = eng_grow(c->se, &cse, c->nse, sizeof *c->se);
+                c->se[c->nse++] = (rp_stepend){r, step, e.t1};
+            }
         }
-        for (size_t x = c->mem_lo[r]; x < c->mem_hi[r]; x++) {
-            eng_mem m = rs->mem[x];
+        c->n[r] = (uint32_t)res->blk[c->block].nev - c->lo[r];
+        c->mlo[r] = (uint32_t)res->blk[c->block].nmem;
+        for (size_t x = c->mem_lo[r]; x < mhi; x++) {
+            eng_mem m = res->blk[r].mem[x];
             if (m.rank < 0 || !in_copy(m.rank, m.op, m.layer, R, j))
                 continue;
             m.t -= c->tc;
-            c->rmem = grow(c->rmem, &mcap, c->nrmem, sizeof *c->rmem);
-            c->rmem[c->nrmem++] = m;
+            eng_block_mem(res, c->block, &m);
         }
+        c->mn[r] = (uint32_t)res->blk[c->block].nmem - c->mlo[r];
     }
 }
 
@@ -540,31 +584,26 @@ static int exit_ok(int R, uint32_t m_end, double T)
     return 1;
 }
 
-/* Copy m of region R as copy j, its entry cut at tc. */
+/* Copy m of region R as copy j, its entry cut at tc: every rank reads
+ * copy j's records shifted (events.h). */
 static void replay_copy(int R, uint32_t m, uint32_t j, double tc)
 {
     eng_result *res = eng.res;
     const rp_copy *J = &rp.cp[R][j];
-    for (size_t x = 0; x < J->nrev; x++) {
-        eng_event e = J->rev[x];
-        const rank_st *rs = &eng.ranks[e.rank];
-        e.t0 += tc;
-        e.t1 += tc;
-        e.layer += (int32_t)(m - j) * preg_of(rs, R)->layer_step;
-        eng_push_event(&e);
-        int step = rs->pg->ops[e.op].step;
-        if (step >= 0) {
-            double *se = &res->step_end[(size_t)e.rank * res->nsteps + step];
-            if (e.t1 > *se)
-                *se = e.t1;
-        }
+    for (int r = 0; r < eng.p->nranks; r++) {
+        int32_t dl = (int32_t)(m - j) * preg_of(&eng.ranks[r], R)->layer_step;
+        eng_add_span(res, r, 0, (eng_span){tc, J->block, J->lo[r], J->n[r], dl, 0});
+        eng_add_span(res, r, 1, (eng_span){tc, J->block, J->mlo[r], J->mn[r], dl, 0});
     }
-    for (size_t x = 0; x < J->nrmem; x++) {
-        eng_mem mm = J->rmem[x];
-        mm.t += tc;
-        mm.layer += (int32_t)(m - j) * preg_of(&eng.ranks[mm.rank], R)->layer_step;
-        eng_push_mem(&mm);
+    /* (a + tc rounds monotonically in a: the largest shifted end is the
+     * largest end shifted) */
+    for (size_t x = 0; x < J->nse; x++) {
+        double *se = &res->step_end[(size_t)J->se[x].rank * res->nsteps + J->se[x].step];
+        if (J->se[x].t1 + tc > *se)
+            *se = J->se[x].t1 + tc;
     }
+    if (J->t1max + tc > res->end_s)
+        res->end_s = J->t1max + tc;
     res->messages += J->msgs;
     res->execs += J->execs;
     rp_copy *c = &rp.cp[R][m];
@@ -572,19 +611,19 @@ static void replay_copy(int R, uint32_t m, uint32_t j, double tc)
     rp.replayed++;
 }
 
-/* rs's records from ev_lo and mem_lo on without those marked rank -1. */
-static void close_up(rank_st *rs, size_t ev_lo, size_t mem_lo)
+/* Rank r's own records from ev_lo and mem_lo on without those marked rank
+ * -1 (the tail of its sequence: nothing replayed since). */
+static void close_up(int r, size_t ev_lo, size_t mem_lo)
 {
-    size_t n = ev_lo;
-    for (size_t x = ev_lo; x < rs->nev; x++)
-        if (rs->ev[x].rank >= 0)
-            rs->ev[n++] = rs->ev[x];
-    rs->nev = n;
-    n = mem_lo;
-    for (size_t x = mem_lo; x < rs->nmem; x++)
-        if (rs->mem[x].rank >= 0)
-            rs->mem[n++] = rs->mem[x];
-    rs->nmem = n;
+    eng_block *b = &eng.res->blk[r];
+    size_t n = ev_lo, mn = mem_lo;
+    for (size_t x = ev_lo; x < b->nev; x++)
+        if (b->ev[x].rank >= 0)
+            b->ev[n++] = b->ev[x];
+    for (size_t x = mem_lo; x < b->nmem; x++)
+        if (b->mem[x].rank >= 0)
+            b->mem[mn++] = b->mem[x];
+    eng_cut_own(eng.res, r, n, mn);
 }
 
 static int sig_cmp(const void *x, const void *y)
@@ -665,16 +704,16 @@ static int chain(double t)
     /* the records of early starts of copy k give way to the replay: each
      * rank's records since the cut was armed, closed up */
     for (size_t x = 0; x < rp.ner; x++) {
-        rank_st *rs = &eng.ranks[rp.er[x].rank];
+        eng_block *b = &eng.res->blk[rp.er[x].rank];
         if (rp.er[x].mem)
-            rs->mem[rp.er[x].rec].rank = -1;
+            b->mem[rp.er[x].rec].rank = -1;
         else
-            rs->ev[rp.er[x].rec].rank = -1;
+            b->ev[rp.er[x].rec].rank = -1;
         eng.res->execs -= rp.er[x].execs;
     }
     if (rp.ner)
         for (int r = 0; r < eng.p->nranks; r++)
-            close_up(&eng.ranks[r], K->ev_lo[r], K->mem_lo[r]);
+            close_up(r, K->ev_lo[r], K->mem_lo[r]);
     build_ref(R, (uint32_t)j);
     for (uint32_t m = k; m < m_end; m++)
         replay_copy(R, m, (uint32_t)j, tcs[m - k]);

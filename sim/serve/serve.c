@@ -463,7 +463,9 @@ double srv_kv_budget(const scenario *s)
     build_seq one = {most, 0, 1};
     build_batch bt = {&one, 1, build_step_splits(s, most)};
     plan p;
-    build_step_plan(s, &bt, 0, &p);
+    scenario unrolled = *s; /* walked in program order: every layer */
+    unrolled.fold_at_build = 0;
+    build_step_plan(&unrolled, &bt, 0, &p);
     double act = 0, peak = 0, fixed = 0;
     const plan_prog *pg = &p.progs[0];
     for (uint32_t i = 0; i < pg->nops; i++) {

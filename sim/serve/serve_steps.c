@@ -117,10 +117,8 @@ static void keep_events(srv_step *e, plan *p, const eng_result *r)
         abort();
     *e->p = *p;
     memset(p, 0, sizeof *p);
-    e->nev = r->nev;
-    e->ev = cp_xcalloc(r->nev + 1, sizeof *e->ev);
-    for (size_t i = 0; i < r->nev; i++) {
-        e->ev[i] = r->ev[i];
+    e->ev = eng_all_events(r, &e->nev);
+    for (size_t i = 0; i < e->nev; i++) {
         e->ev[i].t0 -= r->t0;
         e->ev[i].t1 -= r->t0;
     }
@@ -142,9 +140,7 @@ static double step_time(const plan *p, const eng_result *r)
 static int simulate(srv_steps *st, const build_batch *bt, plan_ring ring, plan *p,
                     eng_result *r, rep_summary *sm, cp_err *err)
 {
-    build_step_plan_ring(st->s, bt, st->lockstep, ring, p);
-    if (st->s->fold_layers)
-        plan_fold_layers(p);
+    build_step_plan_ring(st->s, bt, st->lockstep, ring, p); /* folded as built */
     cost_price_plan(st->cost, p, st->s->graph == GRAPH_CAPTURED);
     st->one_req = (wl_request){.prompt_tokens = 1, .cls = -1};
     int rc = eng_run(p, &st->eo, r, err);

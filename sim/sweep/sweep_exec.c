@@ -302,6 +302,7 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
     uint64_t h = 0;
     int rc = sweep_scenario_hash(&q.scen, &h, err), fresh = 1, queue = 0;
     sweep_hex(h, q.hash);
+    q.scen.fold_at_build = q.scen.fold_layers; /* as drv_prepare */
     if (rc == 0)
         drv_plan(&q.scen, &q.plan);
     if (rc == 0 && (rc = share_of(r, &q.scen, &q.plan, &q.sim, &fresh, err)) == 0 && !fresh) {
@@ -310,8 +311,6 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
         /* priced as the child's own pipeline would (drv_prepare) */
         const cost_model *cm = cost_of(r, &q.scen.plat, &why);
         if (cm) {
-            if (q.scen.fold_layers)
-                plan_fold_layers(&q.plan);
             cost_price_plan(cm, &q.plan, q.scen.graph == GRAPH_CAPTURED);
             r->queue[r->nready++] = q;
             queue = 1;         /* the queue owns sets, scenario and plan */
