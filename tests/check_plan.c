@@ -568,6 +568,33 @@ START_TEST(fold_and_expand_round_trip)
 }
 END_TEST
 
+/* Folded as built (scenario.fold_at_build, as the pipeline builds): the
+ * same plan as built whole and folded after, program by program, on a
+ * plan of one program per SP rank. */
+START_TEST(fold_as_built_equals_fold_after)
+{
+    const char *sets[] = {"parallel.tp=2", "parallel.sp=4", "parallel.kv_storage=by_position",
+                          "parallel.exchange=ring", "requests.0.prompt_tokens=16384"};
+    scenario s;
+    plan a, b;
+    tu_load(&s, THINKER, sets, 5);
+    build_plan(&s, &a);
+    ck_assert_uint_gt(plan_fold_layers(&a), 0);
+    s.fold_at_build = 1;
+    build_plan(&s, &b);
+    ck_assert_int_eq(b.nprogs, 4);
+    for (int g = 0; g < b.nprogs; g++)
+        ck_assert_uint_gt(b.progs[g].nregions, 0);
+    char *ta = plan_text(&a), *tb = plan_text(&b);
+    ck_assert_str_eq(ta, tb);
+    free(ta);
+    free(tb);
+    plan_free(&a);
+    plan_free(&b);
+    wl_free(&s);
+}
+END_TEST
+
 START_TEST(layout_groups)
 {
     plan_layout_cfg lay = {.tp = 4, .sp = 2, .ep = 8, .dp = 2, .devices_per_node = 8};
@@ -652,6 +679,7 @@ static Suite *suite(void)
     tcase_add_test(tc, plan_json_fields);
     tcase_add_test(tc, mla_and_dsa_under_tp);
     tcase_add_test(tc, fold_and_expand_round_trip);
+    tcase_add_test(tc, fold_as_built_equals_fold_after);
     tcase_add_test(tc, layout_groups);
     suite_add_tcase(s, tc);
     return s;
