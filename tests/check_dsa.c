@@ -559,6 +559,42 @@ END_TEST
 /* Without a description: bf16 models materialize what the plain estimate
  * says (GQA) or trade kv_b_proj for W_UK_T / W_UV one for one (MLA); int8
  * weights follow the W8A8_DYNAMIC rule with the float exceptions. */
+/* quant_resident_bytes remembers its last totals (a sweep's points): every
+ * answer still equals a fresh accounting (quant_account) as the model, the
+ * layout and the precision change and come back. */
+START_TEST(resident_memo_follows_inputs)
+{
+    static const char *const cases[][2] = {
+        {"qwen3-omni-30b-a3b-thinker", "parallel.tp=8"},
+        {"qwen3-omni-30b-a3b-thinker", "parallel.tp=4"},
+        {"qwen3-omni-30b-a3b-thinker", "precision.mlp_weights=fp8_rowwise"},
+        {"qwen3-30b-a3b", "parallel.tp=8"},
+        {"qwen3-omni-30b-a3b-thinker", "parallel.tp=8"},
+        {"qwen3-omni-30b-a3b-thinker", "parallel.tp=4"},
+    };
+    double first = 0;
+    for (int k = 0; k < 6; k++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml,
+                 "model: %s\nplatform: h200-sxm-8\nrequests: [{prompt_tokens: 10}]\n",
+                 cases[k][0]);
+        scenario s;
+        quant_report r;
+        tu_load(&s, yaml, &cases[k][1], 1);
+        quant_account(&s, NULL, &r);
+        double got = quant_resident_bytes(&s);
+        ck_assert_double_eq_tol(got, r.total, 1);
+        if (k == 0)
+            first = got;
+        if (k == 4)
+            ck_assert_double_eq(got, first);
+        if (k == 1 || k == 2 || k == 3)
+            ck_assert_double_ne(got, first);
+        wl_free(&s);
+    }
+}
+END_TEST
+
 START_TEST(accounting_rules_without_description)
 {
     scenario s;
@@ -891,6 +927,7 @@ static Suite *suite(void)
     tcase_set_timeout(tq, 120);
     tcase_add_test(tq, glm_w8a8_accounting);
     tcase_add_test(tq, accounting_rules_without_description);
+    tcase_add_test(tq, resident_memo_follows_inputs);
     tcase_add_test(tq, description_refusals);
     tcase_add_test(tq, memory_command);
     suite_add_tcase(s, tq);

@@ -16,10 +16,13 @@ name=sweep
 . "${top_srcdir:-.}/tests/testlib.sh"
 . "$top_srcdir/tests/plot_checks.sh"
 
+# every layer simulated (no replay), so that the sweep lasts long enough
+# (about 0.3 s) for the kill below to land mid-run
 cat >"$tmp/base.yaml" <<'EOF'
 model: qwen3-omni-30b-a3b-thinker
 platform: h100-sxm-8
 parallel: {tp: 8}
+simulation: {replay: false}
 requests:
   - prompt_tokens: 1024
 EOF
@@ -63,10 +66,10 @@ cmp -s "$tmp/single/results.jsonl" "$tmp/unshared/results.jsonl" ||
 "$CPSIM" sweep "$tmp/s.yaml" -j 1 --out "$tmp/killed" >/dev/null 2>&1 &
 pid=$!
 i=0
-while [ $i -lt 400 ]; do
+while [ $i -lt 2000 ]; do
     lines=$(cat "$tmp/killed/results.jsonl" 2>/dev/null | wc -l)
     [ "$lines" -ge 3 ] && break
-    sleep 0.05
+    sleep 0.01
     i=$((i + 1))
 done
 kill -KILL $pid 2>/dev/null
