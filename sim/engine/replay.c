@@ -108,8 +108,8 @@ typedef struct rp_copy {
     rp_sig *sig;                /* its entry cut's early starts before tc - eps, by
                                    rank and element: the cut's state */
     size_t nsig;
-    size_t *ev_lo, *ev_hi;      /* [nranks]: its events lie in the rank's
-                                   ev[ev_lo, ev_hi) */
+    size_t *ev_lo, *ev_hi;      /* [nranks]: its events lie in the rank's own
+                                   block's ev[ev_lo, ev_hi) (events.h) */
     size_t *mem_lo, *mem_hi;
     long msgs, execs;           /* counted for its ops */
     /* as a reference: its events and memory events in a shared block of
@@ -122,7 +122,6 @@ typedef struct rp_copy {
     size_t nse;
     double t1max;
 } rp_copy;
-
 
 /* A record pushed by an early start of the pending cut. */
 typedef struct rp_early {
@@ -454,6 +453,7 @@ static int in_copy(int rank, uint32_t op, int32_t layer, int R, uint32_t j)
            layer == rs->pg->ops[op].layer + (int32_t)j * q->layer_step;
 }
 
+/* A zeroed count per rank. */
 static uint32_t *counts(void)
 {
     uint32_t *v = calloc((size_t)eng.p->nranks + 1, sizeof *v);
