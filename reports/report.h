@@ -88,6 +88,7 @@ typedef struct rep_summary {
     int replicas_simulated;    /* DP replicas simulated (1: copied to the rest) */
     long iters_simulated;      /* copies of repeated regions simulated */
     long iters_replayed;       /* and replayed (sim/engine/replay.c) */
+    double replay_near_s;      /* eng_result.replay_near_s (0: none, or not known) */
     double wall_s;             /* simulator wall time (not written to files) */
 } rep_summary;
 

@@ -371,6 +371,7 @@ int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
     out->replicas_simulated = r->replicas_simulated;
     out->iters_simulated = r->iters_simulated;
     out->iters_replayed = r->iters_replayed;
+    out->replay_near_s = r->replay_near_s;
     out->wall_s = r->wall_s;
     return 0;
 }

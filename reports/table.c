@@ -1,4 +1,5 @@
 /* table: the short console report of a run. */
+#include <math.h>
 #include <string.h>
 
 #include "reports/report.h"
@@ -61,4 +62,13 @@ void rep_print_replayed(const rep_summary *sm, FILE *out)
     if (sm->iters_replayed > 0)
         fprintf(out, "; %ld of %ld layer iterations replayed", sm->iters_replayed,
                 sm->iters_replayed + sm->iters_simulated);
+    /* most layers simulated though they nearly repeat: say what would
+     * replay them (1e-6 s: the largest tolerance accepted, workload.c) */
+    if (sm->replay_near_s > 0 && sm->replay_near_s <= 1e-6 &&
+        2 * sm->iters_replayed < sm->iters_simulated) {
+        double unit = pow(10, floor(log10(sm->replay_near_s)) - 1); /* 2 digits, up */
+        fprintf(out, "; no layer repeats exactly, the closest cuts are %.3g us apart "
+                "(simulation.replay_tolerance_s: %.2g replays some, approximately)",
+                1e6 * sm->replay_near_s, ceil(sm->replay_near_s / unit) * unit);
+    }
 }

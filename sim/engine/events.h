@@ -78,6 +78,9 @@ typedef struct eng_result {
                                figures copied to the others, engine.h) */
     int iters_simulated; /* copies of repeated regions simulated (plan.h) */
     int iters_replayed;  /* and replayed (engine.h) */
+    double replay_near_s; /* the closest two cuts came without replaying: their
+                             early starts as the same ops at most this far
+                             apart (s; 0: none came close) */
     long messages;       /* simulated point-to-point messages (copies counted) */
     long execs;          /* simulated compute activities */
     double wall_s;       /* wall-clock seconds inside simgrid_run() */
