@@ -401,7 +401,8 @@ void quant_account(const struct scenario *s, const quant_desc *d, quant_report *
  * quant description (whose content the key would have to hold).  A sweep's
  * points differ in what they sweep, and most sweep no weight: the walk over
  * every tensor (18K for the thinker's experts) ran once per point. */
-enum { RESIDENT_MEMO = 8 };
+enum { RESIDENT_MEMO = 8 }; /* our own choice: more than the layouts a sweep
+                                mixes (thinker-sweep.yaml has 4 TP x SP) */
 static struct resident_memo {
     int used;
     arch a;

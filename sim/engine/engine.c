@@ -36,17 +36,12 @@ static struct {
 
 /* Each rank records into its own block of the result (events.h), in the
  * order things happen there: an element makes one event, or one memory
- * event for a memory op. */
+ * event for a memory op (eng_add_mem). */
 void eng_push_event(const eng_event *e)
 {
     eng_add_event(eng.res, e);
     if (e->t1 > eng.res->end_s)
         eng.res->end_s = e->t1;
-}
-
-void eng_push_mem(const eng_mem *m)
-{
-    eng_add_mem(eng.res, m);
 }
 
 /* ---- synchronisation --------------------------------------------------- */
@@ -295,8 +290,8 @@ static void stream_main(int argc, char **argv)
             interfere(rs);
             break;
         case OPK_MEM:
-            eng_push_mem(&(eng_mem){.t = t0, .delta = o->mem_bytes, .rank = rs->rank, .op = real,
-                                    .layer = layer, .cat = o->mem_cat});
+            eng_add_mem(eng.res, &(eng_mem){.t = t0, .delta = o->mem_bytes, .rank = rs->rank,
+                                            .op = real, .layer = layer, .cat = o->mem_cat});
             break;
         case OPK_STEP:
             sleep_until(o->arrival_s);

@@ -86,9 +86,9 @@ extern eng_state eng;
  * doubled when full (out of memory aborts). */
 void *eng_grow(void *v, size_t *cap, size_t n, size_t size);
 
-/* Record an event or a memory event of its rank. */
+/* Record an event of its rank (eng_add_event) and move the run's end
+ * (memory events go straight to eng_add_mem). */
 void eng_push_event(const eng_event *e);
-void eng_push_mem(const eng_mem *m);
 
 /* Whether element e of the rank's sequence has completed; whether element i
  * may start (its dependencies done, its step started). */

@@ -167,23 +167,37 @@ void eng_replicate(eng_result *r, int nranks)
 
 /* ---- reading ------------------------------------------------------------- */
 
+/* Room in *buf (*cap elements of `size` bytes) for the records of n spans;
+ * returns how many they hold.  Its old contents are not kept. */
+static size_t room(void **buf, size_t *cap, size_t size, const eng_span *v, size_t n)
+{
+    size_t total = 0;
+    for (size_t s = 0; s < n; s++)
+        total += v[s].n;
+    if (total + 1 > *cap) {
+        *cap = total + 1;
+        free(*buf);
+        if (!(*buf = malloc(*cap * size)))
+            abort();
+    }
+    return total;
+}
+
+/* A span read as it is: no shift to apply. */
+static int unshifted(const eng_span *sp)
+{
+    return sp->dt == 0 && sp->dlayer == 0 && sp->drank == 0;
+}
+
 size_t eng_rank_events(const eng_result *r, int rank, eng_event **buf, size_t *cap)
 {
     const eng_seq *q = &r->seq[rank];
-    size_t n = 0;
-    for (size_t s = 0; s < q->nes; s++)
-        n += q->es[s].n;
-    if (n + 1 > *cap) {
-        *cap = n + 1;
-        free(*buf);
-        if (!(*buf = malloc(*cap * sizeof **buf)))
-            abort();
-    }
+    size_t n = room((void **)buf, cap, sizeof **buf, q->es, q->nes);
     eng_event *o = *buf;
     for (size_t s = 0; s < q->nes; s++) {
         const eng_span *sp = &q->es[s];
         const eng_event *src = r->blk[sp->block].ev + sp->lo;
-        if (sp->dt == 0 && sp->dlayer == 0 && sp->drank == 0) {
+        if (unshifted(sp)) {
             memcpy(o, src, sp->n * sizeof *o);
         } else {
             for (uint32_t i = 0; i < sp->n; i++) {
@@ -222,20 +236,12 @@ static int insertion_sort(eng_mem *v, size_t n, size_t budget)
 size_t eng_rank_mems(const eng_result *r, int rank, eng_mem **buf, size_t *cap)
 {
     const eng_seq *q = &r->seq[rank];
-    size_t n = 0;
-    for (size_t s = 0; s < q->nms; s++)
-        n += q->ms[s].n;
-    if (n + 1 > *cap) {
-        *cap = n + 1;
-        free(*buf);
-        if (!(*buf = malloc(*cap * sizeof **buf)))
-            abort();
-    }
+    size_t n = room((void **)buf, cap, sizeof **buf, q->ms, q->nms);
     eng_mem *o = *buf;
     for (size_t s = 0; s < q->nms; s++) {
         const eng_span *sp = &q->ms[s];
         const eng_mem *src = r->blk[sp->block].mem + sp->lo;
-        if (sp->dt == 0 && sp->dlayer == 0 && sp->drank == 0) {
+        if (unshifted(sp)) {
             memcpy(o, src, sp->n * sizeof *o);
         } else {
             for (uint32_t i = 0; i < sp->n; i++) {
