@@ -121,6 +121,35 @@ static void relink(const ilink *l)
     sg_link_set_bandwidth(l->link, l->bw / fm);
 }
 
+/* Make the rank's hog realise rs->fc.  Cancelling and starting an exec are
+ * SimGrid calls, inside which another stream of the rank may run and change
+ * rs->fc: only one stream applies at a time (hog_busy), and it loops until
+ * the hog matches the factor in force, all at one simulated instant.  (Two
+ * streams each starting a hog, one of them never cancelled, was the crash
+ * of pass-Q rings with ring_overlap on 4+ nodes.) */
+static void apply_hog(rank_st *rs)
+{
+    if (rs->hog_busy)
+        return;
+    rs->hog_busy = 1;
+    while (rs->hog_fc != rs->fc) {
+        double want = rs->fc;
+        sg_exec_t old = rs->hog;
+        rs->hog = NULL;
+        if (old)
+            sg_exec_cancel(old);
+        if (want > 1.0) {
+            /* a bounded exec beside the kernel leaves it speed / fc */
+            sg_exec_t h = sg_actor_exec_init(rs->speed * 1e9);
+            sg_exec_set_bound(h, rs->speed * (1.0 - 1.0 / want));
+            sg_exec_start(h);
+            rs->hog = h;
+        }
+        rs->hog_fc = want;
+    }
+    rs->hog_busy = 0;
+}
+
 /* Re-derive the rank's slowdowns after one of its streams started or ended
  * an op, and apply them to its host and links. */
 static void interfere(rank_st *rs)
@@ -136,23 +165,14 @@ static void interfere(rank_st *rs)
         }
     if (rs->kernel_kind >= 0 && bytes > 0)
         interf_factors_at(eng.im, rs->kernel_kind, n, bytes, &fc, &fm);
-    if (fc != rs->fc) {
-        if (rs->hog)
-            sg_exec_cancel(rs->hog);
-        rs->hog = NULL;
-        if (fc > 1.0) {
-            /* a bounded exec beside the kernel leaves it speed / fc */
-            rs->hog = sg_actor_exec_init(rs->speed * 1e9);
-            sg_exec_set_bound(rs->hog, rs->speed * (1.0 - 1.0 / fc));
-            sg_exec_start(rs->hog);
-        }
-        rs->fc = fc;
-    }
-    if (fm != rs->fm) {
-        rs->fm = fm;
+    int relinks = fm != rs->fm;
+    rs->fc = fc;
+    rs->fm = fm;
+    /* sg_link_set_bandwidth does not yield; apply_hog may */
+    if (relinks)
         for (int k = 0; k < rs->nlinks; k++)
             relink(&eng.links[rs->links[k]]);
-    }
+    apply_hog(rs);
 }
 
 /* The links of every rank, each listed once with its owners. */
@@ -164,7 +184,7 @@ static void interfere_setup(const platform *pl, int nranks)
     for (int r = 0; r < nranks; r++) {
         rank_st *rs = &eng.ranks[r];
         rs->kernel_kind = -1;
-        rs->fc = rs->fm = 1.0;
+        rs->fc = rs->fm = rs->hog_fc = 1.0;
         int n = plat_device_links(pl, r, names, 64);
         rs->links = calloc((size_t)n + 1, sizeof *rs->links);
         if (!rs->links)
@@ -227,6 +247,27 @@ static long run_coll(stream_st *ss, const plan_op *o)
     if (members != stack)
         free(members);
     return msgs;
+}
+
+/* The streams of a rank that have finished wait for its last one, which
+ * lets them all go.  An actor that exits has SimGrid cancel the activities
+ * it started, and the engine dereferences the dead actor when it later
+ * ends them (SimGrid 3.32 ExecImpl::post); the interference hog is started
+ * by whichever stream changed the slowdown and may outlive it, so a stream
+ * that exited first would crash the run (pass-Q rings with ring_overlap on
+ * 4+ nodes did).  When the last stream finishes no kernel runs, so the hog
+ * is gone (interfere() after the last kernel). */
+static void leave_together(rank_st *rs)
+{
+    int active = 0;
+    for (int st = 0; st < ST_COUNT; st++)
+        active += rs->ix->nlist[st] > 0;
+    if (++rs->nfinished < active) {
+        sg_sem_acquire(rs->leave);
+        return;
+    }
+    for (int k = 1; k < active; k++)
+        sg_sem_release(rs->leave);
 }
 
 static void stream_main(int argc, char **argv)
@@ -321,6 +362,7 @@ static void stream_main(int argc, char **argv)
         k++;
     }
     rs->finished[s] = 1;
+    leave_together(rs);
 }
 
 /* ---- results ------------------------------------------------------------ */
@@ -540,6 +582,7 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
         rs->speed = sg_host_get_speed(rs->host);
         for (int st = 0; st < ST_COUNT; st++)
             rs->sem[st] = sg_sem_init(0);
+        rs->leave = sg_sem_init(0);
         rs->started_step = -1;
     }
     /* one actor per stream with ops; SimGrid steps actors ready at one
@@ -586,6 +629,8 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
         for (int st = 0; st < ST_COUNT; st++)
             if (ranks[r].sem[st])
                 sg_sem_destroy(ranks[r].sem[st]);
+        if (ranks[r].leave)
+            sg_sem_destroy(ranks[r].leave);
         free(ranks[r].links);
     }
     free(eng.links);

@@ -42,12 +42,21 @@ typedef struct rank_st {
     int waiters;                /* streams parked */
     uint32_t at[ST_COUNT];      /* op each stream is working on (deadlock report) */
     int finished[ST_COUNT];
+    int nfinished;              /* streams with ops that have finished */
+    sg_sem_t leave;             /* finished streams wait here for the rank's last */
     /* interference (engine.h) */
     int kernel_kind;            /* interference kind of the running kernel, -1 idle */
     double comm_bytes[ST_COUNT]; /* size of the collective running per stream, 0 idle */
     int comm_n[ST_COUNT];       /* and its group size */
     double fc, fm;              /* slowdowns in force */
-    sg_exec_t hog;              /* takes 1 - 1/fc of the host while fc > 1 */
+    double hog_fc;              /* the compute slowdown the hog realises */
+    int hog_busy;               /* a stream is in apply_hog */
+    sg_exec_t hog;              /* takes 1 - 1/fc of the host while fc > 1; started
+                                   by whichever stream changed fc, so no stream
+                                   of the rank exits before the rank's last
+                                   (stream_main): SimGrid cancels an exiting
+                                   actor's activities and later dereferences
+                                   the dead actor when it ends them */
     int *links;                 /* indices into eng.links */
     int nlinks;
     /* replay (replay.c) */
