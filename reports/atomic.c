@@ -52,6 +52,17 @@ void rep_tmp_cleanup(void)
             unlink(open_tmp[i]);
 }
 
+void rep_clear_outputs(const char *dir)
+{
+    static const char *const names[] = {"summary.json", "trace.json", "trace.json.gz",
+                                        "memory.csv", "steps.csv", "requests.csv"};
+    char path[8192];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+}
+
 void rep_remove_stale(const char *dir)
 {
     DIR *d = opendir(dir);

@@ -223,6 +223,13 @@ int rep_mkdir_p(const char *dir, cp_err *err);
  * of SIGINT / SIGTERM / SIGHUP). */
 void rep_tmp_cleanup(void);
 
+/* Before a run simulates into dir: remove the outputs a run writes there
+ * (summary.json first, the marker that the files beside it are complete;
+ * then the traces, memory.csv, steps.csv, requests.csv), so that a run that
+ * cannot finish (a crash, a kill, an internal failure) leaves no other
+ * scenario's results that read as its own.  Missing files are fine. */
+void rep_clear_outputs(const char *dir);
+
 /* Remove the temporary files in dir left by processes that no longer
  * exist (killed runs and sweeps: PATH.tmp-<pid>-XXXXXX). */
 void rep_remove_stale(const char *dir);

@@ -805,6 +805,34 @@ START_TEST(test_workload_trace)
     snprintf(want, sizeof want, "%s:3:5: decode_tokens: expected an integer in [0, 1000000], "
              "got \"x\"", csv);
     assert_msg(&err, want);
+
+    /* decimal only: hex integers and hex floats are refused, not read as
+     * 1024 tokens or 8 s */
+    static const char *const rows[][2] = {
+        { "0,0x400,1\n", "2:3: prompt_tokens: expected an integer in [1, 16777216], got \"0x400\"" },
+        { "0x1p3,4,1\n", "2:1: arrival_s: expected a number in [0, 1e+06], got \"0x1p3\"" },
+        { "inf,4,1\n", "2:1: arrival_s: expected a number in [0, 1e+06], got \"inf\"" },
+        { "1,4.,1e\n", "2:6: decode_tokens: expected an integer in [0, 1000000], got \"1e\"" },
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        f = fopen(csv, "w");
+        fprintf(f, "arrival_s,prompt_tokens,decode_tokens\n%s", rows[k][0]);
+        fclose(f);
+        memset(&err, 0, sizeof err);
+        ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+        snprintf(want, sizeof want, "%s:%s", csv, rows[k][1]);
+        assert_msg(&err, want);
+    }
+    /* a NUL byte would end the row early: refused at its column */
+    f = fopen(csv, "w");
+    fputs("arrival_s,prompt_tokens,decode_tokens\n1,4", f);
+    fputc('\0', f);
+    fputs("096,1\n", f);
+    fclose(f);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+    snprintf(want, sizeof want, "%s:2:4: a NUL byte in the row (a CSV trace is text)", csv);
+    assert_msg(&err, want);
     unlink(csv);
 }
 END_TEST

@@ -7,6 +7,8 @@
 #     no output and no temporary file;
 #   - a second sweep on a folder another sweep is writing: refused (exit 2,
 #     naming the holder's pid); the first is undisturbed;
+#   - a run killed mid-simulation (as a crash) leaves none of the earlier
+#     run's outputs in its folder;
 #   - a run whose write fails keeps no marker (summary.json) beside a mix of
 #     old and new files; temporary files of dead processes are removed by
 #     the next run, those of live ones are not;
@@ -102,6 +104,20 @@ for sig in INT:2 TERM:15; do
     grep -q "Backtrace\|backtrace" "$d.err" && fail "SIG$sig: SimGrid's backtrace: $(cat "$d.err")"
     left=$(ls "$d" 2>/dev/null | wc -l)
     [ "$left" -eq 0 ] || fail "SIG$sig: the run left $(ls "$d")"
+done
+
+# ---- a run that cannot finish: no other scenario's outputs stay --------------------------
+# (SIGKILL cannot be caught, like a crash; the folder held another run's)
+d="$tmp/killed-run"
+"$CPSIM" run "$tmp/base.yaml" --quiet --out "$d" || fail "run exited $?"
+[ -s "$d/summary.json" ] || fail "the first run wrote no summary.json"
+"$CPSIM" run "$long" --quiet --set simulation.fold_layers=false --out "$d" 2>/dev/null &
+pid=$!
+sleep 1
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+for f in summary.json trace.json memory.csv; do
+    [ -e "$d/$f" ] && fail "a killed run left the earlier scenario's $f"
 done
 
 # ---- a failed write, stale temporary files ---------------------------------------------

@@ -6,6 +6,7 @@
  */
 #include "workloads/workload.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -823,16 +824,47 @@ static int csv_split(char *line, char **field, int *col, int max)
     }
 }
 
-/* A CSV integer: decimal, or a number form that is an exact integer. */
+/* Whether t is a decimal number: [+-]digits[.digits][(e|E)[+-]digits], at
+ * least one digit before the exponent.  strtod alone also takes hex
+ * ("0x400", "0x1p3"), "inf" and "nan", which a trace never means. */
+static int csv_decimal(const char *t)
+{
+    const char *p = t;
+    int digits = 0;
+    if (*p == '+' || *p == '-')
+        p++;
+    for (; isdigit((unsigned char)*p); p++)
+        digits++;
+    if (*p == '.')
+        for (p++; isdigit((unsigned char)*p); p++)
+            digits++;
+    if (!digits)
+        return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return 0;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    return *p == '\0';
+}
+
+/* A CSV integer: decimal, or a decimal number form that is an exact
+ * integer ("1e3", "1024.0"). */
 static int csv_int(const char *t, long long lo, long long hi, long long *out)
 {
+    if (!csv_decimal(t))
+        return -1;
     char *end;
     errno = 0;
     long long v = strtoll(t, &end, 10);
-    if (!*t || *end || errno) {
+    if (*end || errno) {
         double d = strtod(t, &end);
         /* 9.2e18 is just below 2^63 (as yamlio's parse_integer) */
-        if (!*t || *end || !isfinite(d) || d != floor(d) || fabs(d) > 9.2e18)
+        if (*end || !isfinite(d) || d != floor(d) || fabs(d) > 9.2e18)
             return -1;
         v = (long long)d;
     }
@@ -844,9 +876,11 @@ static int csv_int(const char *t, long long lo, long long hi, long long *out)
 
 static int csv_double(const char *t, double lo, double hi, double *out)
 {
+    if (!csv_decimal(t))
+        return -1;
     char *end;
     double d = strtod(t, &end);
-    if (!*t || *end || !isfinite(d) || d < lo || d > hi)
+    if (*end || !isfinite(d) || d < lo || d > hi)
         return -1;
     *out = d;
     return 0;
@@ -939,8 +973,15 @@ static int read_trace(const ynode *item, const char *what, req_buf *b, cp_err *e
     size_t cap = 0;
     int lineno = 0, ncols = 0, rc = 0;
     long long rows = 0;
-    while (rc == 0 && getline(&line, &cap, f) >= 0) {
+    ssize_t got;
+    while (rc == 0 && (got = getline(&line, &cap, f)) >= 0) {
         lineno++;
+        size_t nul = strlen(line);
+        if ((ssize_t)nul < got) {   /* C strings would end the row there */
+            rc = cp_fail_at(err, (cp_loc){ path, lineno, (int)nul + 1 },
+                            "a NUL byte in the row (a CSV trace is text)");
+            break;
+        }
         line[strcspn(line, "\r\n")] = '\0';
         char *text = line;
         if (lineno == 1 && strncmp(text, "\xef\xbb\xbf", 3) == 0)

@@ -151,6 +151,10 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
                       FILE *table, cp_err *err)
 {
     *summary = NULL;
+    /* what this run replaces goes before it simulates: a run that cannot
+     * finish leaves none of another scenario's outputs (rep_clear_outputs) */
+    if (rq->out_dir)
+        rep_clear_outputs(rq->out_dir);
     if (s->serving)
         return srv_run(rq, s, s->decode_reuse, summary, table, err);
     if (s->par.ring_select == RS_SIMULATE && !rq->picked && has_ring_step(p)) {
