@@ -376,6 +376,75 @@ START_TEST(bad_sweep_files_are_refused_with_their_place)
 }
 END_TEST
 
+/* Every key and value of a sweep is checked when it loads, not when a
+ * point happens to evaluate it (issue 30 part 4). */
+START_TEST(sweeps_are_checked_whole_at_load)
+{
+    /* a typo in a branch that short-circuits away */
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid: {parallel.tp: [4, 8]}\n"
+                                         "where: [\"parallel.tp >= 1 || parallel.spp == 2\"]\n"),
+                                 "bad.yaml:3:30: where: unknown key parallel.spp"));
+    /* an enum value no point can have, with the closest name */
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid: {parallel.tp: [4, 8]}\n"
+                                         "where: [\"parallel.exchange != rign\"]\n"),
+                                 "\"rign\" matches no point (did you mean \"ring\"?)"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid: {parallel.tp: [4, 8]}\n"
+                                         "where: [\"'bf61' == precision.weights\"]\n"),
+                                 "where: precision.weights is one of bf16,"));
+    /* no point passes: exit 2, not empty tables */
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid: {parallel.tp: [4, 8]}\n"
+                                         "where: [parallel.tp > 8]\n"),
+                                 "no point of the grid passes `where` (2 combinations tried)"));
+    /* a value listed twice: two points with one id */
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid:\n  parallel.tp: [4, 8, 4]\n"),
+                                 "bad.yaml:3:23: grid.parallel.tp: the value 4 is listed twice"));
+    /* a key both set and varied, or a section set whole and a key of it varied */
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\nset: {parallel.tp: 8}\n"
+                                         "grid: {parallel.tp: [4, 8]}\n"),
+                                 "grid.parallel.tp: set: gives parallel.tp too"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\nset: {parallel: {tp: 2}}\n"
+                                         "grid: {parallel.tp: [4, 8]}\n"),
+                                 "grid.parallel.tp: set: gives parallel too"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\nset: {parallel.tpx: 2}\n"
+                                         "grid: {parallel.tp: [4, 8]}\n"),
+                                 "is not a workload key: --set parallel.tpx=2: unknown key"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\ngrid: {parallel.tpp: [4, 8]}\n"),
+                                 "unknown key \"tpp\" in parallel (did you mean \"tp\"?)"));
+    ck_assert_ptr_nonnull(strstr(refusal("base: base.yaml\n"
+                                         "grid: {parallel.exchange: [ring, rign]}\n"),
+                                 "bad.yaml:2:34: grid.parallel.exchange: expected one of auto,"));
+    /* a set key that only shares a prefix with a grid key is fine */
+    sweep_spec sp;
+    sweep_points pts;
+    expand("base: base.yaml\nset: {parallel.sp: 1}\n"
+           "grid: {parallel.split: [striped]}\n", &sp, &pts);
+    sweep_points_free(&pts);
+    sweep_free(&sp);
+}
+END_TEST
+
+/* parallel.all_gather_tensors at its default beside a ring changes
+ * nothing and is accepted (a grid over it and the exchange); kv is refused. */
+START_TEST(all_gather_tensors_default_passes_beside_a_ring)
+{
+    cp_err err = {0};
+    scenario s;
+    write_file("base.yaml", base_yaml);
+    char path[256];
+    snprintf(path, sizeof path, "%s/base.yaml", tmpdir);
+    const char *const ok[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
+                              "parallel.exchange=ring", "parallel.all_gather_tensors=qkv"};
+    ck_assert_msg(wl_load(path, ok, 5, NULL, &s, &err) == 0, "%s", err.msg);
+    wl_free(&s);
+    const char *const bad[] = {"parallel.tp=4", "parallel.sp=2",
+                               "parallel.kv_storage=by_position", "parallel.exchange=ring",
+                               "parallel.all_gather_tensors=kv"};
+    ck_assert_int_eq(wl_load(path, bad, 5, NULL, &s, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "parallel.all_gather_tensors: says what the "
+                                          "all_gather exchange gathers"));
+}
+END_TEST
+
 /* ---- hashes ------------------------------------------------------------------------------ */
 
 START_TEST(fnv1a_matches_its_reference_values)
@@ -745,6 +814,8 @@ static Suite *suite(void)
     tcase_add_test(tc, where_reads_workload_and_resolved_keys);
     tcase_add_test(tc, where_compares_two_keys);
     tcase_add_test(tc, bad_sweep_files_are_refused_with_their_place);
+    tcase_add_test(tc, sweeps_are_checked_whole_at_load);
+    tcase_add_test(tc, all_gather_tensors_default_passes_beside_a_ring);
     tcase_add_test(tc, fnv1a_matches_its_reference_values);
     tcase_add_test(tc, scenario_hash_follows_content_not_place);
     tcase_add_test(tc, scenario_hash_reads_the_files_it_names);

@@ -139,8 +139,13 @@ ls "$d" | grep -v "tmp-$$-" | grep -q "tmp-" && fail "temporary files left: $(ls
 printf 'base: base.yaml\ngrid: {parallel.tpp: [1, 2]}\n' >"$tmp/typo.yaml"
 "$CPSIM" sweep "$tmp/typo.yaml" --quiet --out "$tmp/typo" >"$tmp/typo.out" 2>&1
 rc=$?
+[ $rc -eq 2 ] || fail "a sweep with an unknown grid key exited $rc, expected 2"
+grep -q 'unknown key "tpp" in parallel' "$tmp/typo.out" || fail "$(cat "$tmp/typo.out")"
+printf 'base: base.yaml\ngrid: {parallel.tp: [3, 5]}\n' >"$tmp/none.yaml"
+"$CPSIM" sweep "$tmp/none.yaml" --quiet --out "$tmp/none" >"$tmp/none.out" 2>&1
+rc=$?
 [ $rc -eq 2 ] || fail "a sweep whose every point fails exited $rc, expected 2"
-grep -q "every point of the sweep failed (2)" "$tmp/typo.out" || fail "$(cat "$tmp/typo.out")"
+grep -q "every point of the sweep failed (2)" "$tmp/none.out" || fail "$(cat "$tmp/none.out")"
 "$CPSIM" sweep "$tmp/s.yaml" --quiet --shard 0/3 --out "$tmp/sh0" 2>/dev/null ||
     fail "shard 0 exited $?"
 "$CPSIM" sweep --merge "$tmp/sh0" --quiet --out "$tmp/part" >"$tmp/part.out" 2>&1

@@ -1351,7 +1351,8 @@ static int check_exchange_keys(const scenario *s, cp_err *err)
     const wl_parallel *p = &s->par;
     const ynode *par = yio_key(yio_root(s->doc), "parallel");
     const char *ex = exchange_names[p->exchange], *kv = kv_storage_names[p->kv_storage];
-    if (yio_key(par, "all_gather_tensors") && p->exchange != EX_ALL_GATHER)
+    if (yio_key(par, "all_gather_tensors") && p->all_gather_tensors != AGT_QKV &&
+        p->exchange != EX_ALL_GATHER)
         return cp_fail_at(err, loc_of(s, "parallel", "all_gather_tensors"),
                           "parallel.all_gather_tensors: says what the all_gather exchange "
                           "gathers; this node runs exchange %s with kv_storage %s (set "
@@ -1776,6 +1777,31 @@ int wl_exchange_is_ring(wl_exchange e)
 const char *wl_ring_select_name(wl_ring_select r)
 {
     return (unsigned)r < COUNT(ring_select_names) - 1 ? ring_select_names[r] : "?";
+}
+
+const char *const *wl_enum_names(const char *key)
+{
+    static const struct {
+        const char *key;
+        const char *const *names;
+    } other[] = {
+        { "precision.weights", weight_names }, { "precision.mlp_weights", weight_names },
+        { "precision.activations", dtype_names }, { "precision.kv_cache", dtype_names },
+        { "precision.activation_quant", act_quant_names },
+    };
+    for (size_t i = 0; i < COUNT(other); i++)
+        if (strcmp(key, other[i].key) == 0)
+            return other[i].names;
+    const char *dot = strchr(key, '.');
+    for (size_t k = 0; dot && k < COUNT(sections); k++) {
+        const wl_section *sec = &sections[k];
+        if (strlen(sec->key) != (size_t)(dot - key) || strncmp(key, sec->key, (size_t)(dot - key)))
+            continue;
+        for (size_t i = 0; i < sec->n; i++)
+            if (sec->fields[i].type == F_ENUM && strcmp(sec->fields[i].key, dot + 1) == 0)
+                return sec->fields[i].names;
+    }
+    return NULL;
 }
 
 const char *wl_kv_storage_name(wl_kv_storage k)

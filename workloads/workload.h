@@ -245,4 +245,10 @@ const char *wl_kv_storage_name(wl_kv_storage k);
 const char *wl_split_name(wl_split s);
 const char *wl_dsa_layout_name(wl_dsa_layout l);
 
+/* The names a dotted workload key of enumerated values accepts
+ * ("parallel.exchange" -> auto, ulysses, ...; precision.weights, the
+ * engine and simulation enums), NULL-terminated; NULL for any other key.
+ * A sweep's `where` checks its string literals against them. */
+const char *const *wl_enum_names(const char *key);
+
 #endif

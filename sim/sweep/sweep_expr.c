@@ -300,6 +300,31 @@ sweep_expr *sweep_expr_parse(const char *text, cp_loc at, int one_line, cp_err *
     return e;
 }
 
+static int is_key(const node *nd)
+{
+    return nd->kind == N_WORD && strchr(nd->str, '.') != NULL;
+}
+
+int sweep_expr_keys(const sweep_expr *e, sweep_expr_visit fn, void *ctx, cp_err *err)
+{
+    for (int i = 0; i < e->n; i++) {
+        if (!is_key(&e->nodes[i]))
+            continue;
+        const char *lit = NULL;
+        for (int j = 0; j < e->n && !lit; j++) {
+            const node *b = &e->nodes[j];
+            if (b->kind != N_BIN || (b->op != OP_EQ && b->op != OP_NE) || (b->a != i && b->b != i))
+                continue;
+            const node *o = &e->nodes[b->a == i ? b->b : b->a];
+            if (o->kind == N_STR || (o->kind == N_WORD && !is_key(o)))
+                lit = o->str;
+        }
+        if (fn(ctx, e->nodes[i].str, lit, loc_at(e, e->nodes[i].col), err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 void sweep_expr_free(sweep_expr *e)
 {
     if (!e)

@@ -50,6 +50,14 @@ sweep_expr *sweep_expr_parse(const char *text, cp_loc at, int one_line, cp_err *
  * error, a division by zero or an unknown dotted key. */
 int sweep_expr_eval(const sweep_expr *e, sweep_expr_lookup fn, void *ctx, int *holds, cp_err *err);
 
+/* Visit every dotted WORD of e in text order, at its location, with the
+ * string it is compared to by == or != (a STRING or an undotted WORD on the
+ * other side), else NULL; fn returns -1 with err to refuse the condition.
+ * For the sweep's checks at load time, before any point is evaluated. */
+typedef int (*sweep_expr_visit)(void *ctx, const char *key, const char *literal, cp_loc at,
+                                cp_err *err);
+int sweep_expr_keys(const sweep_expr *e, sweep_expr_visit fn, void *ctx, cp_err *err);
+
 void sweep_expr_free(sweep_expr *e);
 
 /* The text of a scalar parameter as an expression value: a number when the

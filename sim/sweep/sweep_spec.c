@@ -142,6 +142,24 @@ static json_t *typed_value(const ynode *n)
 static const char *const top_keys[] = {"name", "base", "set", "grid", "where", "options", NULL};
 static const char *const option_keys[] = {"jobs", "timeout_s", "plots", NULL};
 
+/* A value of a key with enumerated values (wl_enum_names) is one of them;
+ * others (numbers, lists, ...) the workload loader checks per point. */
+static int check_enum(const char *what, const char *key, const ynode *v, cp_err *err)
+{
+    const char *const *names = wl_enum_names(key);
+    if (!names || v->kind != YN_SCALAR)
+        return 0;
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], v->str) == 0)
+            return 0;
+    char list[512], hint[96];
+    size_t off = 0;
+    for (int i = 0; names[i] && off < sizeof list; i++)
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i ? ", " : "", names[i]);
+    return cp_fail_at(err, v->loc, "%s: expected one of %s, got \"%s\"%s", what, list, v->str,
+                      cp_suggest(hint, sizeof hint, v->str, names));
+}
+
 static int read_sets(const ynode *map, sweep_spec *sp, cp_err *err)
 {
     if (!map)
@@ -150,6 +168,10 @@ static int read_sets(const ynode *map, sweep_spec *sp, cp_err *err)
         return -1;
     sp->sets = cp_xcalloc(map->n, sizeof *sp->sets);
     for (size_t i = 0; i < map->n; i++) {
+        char what[300];
+        snprintf(what, sizeof what, "set.%s", map->keys[i]);
+        if (check_enum(what, map->keys[i], map->kids[i], err) < 0)
+            return -1;
         char *v = flow_text(map->kids[i]);
         size_t len = strlen(map->keys[i]) + strlen(v) + 2;
         sp->sets[i] = malloc(len);
@@ -181,11 +203,32 @@ static int read_grid(const ynode *map, sweep_spec *sp, cp_err *err)
             return -1;
         if (vals->n == 0)
             return cp_fail_at(err, vals->loc, "%s: no values", what);
+        for (int k = 0; k < sp->nsets; k++) {
+            /* "parallel.tp" against "parallel.tp", "parallel" or "parallel.tp.x" */
+            size_t a = strcspn(sp->sets[k], "="), b = strlen(map->keys[i]);
+            size_t m = a < b ? a : b;
+            if (strncmp(sp->sets[k], map->keys[i], m) == 0 &&
+                (a == b || (a < b ? map->keys[i][a] : sp->sets[k][b]) == '.'))
+                return cp_fail_at(err, vals->loc, "%s: set: gives %.*s too; one of the two "
+                                  "would override the other (keep the key in one place)",
+                                  what, (int)a, sp->sets[k]);
+        }
         sweep_axis *ax = &sp->axes[sp->naxes++];
         ax->key = xstrdup(map->keys[i]);
         ax->vals = cp_xcalloc(vals->n, sizeof *ax->vals);
-        for (size_t k = 0; k < vals->n; k++)
-            ax->vals[ax->nvals++] = flow_text(vals->kids[k]);
+        for (size_t k = 0; k < vals->n; k++) {
+            if (check_enum(what, map->keys[i], vals->kids[k], err) < 0)
+                return -1;
+            char *v = flow_text(vals->kids[k]);
+            for (int q = 0; q < ax->nvals; q++)
+                if (strcmp(ax->vals[q], v) == 0) {
+                    cp_loc at = vals->kids[k]->loc;
+                    free(v);
+                    return cp_fail_at(err, at, "%s: the value %s is listed twice (two points "
+                                      "with one id)", what, ax->vals[q]);
+                }
+            ax->vals[ax->nvals++] = v;
+        }
         size *= (long long)vals->n;
         if (size > SWEEP_MAX_CANDIDATES)
             return cp_fail_at(err, map->loc, "grid: more than %lld combinations",
@@ -301,6 +344,8 @@ static int read_spec(ydoc *doc, sweep_spec *sp, cp_err *err)
     return 0;
 }
 
+static int check_spec(const sweep_spec *sp, cp_err *err);
+
 int sweep_load(const char *path, sweep_spec *sp, cp_err *err)
 {
     memset(sp, 0, sizeof *sp);
@@ -310,6 +355,8 @@ int sweep_load(const char *path, sweep_spec *sp, cp_err *err)
         return -1;
     int rc = read_spec(doc, sp, err);
     yio_free(doc);
+    if (rc == 0)
+        rc = check_spec(sp, err);
     if (rc < 0)
         sweep_free(sp);
     return rc;
@@ -533,6 +580,111 @@ static int cand_lookup(void *vctx, const char *key, sweep_val *out, cp_err *err)
     return strchr(key, '.') ? workload_lookup(c, key, out, err) : 0;
 }
 
+/* ---- `where` checked at load ------------------------------------------------ */
+
+typedef struct where_check {
+    const sweep_spec *sp;
+    ydoc *doc;           /* the base as written, `set:` applied (NULL: it does not parse) */
+    ydoc *resolved;      /* the base resolved (NULL: it does not load) */
+    cp_err why;          /* why it does not */
+} where_check;
+
+/* A key of a condition: a grid key, or a key of the base as written or
+ * resolved; a string it is compared to is one its values can take. */
+static int check_key(void *vctx, const char *key, const char *lit, cp_loc at, cp_err *err)
+{
+    where_check *wc = vctx;
+    int grid = 0;
+    for (int a = 0; a < wc->sp->naxes && !grid; a++)
+        grid = strcmp(wc->sp->axes[a].key, key) == 0;
+    if (!grid && !(wc->doc && walk(yio_root(wc->doc), key)) && !walk_resolved(wc->resolved, key))
+        return wc->resolved ? cp_fail_at(err, at, "where: unknown key %s (not a grid key nor a "
+                                         "key of the workload or of its resolved values)", key)
+                            : cp_fail(err, CP_EXIT_INPUT, "where: %s: the base workload does "
+                                      "not load: %s", key, wc->why.msg);
+    const char *const *names = wl_enum_names(key);
+    if (!lit || !names)
+        return 0;
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], lit) == 0)
+            return 0;
+    char list[512], hint[96];
+    size_t off = 0;
+    for (int i = 0; names[i] && off < sizeof list; i++)
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i ? ", " : "", names[i]);
+    return cp_fail_at(err, at, "where: %s is one of %s; \"%s\" matches no point%s", key, list,
+                      lit, cp_suggest(hint, sizeof hint, lit, names));
+}
+
+/* The keys of `set:` and `grid:` are workload keys: the base loaded with
+ * the fixed assignments and every axis at its first value must not meet
+ * an unknown key (any other failure is a point's own, reported per point:
+ * a TP the heads refuse, say). */
+static int check_keys(const sweep_spec *sp, cp_err *err)
+{
+    sweep_point pt = {.val = cp_xcalloc((size_t)sp->naxes, sizeof *pt.val)};
+    int nsets;
+    char **sets = sweep_point_sets(sp, &pt, &nsets);
+    scenario s;
+    cp_err why = {0};
+    int rc = 0;
+    if (wl_load(sp->base, (const char *const *)sets, nsets, NULL, &s, &why) == 0)
+        wl_free(&s);
+    else if (strstr(why.msg, "unknown key"))
+        rc = cp_fail(err, CP_EXIT_INPUT, "%s: a key of set: or grid: is not a workload key: %s",
+                     sp->path, why.msg);
+    sweep_sets_free(sets, nsets);
+    free(pt.val);
+    return rc;
+}
+
+/* Every key of every condition checked before any point is evaluated: a
+ * typo in a branch that never runs (`a || parallel.spp == 2`) or a value
+ * that matches nothing would otherwise pass silently. */
+static int check_spec(const sweep_spec *sp, cp_err *err)
+{
+    if (check_keys(sp, err) < 0)
+        return -1;
+    if (sp->nwhere == 0)
+        return 0;
+    where_check wc = {.sp = sp};
+    cp_err ignored = {0};
+    wc.doc = yio_parse_file(sp->base, &ignored);
+    for (int i = 0; wc.doc && i < sp->nsets; i++)
+        if (yio_set(wc.doc, sp->sets[i], &ignored) < 0) {
+            yio_free(wc.doc);
+            wc.doc = NULL;
+        }
+    wc.resolved = resolved_tree(sp->base, sp->sets, sp->nsets, &wc.why);
+    /* a base that loads only with grid values (a TP the heads refuse,
+     * overridden by every point): the first of the first 64 grid
+     * combinations that loads serves */
+    int *val = cp_xcalloc((size_t)sp->naxes, sizeof *val);
+    for (int c = 0; !wc.resolved && c < 64; c++) {
+        long long r = c, total = 1;
+        for (int a = sp->naxes - 1; a >= 0; a--) {
+            val[a] = (int)(r % sp->axes[a].nvals);
+            r /= sp->axes[a].nvals;
+            total *= sp->axes[a].nvals;
+        }
+        if (c >= total)
+            break;
+        sweep_point pt = {.val = val};
+        int nsets;
+        char **sets = sweep_point_sets(sp, &pt, &nsets);
+        cp_err other = {0};
+        wc.resolved = resolved_tree(sp->base, sets, nsets, &other);
+        sweep_sets_free(sets, nsets);
+    }
+    free(val);
+    int rc = 0;
+    for (int w = 0; w < sp->nwhere && rc == 0; w++)
+        rc = sweep_expr_keys(sp->where[w], check_key, &wc, err);
+    yio_free(wc.doc);
+    yio_free(wc.resolved);
+    return rc;
+}
+
 /* Whether every condition holds: 1 yes, 0 no, -1 error. */
 static int conditions_hold(const sweep_spec *sp, const int *val, base_view *base, cp_err *err)
 {
@@ -609,6 +761,9 @@ int sweep_expand(const sweep_spec *sp, sweep_points *out, cp_err *err)
     for (int i = 0; i < out->n; i++)
         out->pt[i].val = out->vals + (size_t)i * (size_t)sp->naxes;
     out->spec_hash = h;
+    if (rc == 0 && out->n == 0)
+        rc = cp_fail_at(err, (cp_loc){sp->path, 0, 0}, "no point of the grid passes `where` "
+                        "(%d combinations tried): nothing to run", out->candidates);
     if (rc < 0)
         sweep_points_free(out);
     return rc;
