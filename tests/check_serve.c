@@ -222,7 +222,7 @@ START_TEST(test_serve_admission_waits_for_kv)
     wl_free(&s);
     scenario s0;
     tu_load(&s0, y, NULL, 0);
-    double b0 = srv_kv_budget(&s0);
+    double b0 = srv_kv_budget(&s0, NULL);
     wl_free(&s0);
     ck_assert(b0 > 3 * kv);
     /* a device with room for the rest and two requests' KV and a half */
@@ -341,6 +341,96 @@ START_TEST(test_serve_duration_unfinished)
 }
 END_TEST
 
+/* The error of a serving run that must be refused. */
+static const char *refused(const char *yaml)
+{
+    static cp_err err;
+    memset(&err, 0, sizeof err);
+    scenario s;
+    tu_load(&s, yaml, NULL, 0);
+    drv_req rq = {0};
+    json_t *sum = NULL;
+    ck_assert_int_eq(srv_run(&rq, &s, 0.005, &sum, NULL, &err), -1);
+    ck_assert_ptr_null(sum);
+    ck_assert_int_eq(err.code, CP_EXIT_INPUT);
+    wl_free(&s);
+    return err.msg;
+}
+
+/* Serving work is bounded (issue 30 part 5): clients without a count
+ * until a far duration stop at the request bound with the key; requests
+ * whose steps could never fit are refused before anything runs. */
+START_TEST(test_serve_work_is_bounded)
+{
+    char *y = cat(THINKER, "simulation: {duration_s: 1e5}\n"
+                           "requests: [{streams: 64, prompt_tokens: 16}]\n");
+    const char *m = refused(y);
+    ck_assert_msg(strstr(m, "requests.0: streams without count, until simulation.duration_s") &&
+                  strstr(m, "cpsim serves at most 1000000 requests"), "%s", m);
+    free(y);
+    /* a million tokens a step at most 1: 1e12 steps, refused up front */
+    static const char *const one[] = {"engine.chunked_prefill=true",
+                                      "engine.max_num_batched_tokens=1", "engine.max_num_seqs=1"};
+    y = cat(THINKER, "requests: [{every_s: 0, count: 100000, prompt_tokens: 16000000}]\n");
+    scenario sc;
+    tu_load(&sc, y, one, 3);
+    drv_req rq = {0};
+    json_t *none = NULL;
+    cp_err e2 = {0};
+    ck_assert_int_eq(srv_run(&rq, &sc, 0.005, &none, NULL, &e2), -1);
+    wl_free(&sc);
+    m = e2.msg;
+    ck_assert_msg(strstr(m, "engine.max_num_batched_tokens: the requests need at least "
+                            "1600000000000 steps"), "%s", m);
+    free(y);
+}
+END_TEST
+
+/* A run that serves nothing says so: null figures, a warning, and the
+ * resident memory (weights and engine) as every rank's peak. */
+START_TEST(test_serve_nothing_served)
+{
+    char *y = cat(THINKER, "simulation: {duration_s: 1}\n"
+                           "requests: [{every_s: 10, count: 3, start_s: 5, prompt_tokens: 64}]\n");
+    json_t *sum = serve(y, NULL, 0, 0.005);
+    ck_assert(json_is_null(json_object_get(sum, "ttft_s")));
+    json_t *sv = json_object_get(sum, "serving");
+    ck_assert(json_is_null(json_object_get(sv, "ttft_p50_s")));
+    ck_assert(json_is_null(json_object_get(sv, "itl_p99_s")));
+    json_t *w = json_array_get(json_object_get(sum, "warnings"), 0);
+    ck_assert_msg(w && strstr(json_string_value(w), "no step ran before simulation.duration_s "
+                                                    "= 1 s (the first request arrives at 5 s)"),
+                  "%s", w ? json_string_value(w) : "no warning");
+    /* 30.5 B parameters / TP8 at bf16 and 1.25 GB of engine memory: ~8.9 GB */
+    double peak = json_number_value(json_object_get(sum, "peak_bytes_max"));
+    ck_assert_msg(peak > 8e9 && peak < 10e9, "peak %g", peak);
+    json_t *r0 = json_array_get(json_object_get(sum, "ranks"), 0);
+    json_t *cat0 = json_object_get(r0, "peak_by_category");
+    ck_assert(json_number_value(json_object_get(cat0, "weights")) > 7e9);
+    ck_assert(json_number_value(json_object_get(cat0, "reserved")) == 1e9);
+    json_decref(sum);
+    free(y);
+}
+END_TEST
+
+/* every_s: 0 is a burst: count requests at start_s, served together. */
+START_TEST(test_serve_burst)
+{
+    char *y = cat(THINKER, "requests: [{every_s: 0, count: 4, start_s: 2, prompt_tokens: 256,"
+                           " decode_tokens: 2}]\n");
+    json_t *sum = serve(y, NULL, 0, 0.005);
+    for (int i = 0; i < 4; i++) {
+        ck_assert(req_num(sum, i, "arrival_s") == 2.0);
+        ck_assert(req_num(sum, i, "ttft_s") > 0);
+    }
+    /* one prefill step for all four, then two decode steps */
+    json_t *sim = json_object_get(sum, "simulation");
+    ck_assert_int_eq(json_integer_value(json_object_get(sim, "steps")), 3);
+    json_decref(sum);
+    free(y);
+}
+END_TEST
+
 /* Same inputs, byte-identical summary. */
 START_TEST(test_serve_deterministic)
 {
@@ -402,6 +492,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_serve_router_pad_slice);
     tcase_add_test(tc, test_serve_duration_unfinished);
     tcase_add_test(tc, test_serve_deterministic);
+    tcase_add_test(tc, test_serve_work_is_bounded);
+    tcase_add_test(tc, test_serve_nothing_served);
+    tcase_add_test(tc, test_serve_burst);
     suite_add_tcase(s, tc);
     return s;
 }

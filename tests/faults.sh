@@ -9,6 +9,7 @@
 #     naming the holder's pid); the first is undisturbed;
 #   - a run killed mid-simulation (as a crash) leaves none of the earlier
 #     run's outputs in its folder;
+#   - a serving run whose write fails names the file and errno;
 #   - a run whose write fails keeps no marker (summary.json) beside a mix of
 #     old and new files; temporary files of dead processes are removed by
 #     the next run, those of live ones are not;
@@ -134,6 +135,14 @@ grep -q "trace.json: cannot rename output into place" "$tmp/w.out" || fail "$(ca
 [ -e "$d/summary.json.tmp-999999999-AbCdEf" ] && fail "a dead process's temporary file stayed"
 [ -e "$d/trace.json.tmp-$$-AbCdEf" ] || fail "a live process's temporary file was removed"
 ls "$d" | grep -v "tmp-$$-" | grep -q "tmp-" && fail "temporary files left: $(ls "$d")"
+
+# ---- a serving run that cannot write its outputs names the file and the cause ------------
+# (a file size limit: memory.csv, 3.4 MB, does not fit 1,000 blocks)
+(ulimit -f 1000 && trap '' XFSZ && "$CPSIM" run "$top_srcdir/workloads/examples/long-short-mix.yaml" \
+    --trace none --quiet --out "$tmp/fsz") >"$tmp/fsz.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "a serving run that cannot write exited $rc, expected 2"
+grep -q "memory.csv: write failed: File too large" "$tmp/fsz.out" || fail "$(cat "$tmp/fsz.out")"
 
 # ---- sweeps that produce nothing -------------------------------------------------------
 printf 'base: base.yaml\ngrid: {parallel.tpp: [1, 2]}\n' >"$tmp/typo.yaml"

@@ -31,12 +31,11 @@
 #define WL_MAX_PROMPT 16777216LL
 #define WL_MAX_ARRIVAL 1e6
 #define WL_MAX_DECODE 1000000LL
-/* Bounds of the request sources (our own sanity limits as well): at most a
- * million open-loop requests once the sources are expanded (40 MB of
- * wl_request); closed-loop entries of up to 4096 clients (WL_MAX_DEGREE, a
+/* Bounds of the request sources (our own sanity limits as well): at most
+ * WL_MAX_REQUESTS open-loop requests once the sources are expanded (40 MB
+ * of wl_request; workload.h), and served in all; closed-loop entries of up to 4096 clients (WL_MAX_DEGREE, a
  * client per device of the largest layout); Poisson rates up to 1e6
  * requests per second; engine.max_num_seqs up to 65536 running requests. */
-#define WL_MAX_REQUESTS 1000000
 #define WL_MAX_CLIENTS 4096
 #define WL_MAX_RATE 1e6
 #define WL_MAX_SEQS 65536
@@ -672,13 +671,15 @@ static int read_single(const ynode *item, size_t i, const char *what, req_buf *b
     return 0;
 }
 
-/* every_s with count: arrivals start_s + k * every_s, k = 0 .. count - 1. */
+/* every_s with count: arrivals start_s + k * every_s, k = 0 .. count - 1
+ * (every_s 0: all at start_s). */
 static int read_periodic(const ynode *item, const char *what, req_buf *b, cp_err *err)
 {
     double every = 0, start = 0;
     long long count = 0;
     wl_shape sh;
-    if (opt_above(item, what, "every_s", 0, WL_MAX_ARRIVAL, &every, err) < 0 ||
+    /* every_s: 0 is `count` simultaneous arrivals at start_s (a burst) */
+    if (yio_opt_double(item, what, "every_s", 0, WL_MAX_ARRIVAL, &every, err) < 0 ||
         yio_opt_int(item, what, "count", 1, WL_MAX_REQUESTS, &count, err) < 0 ||
         yio_opt_double(item, what, "start_s", 0, WL_MAX_ARRIVAL, &start, err) < 0 ||
         read_shape(item, what, b->s, &sh, err) < 0 ||
@@ -755,7 +756,8 @@ static int read_poisson(const ynode *item, const char *what, req_buf *b, cp_err 
 }
 
 /* streams: K closed-loop clients (s->streams). */
-static int read_streams(const ynode *item, const char *what, req_buf *b, cp_err *err)
+static int read_streams(const ynode *item, size_t entry, const char *what, req_buf *b,
+                        cp_err *err)
 {
     scenario *s = b->s;
     long long k = 0, count = 0;
@@ -780,7 +782,8 @@ static int read_streams(const ynode *item, const char *what, req_buf *b, cp_err 
     s->streams[s->nstreams++] = (wl_streams){ .streams = (int)k, .prompt_tokens = sh.prompt,
                                               .decode_tokens = sh.decode,
                                               .cached_tokens = sh.cached, .start_s = start,
-                                              .think_s = think, .count = count, .cls = sh.cls };
+                                              .think_s = think, .count = count, .cls = sh.cls,
+                                              .entry = (int)entry };
     return 0;
 }
 
@@ -1051,7 +1054,7 @@ static int read_entry(const ynode *item, size_t i, req_buf *b, cp_err *err)
     case SRC_POISSON:
         return read_poisson(item, what, b, err);
     case SRC_STREAMS:
-        return read_streams(item, what, b, err);
+        return read_streams(item, i, what, b, err);
     case SRC_TRACE:
         return read_trace(item, what, b, err);
     }
@@ -1337,6 +1340,18 @@ static int check_engine(const scenario *s, cp_err *err)
                           "engine.chunked_prefill: chunked prefill is off on SP nodes "
                           "(parallel.sp = %d)", s->par.sp);
     const ynode *eng = yio_key(yio_root(s->doc), "engine");
+    /* vLLM refuses it too: SchedulerConfig._verify_args, "max_num_batched_tokens
+     * (...) must be greater than or equal to max_num_seqs (...)" (vllm/config.py;
+     * vllm/config/scheduler.py since v0.10) */
+    if (s->chunked_prefill && s->max_num_batched_tokens < s->max_num_seqs)
+        return cp_fail_at(err, loc_of(s, "engine", yio_key(eng, "max_num_batched_tokens")
+                                                      ? "max_num_batched_tokens"
+                                                      : "max_num_seqs"),
+                          "engine.max_num_batched_tokens: %lld is below engine.max_num_seqs "
+                          "(%lld); a step could not hold a token of every running request, "
+                          "and vLLM refuses it (raise max_num_batched_tokens or lower "
+                          "max_num_seqs)", (long long)s->max_num_batched_tokens,
+                          (long long)s->max_num_seqs);
     if (!s->chunked_prefill && yio_key(eng, "max_num_batched_tokens"))
         return cp_fail_at(err, loc_of(s, "engine", "max_num_batched_tokens"),
                           "engine.max_num_batched_tokens: the chunk size of chunked prefill; "

@@ -114,12 +114,18 @@ typedef struct wl_streams {
     double start_s, think_s;
     int64_t count;
     int cls;                /* as wl_request.cls */
+    int entry;              /* its index in the workload's requests: */
 } wl_streams;
 
 /* How parallel.dp replicas share the requests (engine.router): in arrival
  * order over the replicas, or to the replica with the fewest requests
  * waiting or running (ties: the lowest index). */
 typedef enum { ROUTE_ROUND_ROBIN, ROUTE_LEAST_LOADED } wl_router;
+
+/* The most requests a workload holds (open loop, expanded) and a serving
+ * run serves in all (closed-loop clients included): our own bound, 40 MB
+ * of wl_request. */
+#define WL_MAX_REQUESTS 1000000
 
 #define WL_MAX_CLASSES 16
 #define WL_CLASS_LEN 48

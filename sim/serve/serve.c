@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "models/build.h"
@@ -46,13 +47,116 @@ static void push_int(int **v, int *n, int *cap, int x)
     (*v)[(*n)++] = x;
 }
 
+/* What a serving run holds and writes grows with its requests and steps;
+ * bounded like a plan (workload.c PLAN_BYTES_MAX: a third of the 24 GiB
+ * development machine).  Per rank and step: 2 memory.csv rows and a trace
+ * span, about 300 bytes (measured on long-short-mix: 2.4 KB a step on 8
+ * ranks); per request its record (sizeof srv_req) and 8 bytes an
+ * inter-token time. */
+#define SRV_BYTES_MAX (8.0 * 1024 * 1024 * 1024)
+#define SRV_STEP_RANK_BYTES 300.0
+/* Seconds of wall time between progress lines of a long run (as sweeps). */
+#define SRV_PROGRESS_S 10.0
+
+static double wall_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The run's host memory and output estimate against SRV_BYTES_MAX, at
+ * simulated time t: -1 with err naming what to change once beyond it. */
+static int within_bounds(const sched *S, double t, cp_err *err)
+{
+    const srv_run_st *R = S->R;
+    const scenario *s = S->s;
+    double ranks = (double)s->par.dp * R->rpr;
+    double steps = (double)R->ninst * (sizeof(srv_inst) + ranks * SRV_STEP_RANK_BYTES);
+    double reqs = (double)R->nreq * sizeof(srv_req) + 8.0 * R->gaps;
+    if (steps + reqs <= SRV_BYTES_MAX && R->nreq <= WL_MAX_REQUESTS)
+        return 0;
+    int open_ended = -1;
+    for (int k = 0; k < s->nstreams && open_ended < 0; k++)
+        if (s->streams[k].count == 0)
+            open_ended = s->streams[k].entry;
+    char key[160];
+    if (steps > reqs && s->chunked_prefill)
+        snprintf(key, sizeof key, "engine.max_num_batched_tokens (%lld tokens a step)",
+                 (long long)s->max_num_batched_tokens);
+    else if (open_ended >= 0)
+        snprintf(key, sizeof key, "requests.%d: streams without count, until "
+                 "simulation.duration_s (%g s)", open_ended, s->duration_s);
+    else
+        snprintf(key, sizeof key, "requests (%d arrived)", R->nreq);
+    return cp_fail(err, CP_EXIT_INPUT, "%s: by %.3f s of simulated time the run holds %d "
+                   "requests and %d steps, about %.1f GB of host memory and outputs; cpsim "
+                   "serves at most %d requests and %.1f GB (a shorter duration_s, fewer or "
+                   "counted streams, fewer requests or a larger max_num_batched_tokens)", key, t,
+                   R->nreq, R->ninst, (steps + reqs) / 1e9, WL_MAX_REQUESTS,
+                   SRV_BYTES_MAX / 1e9);
+}
+
+/* Before anything is simulated: the fewest steps the known requests need
+ * (each request its prefill chunks and decodes in steps of its own; all of
+ * them at most max_num_batched_tokens tokens a step under chunked prefill)
+ * must fit SRV_BYTES_MAX.  -1 with err naming the key. */
+static int steps_fit(const scenario *s, int rpr, cp_err *err)
+{
+    double most = 0, tokens = 0, chunk = (double)s->max_num_batched_tokens;
+    for (int q = 0; q < s->nreqs; q++) {
+        double one = (double)wl_prefill_steps(s, q) + (double)s->reqs[q].decode_tokens;
+        most = one > most ? one : most;
+        tokens += (double)(s->reqs[q].prompt_tokens + s->reqs[q].decode_tokens);
+    }
+    for (int k = 0; k < s->nstreams; k++) {
+        const wl_streams *c = &s->streams[k];
+        double chunks = s->chunked_prefill ? ceil((double)c->prompt_tokens / chunk) : 1;
+        double one = (chunks + (double)c->decode_tokens) * (double)c->count;
+        most = one > most ? one : most;
+        tokens += (double)c->count * c->streams * (double)(c->prompt_tokens + c->decode_tokens);
+    }
+    int by_budget = s->chunked_prefill && tokens / chunk > most;
+    double steps = by_budget ? tokens / chunk : most;
+    double bytes = steps * (sizeof(srv_inst) + (double)s->par.dp * rpr * SRV_STEP_RANK_BYTES);
+    if (bytes <= SRV_BYTES_MAX)
+        return 0;
+    return cp_fail(err, CP_EXIT_INPUT, "%s: the requests need at least %.0f steps, about %.1f "
+                   "GB of host memory and outputs; cpsim serves at most %.1f GB (fewer "
+                   "requests or decode tokens%s)",
+                   by_budget ? "engine.max_num_batched_tokens" : "requests", steps, bytes / 1e9,
+                   SRV_BYTES_MAX / 1e9,
+                   s->chunked_prefill ? ", or a larger max_num_batched_tokens" : "");
+}
+
+/* A line on the progress stream every SRV_PROGRESS_S of wall time. */
+static void progress(srv_run_st *R, double t)
+{
+    if (!R->progress || (R->ninst & 255) != 0)
+        return;
+    double now = wall_now();
+    if (now - R->wall_last < SRV_PROGRESS_S)
+        return;
+    R->wall_last = now;
+    if (R->s->duration_s > 0)
+        fprintf(R->progress, "cpsim serving: %.3f of %g s simulated", t, R->s->duration_s);
+    else
+        fprintf(R->progress, "cpsim serving: %.3f s simulated", t);
+    fprintf(R->progress, ", %d steps (%d simulated), %d requests, %.0f s elapsed\n", R->ninst,
+            R->steps.n, R->nreq, now - R->wall0);
+    fflush(R->progress);
+}
+
 static int new_req(sched *S, int64_t prompt, int64_t decode, int64_t cached, int cls,
                    double arrival, int stream)
 {
     srv_run_st *R = S->R;
-    R->req = realloc(R->req, (size_t)(R->nreq + 1) * sizeof *R->req);
-    if (!R->req)
-        abort();
+    if (R->nreq == R->rcap) {
+        R->rcap = R->rcap ? 2 * R->rcap : 64;
+        R->req = realloc(R->req, (size_t)R->rcap * sizeof *R->req);
+        if (!R->req)
+            abort();
+    }
     srv_req *q = &R->req[R->nreq];
     memset(q, 0, sizeof *q);
     q->id = R->nreq;
@@ -253,6 +357,7 @@ static void apply(sched *S, replica *r, double t1)
             if (!q->gaps)
                 abort();
             q->gaps[q->ngaps++] = t1 - q->last_token;
+            S->R->gaps++;
             q->last_token = t1;
             if (++q->decoded == q->decode)
                 finish(S, r, i, t1);
@@ -344,6 +449,8 @@ static int run_loop(sched *S, cp_err *err)
                             w->arrival_s, -1);
             }
             route(S, i);
+            if (within_bounds(S, ta, err) < 0)
+                return -1;
             continue;
         }
         if (d < 0 || tr >= horizon)
@@ -422,6 +529,9 @@ static int run_loop(sched *S, cp_err *err)
             free(keep_req);
             if (t1 > R->end_s)
                 R->end_s = t1;
+            progress(R, t1);
+            if (within_bounds(S, t1, err) < 0)
+                return -1;
             continue;
         }
         replica *r = &S->rep[d];
@@ -441,6 +551,9 @@ static int run_loop(sched *S, cp_err *err)
         r->free_at = t1;
         if (t1 > R->end_s)
             R->end_s = t1;
+        progress(R, t1);
+        if (within_bounds(S, t1, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -448,8 +561,10 @@ static int run_loop(sched *S, cp_err *err)
 /* The KV budget of a replica's rank: the device (or the preallocated
  * pool's share of it) less the weights, the engine's reserved memory and
  * workspace, and the activation peak of the largest step the workload can
- * run (vLLM's profiling pass), walked from that step's plan. */
-double srv_kv_budget(const scenario *s)
+ * run (vLLM's profiling pass), walked from that step's plan; the resident
+ * memory by category (what a rank holds outside any step) into resident[]
+ * when not NULL. */
+double srv_kv_budget(const scenario *s, double resident[MC_COUNT])
 {
     int64_t most = 1;
     for (int q = 0; q < s->nreqs; q++)
@@ -467,6 +582,8 @@ double srv_kv_budget(const scenario *s)
     unrolled.fold_at_build = 0;
     build_step_plan(&unrolled, &bt, 0, &p);
     double act = 0, peak = 0, fixed = 0;
+    if (resident)
+        memset(resident, 0, MC_COUNT * sizeof *resident);
     const plan_prog *pg = &p.progs[0];
     for (uint32_t i = 0; i < pg->nops; i++) {
         const plan_op *o = &pg->ops[i];
@@ -481,6 +598,8 @@ double srv_kv_budget(const scenario *s)
             }
         } else if (o->step < 0) {
             fixed += o->mem_bytes;
+            if (resident)
+                resident[o->mem_cat] += o->mem_bytes;
         }
     }
     plan_free(&p);
@@ -501,7 +620,9 @@ int srv_run(const drv_req *rq, const scenario *s, double reuse, json_t **summary
     R.rpr = s->par.tp * s->par.sp;
     /* an EP group wider than a replica couples the replicas' steps */
     R.lockstep = s->par.dp > 1 && s->par.ep > R.rpr;
-    R.kv_budget = srv_kv_budget(s);
+    R.kv_budget = srv_kv_budget(s, R.resident);
+    R.progress = table ? stderr : NULL;
+    R.wall0 = R.wall_last = wall_now();
     sched S;
     memset(&S, 0, sizeof S);
     S.R = &R;
@@ -518,7 +639,9 @@ int srv_run(const drv_req *rq, const scenario *s, double reuse, json_t **summary
             S.client_t[c] = s->streams[k].start_s;
             S.client_src[c] = k;
         }
-    int rc = srv_steps_init(&R.steps, s, R.lockstep, reuse, err);
+    int rc = steps_fit(s, R.rpr, err);
+    if (rc == 0)
+        rc = srv_steps_init(&R.steps, s, R.lockstep, reuse, err);
     if (rc == 0)
         rc = run_loop(&S, err);
     rep_summary sm;
@@ -556,6 +679,8 @@ int srv_run(const drv_req *rq, const scenario *s, double reuse, json_t **summary
             }
         }
     }
+    if (rc == 0 && R.ninst == 0 && rq->warn)
+        fprintf(rq->warn, "cpsim: warning: %s\n", srv_idle_warning(&R));
     if (rc == 0 && table) {
         srv_print_table(&R, &sm, table);
         if (rq->out_dir)

@@ -97,20 +97,29 @@ typedef struct srv_run_st {
     const scenario *s;
     srv_steps steps;
     srv_req *req;
-    int nreq;
+    int nreq, rcap;
     srv_inst *inst;
     int ninst, icap;
+    double gaps;                    /* inter-token times held, all requests */
+    FILE *progress;                 /* a line every SRV_PROGRESS_S of wall time (NULL: none) */
+    double wall0, wall_last;
     int rpr;                        /* ranks per replica */
     int lockstep;
     double kv_budget;               /* per rank, bytes */
+    double resident[MC_COUNT];      /* a rank's memory outside any step, by category */
     double end_s;
 } srv_run_st;
 
 /* The KV budget of a replica's rank (bytes): the device (or the
  * preallocated pool's share of it) less the weights, the engine's reserved
  * memory and workspace, and the activation peak of the largest step the
- * workload can run (vLLM's profiling pass). */
-double srv_kv_budget(const scenario *s);
+ * workload can run (vLLM's profiling pass); a rank's resident memory by
+ * category into resident[] (NULL: not wanted). */
+double srv_kv_budget(const scenario *s, double resident[MC_COUNT]);
+
+/* The warning of a run in which no step ran (every arrival after
+ * simulation.duration_s); a static buffer. */
+const char *srv_idle_warning(const srv_run_st *R);
 
 /* summary.json of the run (serve_report.c). */
 json_t *srv_summary(const srv_run_st *R, rep_summary *sm);

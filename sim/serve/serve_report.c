@@ -23,6 +23,12 @@ static double pct(double *v, int n, double p)
     return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }
 
+/* pct as JSON: null when there is no value to take it of. */
+static json_t *pct_json(double *v, int n, double p)
+{
+    return n > 0 ? json_real(pct(v, n, p)) : json_null();
+}
+
 static int finished(const srv_req *q)
 {
     return q->state == SRQ_DONE;
@@ -81,19 +87,34 @@ static json_t *figures(const srv_run_st *R, int cls)
     json_object_set_new(j, "duration_s", json_real(dur));
     json_object_set_new(j, "throughput_tokens_per_s", json_real(dur > 0 ? out_tokens / dur : 0));
     json_object_set_new(j, "prompt_tokens_per_s", json_real(dur > 0 ? in_tokens / dur : 0));
-    json_object_set_new(j, "ttft_p50_s", json_real(pct(ttft, nt, 0.50)));
-    json_object_set_new(j, "ttft_p99_s", json_real(pct(ttft, nt, 0.99)));
-    json_object_set_new(j, "tpot_p50_s", json_real(pct(tp, ng, 0.50)));
-    json_object_set_new(j, "tpot_p99_s", json_real(pct(tp, ng, 0.99)));
-    json_object_set_new(j, "itl_p50_s", json_real(pct(gaps, (int)ig, 0.50)));
-    json_object_set_new(j, "itl_p99_s", json_real(pct(gaps, (int)ig, 0.99)));
-    json_object_set_new(j, "queue_p50_s", json_real(pct(queue, np, 0.50)));
-    json_object_set_new(j, "queue_p99_s", json_real(pct(queue, np, 0.99)));
+    json_object_set_new(j, "ttft_p50_s", pct_json(ttft, nt, 0.50));
+    json_object_set_new(j, "ttft_p99_s", pct_json(ttft, nt, 0.99));
+    json_object_set_new(j, "tpot_p50_s", pct_json(tp, ng, 0.50));
+    json_object_set_new(j, "tpot_p99_s", pct_json(tp, ng, 0.99));
+    json_object_set_new(j, "itl_p50_s", pct_json(gaps, (int)ig, 0.50));
+    json_object_set_new(j, "itl_p99_s", pct_json(gaps, (int)ig, 0.99));
+    json_object_set_new(j, "queue_p50_s", pct_json(queue, np, 0.50));
+    json_object_set_new(j, "queue_p99_s", pct_json(queue, np, 0.99));
     free(ttft);
     free(tp);
     free(queue);
     free(gaps);
     return j;
+}
+
+const char *srv_idle_warning(const srv_run_st *R)
+{
+    static char w[320];
+    const scenario *s = R->s;
+    double first = INFINITY;
+    for (int q = 0; q < s->nreqs; q++)
+        first = s->reqs[q].arrival_s < first ? s->reqs[q].arrival_s : first;
+    for (int k = 0; k < s->nstreams; k++)
+        first = s->streams[k].start_s < first ? s->streams[k].start_s : first;
+    snprintf(w, sizeof w, "serving: no step ran before simulation.duration_s = %g s (the first "
+             "request arrives at %g s): nothing was served, the figures are null and the peak "
+             "is the resident memory (weights and engine)", s->duration_s, first);
+    return w;
 }
 
 static void add_cost(rep_costsrc *to, const rep_costsrc *c)
@@ -147,6 +168,14 @@ static void fill_summary(const srv_run_st *R, rep_summary *sm)
         sm->iters_simulated += R->steps.v[k].iters_simulated;
         sm->iters_replayed += R->steps.v[k].iters_replayed;
     }
+    if (R->ninst == 0) /* nothing served: every rank holds its resident memory */
+        for (int rk = 0; rk < sm->nranks; rk++) {
+            rep_rank *rr = &sm->ranks[rk];
+            for (int c = 0; c < MC_COUNT; c++) {
+                rr->peak_by_cat[c] = R->resident[c];
+                rr->peak_bytes += R->resident[c];
+            }
+        }
     rep_rank_totals(sm);
     sm->peak_rank = 0;
     for (int rk = 0; rk < sm->nranks; rk++)
@@ -214,6 +243,10 @@ json_t *srv_summary(const srv_run_st *R, rep_summary *sm)
         json_object_set_new(o, "tpot_p99_s", json_real(pct(g, q->ngaps, 0.99)));
         free(g);
     }
+    if (R->nreq == 0 || !got_first(&R->req[0]))
+        json_object_set_new(j, "ttft_s", json_null());
+    if (R->ninst == 0)
+        json_array_append_new(json_object_get(j, "warnings"), json_string(srv_idle_warning(R)));
     json_t *sv = figures(R, -2);
     json_t *by = json_object();
     for (int c = 0; c < s->nclasses; c++)
@@ -285,7 +318,7 @@ int srv_write_trace(const srv_run_st *R, const rep_trace_opts *o, const char *pa
     }
     fputs("\n]}\n", f);
     free(sel);
-    return rep_close(&rf, !ferror(f), err);
+    return rep_close(&rf, 1, err); /* it reports a write error itself */
 }
 
 /* ---- steps.csv -------------------------------------------------------------------- */
@@ -302,7 +335,7 @@ int srv_write_steps(const srv_run_st *R, const char *path, cp_err *err)
         fprintf(f, "%d,%d,%.9f,%.9f,%d,%d,%lld,%.0f,%d\n", i, in->replica, in->t0, in->t1,
                 in->ndecode, in->nprefill, (long long)in->tokens, in->kv_before, in->step);
     }
-    return rep_close(&rf, !ferror(f), err);
+    return rep_close(&rf, 1, err); /* it reports a write error itself */
 }
 
 /* ---- memory.csv ------------------------------------------------------------------- */
@@ -335,21 +368,34 @@ int srv_write_memory(const srv_run_st *R, const char *path, cp_err *err)
             rep_memcsv_row(f, g, 0.5 * (in->t0 + in->t1), peak);
         }
     }
-    return rep_close(&rf, !ferror(f), err);
+    return rep_close(&rf, 1, err); /* it reports a write error itself */
 }
 
 /* ---- the console table ------------------------------------------------------------ */
 
+/* A figure in a column of `width`: "-" when null (nothing to take it of). */
+static void cell(FILE *out, json_t *fig, const char *key, int width, int prec)
+{
+    json_t *v = json_object_get(fig, key);
+    if (json_is_number(v))
+        fprintf(out, " %*.*f", width, prec, json_number_value(v));
+    else
+        fprintf(out, " %*s", width, "-");
+}
+
 static void table_line(FILE *out, const char *name, json_t *fig)
 {
-    fprintf(out, "  %-10s %6lld %8lld  %9.4f %9.4f  %9.5f %9.5f  %10.1f\n", name,
+    fprintf(out, "  %-10s %6lld %8lld ", name,
             (long long)json_integer_value(json_object_get(fig, "requests")),
-            (long long)json_integer_value(json_object_get(fig, "finished")),
-            json_real_value(json_object_get(fig, "ttft_p50_s")),
-            json_real_value(json_object_get(fig, "ttft_p99_s")),
-            json_real_value(json_object_get(fig, "tpot_p50_s")),
-            json_real_value(json_object_get(fig, "tpot_p99_s")),
-            json_real_value(json_object_get(fig, "throughput_tokens_per_s")));
+            (long long)json_integer_value(json_object_get(fig, "finished")));
+    cell(out, fig, "ttft_p50_s", 9, 4);
+    cell(out, fig, "ttft_p99_s", 9, 4);
+    fputc(' ', out);
+    cell(out, fig, "tpot_p50_s", 9, 5);
+    cell(out, fig, "tpot_p99_s", 9, 5);
+    fputc(' ', out);
+    cell(out, fig, "throughput_tokens_per_s", 10, 1);
+    fputc('\n', out);
 }
 
 void srv_print_table(const srv_run_st *R, const rep_summary *sm, FILE *out)
