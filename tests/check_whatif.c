@@ -176,6 +176,37 @@ START_TEST(directions_on_every_preset)
 }
 END_TEST
 
+/* device.collective_latency is the fixed cost of every call: ten times it
+ * raises TTFT on every preset, calibrated or not, by no more than the
+ * calls' count times the added latency (the engine once left it at 0 on
+ * platforms without an interference table: an accepted key that did
+ * nothing). */
+START_TEST(collective_latency_counts_on_every_preset)
+{
+    for (int i = 0; plat_bundled[i]; i++) {
+        platform p;
+        cp_err err = {0};
+        ck_assert_msg(plat_load(plat_bundled[i], NULL, NULL, &p, &err) == 0, "%s", err.msg);
+        run runs[2];
+        base_run(&runs[0], plat_bundled[i], 1, p.devices_per_node);
+        runs[1] = runs[0];
+        for (int s = 0; s < runs[1].n; s++)
+            runs[1].sets[s] = runs[1].buf[s];
+        double e = p.coll_latency_eager > 0 ? p.coll_latency_eager : 1e-6;
+        double g = p.coll_latency_graph > 0 ? p.coll_latency_graph : 1e-6;
+        add(&runs[1], "platform.device.collective_latency={eager: %.17g, graph: %.17g}",
+            10 * e, 10 * g);
+        json_t *sm[2];
+        simulate_all(runs, 2, sm);
+        double t0 = ttft(sm[0]), t1 = ttft(sm[1]);
+        ck_assert_msg(t1 > t0 * (1 + 1e-6), "%s: collective_latency x10 leaves TTFT at %.9g",
+                      plat_bundled[i], t0);
+        json_decref(sm[0]);
+        json_decref(sm[1]);
+    }
+}
+END_TEST
+
 /* The ratio of the bound part (a function of the summary) between the base
  * run and the run with `key` set to `value`. */
 static double bound_ratio(const char *const *base, int nbase, const char *set,
@@ -557,6 +588,7 @@ static Suite *whatif_suite(void)
     tcase_add_checked_fixture(tc, tu_setup, NULL);
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, directions_on_every_preset);
+    tcase_add_test(tc, collective_latency_counts_on_every_preset);
     tcase_add_test(tc, bound_parts_scale);
     tcase_add_test(tc, mesh_and_hierarchy);
     tcase_add_test(tc, chunked_prefill_runs);

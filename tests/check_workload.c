@@ -662,7 +662,9 @@ START_TEST(test_workload_request_defaults)
     ck_assert_int_eq(s.serving, 0);
     wl_free(&s);
     load_ok("engine: {max_num_seqs: 64, router: least_loaded}\n"
-            "requests: [{prompt_tokens: 4096, cached_tokens: 1024, name: chat}]\n", &s);
+            "parallel: {tp: 4, dp: 2}\n"
+            "requests: [{prompt_tokens: 4096, cached_tokens: 1024, name: chat},\n"
+            "           {prompt_tokens: 64}]\n", &s);
     ck_assert_int_eq(s.max_num_seqs, 64);
     ck_assert_int_eq(s.router, ROUTE_LEAST_LOADED);
     ck_assert_int_eq(s.reqs[0].cached_tokens, 1024);
@@ -740,6 +742,53 @@ START_TEST(test_workload_poisson)
 }
 END_TEST
 
+/* Keys that would change nothing are refused, or the way they are priced
+ * is said (issue 30 parts 6 and 7). */
+START_TEST(test_workload_keys_that_change_nothing)
+{
+    char text[512];
+    scenario s;
+    cp_err err = { 0 };
+    /* a router with one replica, or for a single request */
+    snprintf(text, sizeof text, "%sparallel: {tp: 8}\nengine: {router: least_loaded}\n", base);
+    ck_assert_int_eq(load_text(text, NULL, 0, NULL, &s, &err), -1);
+    assert_msg(&err, "engine.router: how the parallel.dp replicas of a serving run share its "
+                     "requests; this run has one replica");
+    static const char *const dp2[] = { "parallel.tp=4", "parallel.dp=2" };
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(load_text(text, dp2, 2, NULL, &s, &err), -1);
+    assert_msg(&err, "this run has a single request");
+    /* a replay tolerance where nothing replays */
+    static const char *const unfolded[] = { "simulation.fold_layers=false",
+                                            "simulation.replay_tolerance_s=1e-7" };
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(load_text(base, unfolded, 2, NULL, &s, &err), -1);
+    assert_msg(&err, "simulation.replay_tolerance_s: a tolerance of the replay of folded "
+                     "layers, and simulation.fold_layers is false");
+    /* precision given as a scalar, then one of its keys by --set */
+    snprintf(text, sizeof text, "%sprecision: bf16\n", base);
+    static const char *const mlp[] = { "precision.mlp_weights=fp8_rowwise" };
+    ck_assert_int_eq(load_text(text, mlp, 1, NULL, &s, &err), 0);
+    ck_assert_int_eq(s.w_dtype, DT_BF16);
+    ck_assert_int_eq(s.mlp_dtype, DT_FP8);
+    ck_assert_int_eq(s.a_dtype, DT_BF16);
+    wl_free(&s);
+    /* 8-bit weights on a device without that compute: priced at bf16, said */
+    static const char *const fp8[] = { "precision.weights=fp8" };
+    ck_assert_int_eq(load_text(text, fp8, 1, "ascend-910b-8", &s, &err), 0);
+    int said = 0;
+    for (int i = 0; i < s.nwarn; i++)
+        said |= strstr(s.warn[i], "precision.weights fp8: platform ascend-910b-8 has no fp8 "
+                                  "compute") != NULL;
+    ck_assert_msg(said, "no warning for fp8 weights on ascend-910b-8");
+    wl_free(&s);
+    ck_assert_int_eq(load_text(text, fp8, 1, "h200-sxm-8", &s, &err), 0);
+    for (int i = 0; i < s.nwarn; i++)
+        ck_assert_ptr_null(strstr(s.warn[i], "has no fp8 compute"));
+    wl_free(&s);
+}
+END_TEST
+
 START_TEST(test_workload_trace)
 {
     char csv[160];
@@ -809,7 +858,8 @@ START_TEST(test_workload_trace)
     /* decimal only: hex integers and hex floats are refused, not read as
      * 1024 tokens or 8 s */
     static const char *const rows[][2] = {
-        { "0,0x400,1\n", "2:3: prompt_tokens: expected an integer in [1, 16777216], got \"0x400\"" },
+        { "0,0x400,1\n",
+          "2:3: prompt_tokens: expected an integer in [1, 16777216], got \"0x400\"" },
         { "0x1p3,4,1\n", "2:1: arrival_s: expected a number in [0, 1e+06], got \"0x1p3\"" },
         { "inf,4,1\n", "2:1: arrival_s: expected a number in [0, 1e+06], got \"inf\"" },
         { "1,4.,1e\n", "2:6: decode_tokens: expected an integer in [0, 1000000], got \"1e\"" },
@@ -1013,10 +1063,10 @@ static const struct {
     { "requests: [{prompt_tokens: 1, evry_s: 1}]",
       "unknown key \"evry_s\" in requests.0 (did you mean \"every_s\"?)" },
     { "requests: [{every_s: 1, prompt_tokens: 1}]", "requests.0: every_s needs count" },
-    { "requests: [{every_s: 0, count: 2, prompt_tokens: 1}]",
-      "requests.0.every_s: expected a number in (0, 1e+06], got \"0\"" },
+    { "requests: [{every_s: -1, count: 2, prompt_tokens: 1}]",
+      "requests.0.every_s: expected a number in [0, 1e+06], got \"-1\"" },
     { "requests: [{every_s: [1], count: 2, prompt_tokens: 1}]",
-      "requests.0.every_s: expected a number in (0, 1e+06], got a list" },
+      "requests.0.every_s: expected a number in [0, 1e+06], got a list" },
     { "requests: [{every_s: 2, count: 1000000, prompt_tokens: 1}]",
       "requests.0.every_s: the last of the 1000000 requests would arrive at 2e+06 s" },
     { "requests: [{every_s: 1, count: 1000001, prompt_tokens: 1}]",
@@ -1261,6 +1311,7 @@ static Suite *workload_suite(void)
     tcase_add_test(core, test_workload_example_sp_ring);
     tcase_add_test(core, test_workload_example_dsa_cp);
     tcase_add_test(core, test_workload_defaults);
+    tcase_add_test(core, test_workload_keys_that_change_nothing);
     tcase_add_test(core, test_workload_every_key);
     tcase_add_test(core, test_workload_mlp_weights);
     tcase_add_test(core, test_workload_default_file);

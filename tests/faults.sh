@@ -138,8 +138,9 @@ ls "$d" | grep -v "tmp-$$-" | grep -q "tmp-" && fail "temporary files left: $(ls
 
 # ---- a serving run that cannot write its outputs names the file and the cause ------------
 # (a file size limit: memory.csv, 3.4 MB, does not fit 1,000 blocks)
-(ulimit -f 1000 && trap '' XFSZ && "$CPSIM" run "$top_srcdir/workloads/examples/long-short-mix.yaml" \
-    --trace none --quiet --out "$tmp/fsz") >"$tmp/fsz.out" 2>&1
+mix="$top_srcdir/workloads/examples/long-short-mix.yaml"
+(ulimit -f 1000 && trap '' XFSZ && "$CPSIM" run "$mix" --trace none --quiet --out "$tmp/fsz") \
+    >"$tmp/fsz.out" 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "a serving run that cannot write exited $rc, expected 2"
 grep -q "memory.csv: write failed: File too large" "$tmp/fsz.out" || fail "$(cat "$tmp/fsz.out")"

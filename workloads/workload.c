@@ -33,9 +33,10 @@
 #define WL_MAX_DECODE 1000000LL
 /* Bounds of the request sources (our own sanity limits as well): at most
  * WL_MAX_REQUESTS open-loop requests once the sources are expanded (40 MB
- * of wl_request; workload.h), and served in all; closed-loop entries of up to 4096 clients (WL_MAX_DEGREE, a
- * client per device of the largest layout); Poisson rates up to 1e6
- * requests per second; engine.max_num_seqs up to 65536 running requests. */
+ * of wl_request; workload.h), and served in all; closed-loop entries of up
+ * to 4096 clients (WL_MAX_DEGREE, a client per device of the largest
+ * layout); Poisson rates up to 1e6 requests per second; engine.max_num_seqs
+ * up to 65536 running requests. */
 #define WL_MAX_CLIENTS 4096
 #define WL_MAX_RATE 1e6
 #define WL_MAX_SEQS 65536
@@ -332,9 +333,10 @@ static int read_simulation_extra(const ynode *sim, scenario *s, cp_err *err)
                        err) < 0)
         return -1;
     const ynode *tol = yio_key(sim, "replay_tolerance_s");
-    if (tol && s->replay_tol_s > 0 && !s->replay)
+    if (tol && s->replay_tol_s > 0 && (!s->replay || !s->fold_layers))
         return cp_fail_at(err, tol->loc, "simulation.replay_tolerance_s: a tolerance of the "
-                          "replay, and simulation.replay is false");
+                          "replay of folded layers, and simulation.%s is false",
+                          !s->replay ? "replay" : "fold_layers");
     return yio_opt_double(sim, "simulation", "decode_reuse", 0, 0.05, &s->decode_reuse, err);
 }
 
@@ -1352,6 +1354,11 @@ static int check_engine(const scenario *s, cp_err *err)
                           "and vLLM refuses it (raise max_num_batched_tokens or lower "
                           "max_num_seqs)", (long long)s->max_num_batched_tokens,
                           (long long)s->max_num_seqs);
+    if (yio_key(eng, "router") && (s->par.dp <= 1 || !s->serving))
+        return cp_fail_at(err, loc_of(s, "engine", "router"),
+                          "engine.router: how the parallel.dp replicas of a serving run share "
+                          "its requests; this run has %s (drop the key)",
+                          s->par.dp <= 1 ? "one replica" : "a single request");
     if (!s->chunked_prefill && yio_key(eng, "max_num_batched_tokens"))
         return cp_fail_at(err, loc_of(s, "engine", "max_num_batched_tokens"),
                           "engine.max_num_batched_tokens: the chunk size of chunked prefill; "
@@ -1703,11 +1710,53 @@ static void checkpoint_precision(scenario *s)
  * modelled. */
 static void unmodelled_warnings(scenario *s)
 {
+    /* 8-bit weights on a device without that compute (peak 0, "unsupported"
+     * in the preset): the cost model prices their GEMMs at the bf16 peak
+     * (models/cost.c peak_of), i.e. weight-only dequantisation */
+    const cp_dtype used[2] = { s->w_dtype, s->mlp_dtype };
+    const char *key[2] = { "precision.weights", "precision.mlp_weights" };
+    for (int k = 0; k < 2; k++) {
+        if ((k == 1 && used[1] == used[0]) || dtype_bytes(used[k]) != 1 ||
+            s->plat.peak_flops[used[k]] > 0)
+            continue;
+        wl_warn(s, "%s %s: platform %s has no %s compute (device.peak_flops.%s = 0); those "
+                "GEMMs are priced at the bf16 peak (weights dequantised, as weight-only "
+                "kernels run them), the resident weights at 1 byte", key[k],
+                k ? wl_mlp_weights_name(s) : wl_weights_name(s), s->plat.name,
+                dtype_name(used[k]), dtype_name(used[k]));
+    }
     if (s->model.sliding_window > 0 && s->par.sp > 1)
         wl_warn(s, "%s: %lld layers attend within a sliding window of %lld tokens; the "
                 "sequence-parallel exchanges (parallel.sp = %d) simulate full causal attention",
                 s->model.path, (long long)s->model.window_layers,
                 (long long)s->model.sliding_window, s->par.sp);
+}
+
+/* `precision: X` is shorthand for weights X with activations and KV cache
+ * at X's dtype (read_precision).  A --set of a key inside precision would
+ * otherwise turn the scalar into {name: X} (yio_set's promotion, right for
+ * model and platform) and be refused for a key "name": the shorthand is
+ * written out as the map it means first (a valid X only; a bad one keeps
+ * its own message at its place). */
+static int precision_as_map(ydoc *doc, const char *const *sets, int nsets, cp_err *err)
+{
+    const ynode *pr = yio_key(yio_root(doc), "precision");
+    int touched = 0;
+    for (int i = 0; i < nsets; i++)
+        touched |= strncmp(sets[i], "precision.", 10) == 0;
+    if (!touched || !pr || pr->kind != YN_SCALAR)
+        return 0;
+    int w = -1;
+    for (int k = 0; weight_names[k]; k++)
+        if (strcmp(weight_names[k], pr->str) == 0)
+            w = k;
+    if (w < 0)
+        return 0;
+    const char *dt = dtype_name(weight_kinds[w].dt);
+    char set[160];
+    snprintf(set, sizeof set, "precision={weights: %s, activations: %s, kv_cache: %s}",
+             weight_names[w], dt, dt);
+    return yio_set(doc, set, err);
 }
 
 int wl_load(const char *path, const char *const *sets, int nsets, const char *platform_override,
@@ -1719,7 +1768,7 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
     else
         cp_data_path(out->path, sizeof out->path, "workloads/default.yaml");
     out->doc = yio_parse_file(out->path, err);
-    int rc = out->doc ? 0 : -1;
+    int rc = out->doc ? precision_as_map(out->doc, sets, nsets, err) : -1;
     for (int i = 0; rc == 0 && i < nsets; i++)
         rc = yio_set(out->doc, sets[i], err);
     if (rc == 0)

@@ -183,8 +183,6 @@ static void interfere_setup(const platform *pl, int nranks)
         abort();
     for (int r = 0; r < nranks; r++) {
         rank_st *rs = &eng.ranks[r];
-        rs->kernel_kind = -1;
-        rs->fc = rs->fm = rs->hog_fc = 1.0;
         int n = plat_device_links(pl, r, names, 64);
         rs->links = calloc((size_t)n + 1, sizeof *rs->links);
         if (!rs->links)
@@ -584,6 +582,12 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
             rs->sem[st] = sg_sem_init(0);
         rs->leave = sg_sem_init(0);
         rs->started_step = -1;
+        /* no slowdown until interference says otherwise; with no
+         * interference model these stay (fm scales the fixed cost of
+         * every collective: left at 0 it erased the collective latency of
+         * every uncalibrated platform) */
+        rs->kernel_kind = -1;
+        rs->fc = rs->fm = rs->hog_fc = 1.0;
     }
     /* one actor per stream with ops; SimGrid steps actors ready at one
      * instant in the order they started */
