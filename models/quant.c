@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "models/seqpar.h"
 #include "workloads/workload.h"
@@ -49,6 +50,12 @@ const char *quant_step_name(quant_step st)
 
 quant_desc *quant_desc_load(const char *path, cp_err *err)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cp_fail(err, CP_EXIT_INPUT, "%s: a folder; quant_description names the "
+                "quant_model_description.json file inside it", path);
+        return NULL;
+    }
     json_error_t je;
     json_t *j = json_load_file(path, 0, &je);
     if (!j) {

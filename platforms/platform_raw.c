@@ -651,6 +651,78 @@ static int build(const char *path, raw_host *h, int n, const platform *dflt, pla
     return 0;
 }
 
+/* The value of attribute `name` in the tag starting at t (up to its '>'),
+ * copied into v; 0 when absent. */
+static int attr(const char *t, const char *name, char *v, size_t n)
+{
+    size_t len = strlen(name);
+    const char *end = strchr(t, '>');
+    for (const char *a = t; (a = strstr(a, name)) && (!end || a < end); a += len) {
+        if ((a[-1] != ' ' && a[-1] != '\t' && a[-1] != '\n') || a[len] != '=' ||
+            (a[len + 1] != '"' && a[len + 1] != '\''))
+            continue;
+        const char *q = strchr(a + len + 2, a[len + 1]);
+        if (!q)
+            return 0;
+        snprintf(v, n, "%.*s", (int)(q - a - len - 2), a + len + 2);
+        return 1;
+    }
+    return 0;
+}
+
+/* SimGrid keeps one of a host's <prop>s given twice and says nothing: a
+ * scan of the text refuses the second, with its line (comments skipped). */
+static int check_duplicate_props(const char *path, cp_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0; /* the probe names the problem */
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t len = getdelim(&text, &cap, '\0', f);
+    fclose(f);
+    if (len <= 0) {
+        free(text);
+        return 0;
+    }
+    enum { SEEN = 64 };
+    char host[128] = "", seen[SEEN][64];
+    int nseen = 0, line = 1, rc = 0;
+    for (const char *c = text; *c && rc == 0; c++) {
+        if (*c == '\n')
+            line++;
+        if (*c != '<')
+            continue;
+        if (strncmp(c, "<!--", 4) == 0) {
+            const char *e = strstr(c, "-->");
+            for (const char *k = c; e && k < e; k++)
+                line += *k == '\n';
+            if (!e)
+                break;
+            c = e + 2;
+        } else if (strncmp(c, "<host", 5) == 0 && (c[5] == ' ' || c[5] == '\t' || c[5] == '\n')) {
+            if (!attr(c, "id", host, sizeof host))
+                host[0] = '\0';
+            nseen = 0;
+        } else if (strncmp(c, "</host", 6) == 0) {
+            host[0] = '\0';
+        } else if (strncmp(c, "<prop", 5) == 0 && host[0]) {
+            char id[64];
+            if (!attr(c, "id", id, sizeof id))
+                continue;
+            for (int i = 0; i < nseen && rc == 0; i++)
+                if (strcmp(seen[i], id) == 0)
+                    rc = cp_fail_at(err, (cp_loc){path, line, 1},
+                                    "host \"%s\": property \"%s\" given twice (SimGrid "
+                                    "would keep one of them silently)", host, id);
+            if (nseen < SEEN)
+                snprintf(seen[nseen++], sizeof seen[0], "%s", id);
+        }
+    }
+    free(text);
+    return rc;
+}
+
 int plat_xml_read(const char *path, const platform *dflt, platform *out, char ***names,
                   cp_err *err)
 {
@@ -658,6 +730,8 @@ int plat_xml_read(const char *path, const platform *dflt, platform *out, char **
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
         return cp_fail(err, CP_EXIT_INPUT, "%s: cannot read the SimGrid platform: %s", path,
                        errno ? strerror(errno) : "not a regular file");
+    if (check_duplicate_props(path, err) < 0)
+        return -1;
     probe pr;
     if (run_probe(path, &pr, err) < 0)
         return -1;

@@ -1,6 +1,7 @@
 /* atomic: outputs appear complete or not at all (see report.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +83,26 @@ void rep_remove_stale(const char *dir)
         closedir(d);
 }
 
+/* The longest output folder: the files inside it take paths of up to 4096
+ * bytes here (PATH_MAX), and the longest name written inside one is under
+ * 256 bytes (plots/NAME.png.tmp-<pid>-XXXXXX). */
+#define REP_DIR_MAX (4096 - 256)
+
 int rep_mkdir_p(const char *dir, cp_err *err)
 {
+    /* checked whole before anything is made: a refusal leaves no folders */
+    size_t len = strlen(dir);
+    if (len == 0 || len > REP_DIR_MAX)
+        return cp_fail(err, CP_EXIT_INPUT, "--out: a path of %zu bytes; cpsim writes into "
+                       "folders of 1 to %d bytes", len, REP_DIR_MAX);
+    for (const char *c = dir; *c;) {
+        size_t part = strcspn(c, "/");
+        if (part > NAME_MAX)
+            return cp_fail(err, CP_EXIT_INPUT, "--out %s: a folder name of %zu bytes; a name "
+                           "takes at most %d", dir, part, NAME_MAX);
+        c += part;
+        c += *c == '/';
+    }
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", dir);
     for (char *c = buf + 1;; c++) {

@@ -782,6 +782,10 @@ START_TEST(test_platform_raw_values)
     raw_text_fails(RAW_HOST("a", "<prop id=\"hbm_bandwith\" value=\"1\"/>") RAW_HOST("b", "")
                    RAW_HOST("c", ""), "host \"a\": unknown property \"hbm_bandwith\" (did you "
                    "mean \"hbm_bandwidth\"?)");
+    /* SimGrid keeps one of two values silently: refused, with the line */
+    raw_text_fails(RAW_HOST("a", "") RAW_HOST("b", "<!-- <prop id=\"hbm_bytes\"> -->"
+                                                  "<prop id=\"hbm_bytes\" value=\"2e9\"/>")
+                   RAW_HOST("c", ""), ".xml:5:1: host \"b\": property \"hbm_bytes\" given twice");
     raw_text_fails(RAW_HOST("a", "<prop id=\"node\" value=\"1\"/>") RAW_HOST("b", "")
                    RAW_HOST("c", ""), "must fill nodes 0..1 equally");
     raw_text_fails(RAW_HOST("a", "<prop id=\"rank\" value=\"0\"/>") RAW_HOST("b", "")

@@ -228,6 +228,9 @@ spoil() { # TABLE MESSAGE AWK-PROGRAM: rewrite TABLE.csv, expect MESSAGE, restor
     awk -F, -v OFS=, "$3" "$top_srcdir/platforms/calibration/h200/$1.csv" >"$prof/$1.csv"
     expect 2 "$2" -- env CPSIM_DATADIR="$dd" "$CPSIM" run --quiet --platform h200-sxm-8 \
         --out "$tmp/spoilt"
+    # validate reads every table run reads
+    expect 2 "$2" -- env CPSIM_DATADIR="$dd" "$CPSIM" validate --platform h200-sxm-8 \
+        "$top_srcdir/workloads/default.yaml"
 }
 spoil nccl "nccl.csv has no data rows" 'NR == 1'
 spoil nccl "nccl.csv:2:32: time_us: expected a number in (0, 1e9], got 1e+308" \
@@ -236,6 +239,22 @@ spoil overlap "overlap.csv has no data rows" 'NR == 1'
 spoil overlap "overlap.csv:3:26: expected a number in (0, 1e+06], got -31" \
     'NR == 3 { $3 = "-31" } { print }'
 spoil gemm "gemm.csv has no data rows" 'NR == 1'
+
+# ---- messages of bad bytes and long paths ------------------------------------
+# a byte that is not UTF-8 is written as \xNN, never echoed raw
+expect 2 'unknown key "t\xe9" in parallel' -- "$CPSIM" validate \
+    "$top_srcdir/workloads/default.yaml" --set "$(printf 'parallel.t\351=3')"
+grep -q "$(printf '\351')" "$tmp/stderr" && fail "a raw non-UTF-8 byte in a message"
+# an --out too long for the files inside it: refused whole, nothing made, the
+# reason kept in the message
+long="$tmp/$(printf '%0300d' 0)"
+expect 2 "a folder name of 300 bytes; a name takes at most 255" -- \
+    "$CPSIM" run --quiet --out "$long/x"
+[ -e "$long" ] && fail "a refused --out left folders"
+longer="$tmp/$(printf '%0200d/' $(seq 1 20))"
+expect 2 "bytes; cpsim writes into folders of 1 to 3840 bytes" -- \
+    "$CPSIM" run --quiet --out "$longer"
+[ -e "$tmp/$(printf '%0200d' 1)" ] && fail "a refused --out left folders"
 
 [ "$fails" -eq 0 ] && echo "cli.sh: all checks passed ($ncase corpus cases)"
 [ "$fails" -eq 0 ]

@@ -6,18 +6,101 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The length of the valid UTF-8 sequence at s (1 to 4), 0 when it is not
+ * one (a stray continuation, an overlong form, a surrogate, beyond
+ * U+10FFFF, a truncated tail). */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
+             : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if (n == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)))
+        return 0;
+    if (n == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90)))
+        return 0;
+    return n;
+}
+
+/* in as printable text into out (cap bytes): invalid UTF-8 and control
+ * bytes (a message is one line) as \xNN, so that a message never echoes
+ * raw bytes of a bad input to a terminal. */
+static void printable(const char *in, char *out, size_t cap)
+{
+    const unsigned char *p = (const unsigned char *)in;
+    size_t o = 0;
+    while (*p && o + 5 < cap) {
+        size_t n = utf8_len(p);
+        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f))) {
+            snprintf(out + o, cap - o, "\\x%02x", *p);
+            o += 4;
+            p++;
+            continue;
+        }
+        memcpy(out + o, p, n);
+        o += n;
+        p += n;
+    }
+    out[o] = '\0';
+}
+
+/* Shorten s to fit cap bytes by cutting the middle out of its longest
+ * words (a path of thousands of bytes) rather than its end, which holds
+ * the reason. */
+static void fit(char *s, size_t cap)
+{
+    size_t len = strlen(s);
+    while (len + 1 > cap) {
+        size_t best = 0, at = 0;
+        for (size_t i = 0; i < len;) {
+            size_t w = strcspn(s + i, " ");
+            if (w > best) {
+                best = w;
+                at = i;
+            }
+            i += w ? w : 1;
+        }
+        /* as much as the excess, keeping 24 bytes at each end of the word */
+        size_t cut = len + 1 - cap + 3;       /* room for "..." */
+        if (best < 64) {                      /* no long word left: cut the end */
+            s[cap - 1] = '\0';
+            return;
+        }
+        if (cut > best - 48)
+            cut = best - 48;
+        size_t from = at + (best - cut) / 2;
+        memmove(s + from + 3, s + from + cut, len - from - cut + 1);
+        memcpy(s + from, "...", 3);
+        len = strlen(s);
+    }
+}
+
 __attribute__((format(printf, 4, 0)))
 static int vfail(cp_err *err, int code, const char *prefix, const char *fmt, va_list ap)
 {
     if (!err || err->code)
         return -1;
     err->code = code ? code : CP_EXIT_INTERNAL;
-    size_t off = 0;
-    if (prefix) {
-        snprintf(err->msg, sizeof err->msg, "%s", prefix);
-        off = strlen(err->msg);
+    /* formatted whole (an --out path may be 4 KB), made printable, fitted */
+    enum { BIG = 16384 };
+    char *raw = malloc(BIG), *safe = malloc(4 * BIG);
+    if (!raw || !safe) {
+        free(raw);
+        free(safe);
+        snprintf(err->msg, sizeof err->msg, "out of memory formatting a message");
+        return -1;
     }
-    vsnprintf(err->msg + off, sizeof err->msg - off, fmt, ap);
+    int off = snprintf(raw, BIG, "%s", prefix ? prefix : "");
+    vsnprintf(raw + off, BIG - (size_t)off, fmt, ap);
+    printable(raw, safe, 4 * BIG);
+    fit(safe, sizeof err->msg);
+    snprintf(err->msg, sizeof err->msg, "%s", safe);
+    free(raw);
+    free(safe);
     return -1;
 }
 
@@ -32,7 +115,7 @@ int cp_fail(cp_err *err, int code, const char *fmt, ...)
 
 int cp_fail_at(cp_err *err, cp_loc loc, const char *fmt, ...)
 {
-    char prefix[512];
+    char prefix[4608]; /* an origin may be a long --set or path */
     if (loc.origin && loc.line > 0)
         snprintf(prefix, sizeof prefix, "%s:%d:%d: ", loc.origin, loc.line, loc.col);
     else if (loc.origin)

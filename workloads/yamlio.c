@@ -210,9 +210,27 @@ static int syntax_error(const pstate *ps, cp_err *err)
     if (p->error == YAML_MEMORY_ERROR)
         return cp_fail(err, CP_EXIT_INTERNAL, "%s: out of memory while parsing YAML", ps->origin);
     cp_loc at = { ps->origin, 0, 0 };
-    if (p->error == YAML_READER_ERROR)
-        return cp_fail_at(err, at, "unreadable input at byte %zu: %s", p->problem_offset,
-                          p->problem ? p->problem : "invalid character");
+    if (p->error == YAML_READER_ERROR) {
+        /* libyaml gives the reader's byte offset: the line and column (in
+         * characters, a column counting each byte of a bad sequence) */
+        size_t off = p->problem_offset < ps->len ? p->problem_offset : ps->len;
+        if (!ps->set_mode) {
+            at.line = 1;
+            at.col = 1;
+            for (size_t i = 0; i < off; i++) {
+                unsigned char c = (unsigned char)ps->text[i];
+                if (c == '\n') {
+                    at.line++;
+                    at.col = 1;
+                } else if ((c & 0xC0) != 0x80) {
+                    at.col++;
+                }
+            }
+        }
+        unsigned byte = off < ps->len ? (unsigned char)ps->text[off] : 0;
+        return cp_fail_at(err, at, "unreadable input (byte 0x%02x): %s; a workload is UTF-8 "
+                          "text", byte, p->problem ? p->problem : "invalid character");
+    }
     const char *hint = "";
     size_t idx = p->problem_mark.index;
     if (idx < ps->len && ps->text[idx] == '\t')

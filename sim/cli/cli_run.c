@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "collectives/coll.h"
 #include "models/cost.h"
+#include "models/interference.h"
 
 #include "models/memory.h"
 #include "models/quant.h"
@@ -168,6 +170,15 @@ int cli_validate(const cli_opts *o)
     drv_req rq = request_of(o);
     if (drv_prepare(&rq, &s, &p, &err) != 0)
         return fail(&err);
+    /* every table a run reads: the NCCL fit and the interference curves
+     * too (drv_prepare priced the plan from the kernel tables) */
+    coll_model cm;
+    interf_model im;
+    if (coll_model_init(&cm, &s.plat, &err) != 0 || interf_load(&im, &s.plat, &err) != 0) {
+        plan_free(&p);
+        wl_free(&s);
+        return fail(&err);
+    }
     wl_dump(&s, stdout);
     mem_weights w;
     mem_weights_per_rank(&s.model, (mem_shard){.tp = s.par.tp, .ep = s.par.ep}, s.w_dtype, &w);
