@@ -265,12 +265,11 @@ int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
     return rc;
 }
 
-/* Whether <datadir>/platforms/calibration/<profile>/<table>.csv exists. */
+/* Whether the profile has <table>.csv. */
 static int has_table(const char *profile, const char *table)
 {
-    char rel[256], path[1024];
-    snprintf(rel, sizeof rel, "platforms/calibration/%s/%s.csv", profile, table);
-    return access(cp_data_path(path, sizeof path, rel), R_OK) == 0;
+    char path[1024];
+    return access(cp_calib_table(path, sizeof path, profile, table), R_OK) == 0;
 }
 
 /* Fit the curves of one mode from table `table` of the platform's profile. */

@@ -246,11 +246,10 @@ static int check_name(const char *what, const char *name, cp_err *err)
 
 calib_table *calib_load(const char *profile, const char *table, cp_err *err)
 {
-    if (check_name("profile", profile, err) < 0 || check_name("table", table, err) < 0)
+    if (!profile || !*profile || check_name("table", table, err) < 0)
         return NULL;
-    char rel[512], dir[1024], path[1100];
-    snprintf(rel, sizeof rel, "platforms/calibration/%s", profile);
-    cp_data_path(dir, sizeof dir, rel);
+    char dir[1024], path[1100];
+    cp_calib_dir(dir, sizeof dir, profile);
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         cp_fail(err, CP_EXIT_INPUT, "calibration profile \"%s\" not found: no directory %s",

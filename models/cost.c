@@ -67,13 +67,14 @@
  *    bandwidth-bound: t = t_X * analytic_T / analytic_X
  * (for bandwidth-bound kernels the table keeps its measured deviation from
  * the analytic model and the target's bandwidth sets the time).  The numbers
- * of X are in cost_refs[] below.
+ * of X are its machine.json "reference_device" (read_ref).
  *
  * Launch.  Eager launches also cost the device COST_EAGER_GAP per kernel,
  * added to cost_s of eagerly launched ops by cost_price_plan().
  */
 #include "models/cost.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,22 +204,11 @@ typedef struct cost_dev {
     double eff_gemm, eff_attention, eff_memory;
 } cost_dev;
 
-/* Devices the calibration profiles were measured on.  h200: NVIDIA H200 SXM
- * dense peaks and HBM bandwidth from models-hardware.md section 3.1 (989.4
- * TFLOP/s bf16/fp16, 1978.9 fp8/int8, 4.8 TB/s), 132 SMs from
- * platforms/calibration/h200/machine.json; efficiencies fitted on the
- * profile: eff_gemm and eff_attention as above, eff_memory = copy bandwidth
- * 4.265 TB/s (elementwise.csv copy rows, slope of the line through the
- * smallest and largest) / 4.8 TB/s. */
-static const struct cost_ref {
-    const char *profile;
-    cost_dev dev;
-} cost_refs[] = {
-    {"h200", {.peak = {[DT_BF16] = 989.4e12, [DT_FP16] = 989.4e12,
-                       [DT_FP8] = 1978.9e12, [DT_INT8] = 1978.9e12},
-              .hbm_bw = 4.8e12, .sm_count = 132,
-              .eff_gemm = 0.737, .eff_attention = 0.364, .eff_memory = 0.889}},
-};
+/* The device a calibration profile was measured on is data: the
+ * "reference_device" of the profile's machine.json (read_ref): dense peaks
+ * per dtype, HBM bandwidth, SM count and the efficiencies the analytic
+ * model was fitted with on that profile (h200: 0.737 GEMM, 0.364
+ * attention, 0.889 memory, fitted as the constants above say). */
 
 /* Series key of an op: the coordinates a row must share with it. */
 #define KEY_N 6
@@ -787,9 +777,8 @@ static struct {
 
 static const cost_rows *profile_rows(const char *profile, cp_err *err)
 {
-    char rel[256], dir[1024];
-    snprintf(rel, sizeof rel, "platforms/calibration/%s", profile);
-    cp_data_path(dir, sizeof dir, rel);
+    char dir[1024];
+    cp_calib_dir(dir, sizeof dir, profile);
     int i = 0;
     for (; i < PROFILE_CACHE && profile_cache[i].dir[0]; i++)
         if (!strcmp(profile_cache[i].dir, dir))
@@ -810,20 +799,58 @@ static const cost_rows *profile_rows(const char *profile, cp_err *err)
     return &profile_cache[i].rows;
 }
 
-static const cost_dev *find_ref(const char *profile, cp_err *err)
+/* A number of the reference device in (0, hi]; -1 with the key named. */
+static int ref_num(const json_t *o, const char *path, const char *key, double hi, int required,
+                   double *out, cp_err *err)
 {
-    size_t n = sizeof cost_refs / sizeof cost_refs[0];
-    char known[256] = "";
-    for (size_t i = 0; i < n; i++) {
-        if (!strcmp(cost_refs[i].profile, profile))
-            return &cost_refs[i].dev;
-        size_t len = strlen(known);
-        snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", cost_refs[i].profile);
-    }
-    cp_fail(err, CP_EXIT_INPUT,
-            "calibration profile \"%s\": the device it was measured on is not in "
-            "models/cost.c cost_refs[] (known: %s)", profile, known);
-    return NULL;
+    const json_t *v = json_object_get(o, key);
+    if (!v && !required)
+        return 0;
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > hi)
+        return cp_fail(err, CP_EXIT_INPUT, "%s: reference_device: %s: expected a number in "
+                       "(0, %g]", path, key, hi);
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* The profile's reference device from its machine.json: which device the
+ * rows were measured on, so that they can be rescaled to another. */
+static int read_ref(const char *profile, cost_dev *d, cp_err *err)
+{
+    char dir[1024], path[1100];
+    snprintf(path, sizeof path, "%s/machine.json", cp_calib_dir(dir, sizeof dir, profile));
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j)
+        return cp_fail(err, CP_EXIT_INPUT, "calibration profile \"%s\": %s: %s (a profile "
+                       "describes the device it was measured on in machine.json)", profile,
+                       path, je.text);
+    const json_t *r = json_object_get(j, "reference_device");
+    const json_t *pk = json_object_get(r, "peak_flops"), *ef = json_object_get(r, "efficiency");
+    memset(d, 0, sizeof *d);
+    int rc = 0;
+    if (!json_is_object(r) || !json_is_object(pk) || !json_is_object(ef))
+        rc = cp_fail(err, CP_EXIT_INPUT, "%s: no reference_device {peak_flops: {bf16, ...}, "
+                     "hbm_bandwidth, sm_count, efficiency: {gemm, attention, memory}}: the "
+                     "device the profile was measured on, which cpsim rescales its rows from",
+                     path);
+    /* bounds: platforms/platform.h (flop/s and B/s below 1e18 and 1e15) */
+    double sm = 0;
+    for (int t = 0; t < DT_COUNT && rc == 0; t++)
+        rc = ref_num(pk, path, dtype_name((cp_dtype)t), 1e18, t == DT_BF16, &d->peak[t], err);
+    if (rc == 0)
+        rc = ref_num(r, path, "hbm_bandwidth", 1e15, 1, &d->hbm_bw, err);
+    if (rc == 0)
+        rc = ref_num(r, path, "sm_count", 1e5, 0, &sm, err);
+    d->sm_count = (int)sm;
+    if (rc == 0)
+        rc = ref_num(ef, path, "gemm", 1, 1, &d->eff_gemm, err);
+    if (rc == 0)
+        rc = ref_num(ef, path, "attention", 1, 1, &d->eff_attention, err);
+    if (rc == 0)
+        rc = ref_num(ef, path, "memory", 1, 1, &d->eff_memory, err);
+    json_decref(j);
+    return rc;
 }
 
 /* Read the profile's tables into table points (ratios against the
@@ -832,13 +859,11 @@ static const cost_dev *find_ref(const char *profile, cp_err *err)
 static int load_points(cost_model *c, const char *profile, cp_err *err)
 {
     const cost_rows *rs = profile_rows(profile, err);
-    const cost_dev *ref = rs ? find_ref(profile, err) : NULL;
-    if (!ref)
+    if (!rs || read_ref(profile, &c->ref, err) < 0)
         return -1;
     c->pts = calloc((size_t)rs->n + 1, sizeof *c->pts);
     if (!c->pts)
         return cp_fail(err, CP_EXIT_INTERNAL, "out of memory");
-    c->ref = *ref;
     c->calibrated = 1;
     for (int i = 0; i < rs->n; i++) {
         const cost_row *r = &rs->v[i];

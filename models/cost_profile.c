@@ -685,9 +685,9 @@ int cost_profile_read(const char *profile, cost_rows *rs, cp_err *err)
                   {"elementwise", 1},   {"gemm_fp8", 0},         {"moe", 0},
                   {"attention_cp", 0},  {"decode_attention", 0}, {"sparse_attention", 0}};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
-        char rel[256], path[1024];
-        snprintf(rel, sizeof rel, "platforms/calibration/%s/%s.csv", profile, tables[i].table);
-        if (!tables[i].required && access(cp_data_path(path, sizeof path, rel), R_OK) != 0)
+        char path[1024];
+        if (!tables[i].required &&
+            access(cp_calib_table(path, sizeof path, profile, tables[i].table), R_OK) != 0)
             continue;
         calib_table *t = calib_load(profile, tables[i].table, err);
         if (!t)

@@ -66,9 +66,9 @@ static double median(double *v, int n)
 int interf_load(interf_model *m, const platform *p, cp_err *err)
 {
     memset(m, 0, sizeof *m);
-    char rel[256], path[1024];
-    snprintf(rel, sizeof rel, "platforms/calibration/%s/overlap.csv", p->calibration);
-    if (!p->calibration[0] || access(cp_data_path(path, sizeof path, rel), R_OK) != 0)
+    char path[1024];
+    if (!p->calibration[0] ||
+        access(cp_calib_table(path, sizeof path, p->calibration, "overlap"), R_OK) != 0)
         return 0;
     calib_table *t = calib_load(p->calibration, "overlap", err);
     if (!t)

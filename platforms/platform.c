@@ -185,23 +185,32 @@ static int read_peaks(const ynode *dev, platform *p, cp_err *err)
     return 0;
 }
 
-/* Whether platforms/calibration/<name> is a directory; its path into path. */
+/* Whether the profile's folder (cp_calib_dir) is a directory; its path
+ * into path. */
 static int calibration_exists(const char *name, char *path, size_t len)
 {
-    char rel[128];
     struct stat st;
-    snprintf(rel, sizeof rel, "platforms/calibration/%s", name);
-    cp_data_path(path, len, rel);
-    return !strchr(name, '/') && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    cp_calib_dir(path, len, name);
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int check_calibration(const ynode *dev, const char *name, cp_err *err)
+/* device.calibration: a bundled profile's name, or the path of a profile
+ * folder (holding a '/'), relative to the file it is written in. */
+static int check_calibration(const ynode *dev, platform *p, cp_err *err)
 {
+    const ynode *n = yio_key(dev, "calibration");
+    if (strchr(p->calibration, '/') && p->calibration[0] != '/' && n->loc.origin &&
+        strncmp(n->loc.origin, "--set", 5) != 0) {
+        char dir[1024], rel[1024];
+        snprintf(rel, sizeof rel, "%s", p->calibration);
+        cp_resolve(p->calibration, sizeof p->calibration,
+                   cp_dirname(dir, sizeof dir, n->loc.origin), rel);
+    }
     char path[1024];
-    if (calibration_exists(name, path, sizeof path))
+    if (calibration_exists(p->calibration, path, sizeof path))
         return 0;
-    return cp_fail_at(err, yio_key(dev, "calibration")->loc, "device.calibration: no "
-                      "calibration profile \"%s\" (expected the directory %s)", name, path);
+    return cp_fail_at(err, n->loc, "device.calibration: no calibration profile \"%s\" "
+                      "(expected the directory %s)", n->str, path);
 }
 
 static int read_device(const ynode *root, platform *p, cp_err *err)
@@ -233,7 +242,7 @@ static int read_device(const ynode *root, platform *p, cp_err *err)
                 err) < 0 ||
         get_str(dev, "device", "calibration", 0, p->calibration, sizeof p->calibration, err) < 0)
         return -1;
-    if (p->calibration[0] && check_calibration(dev, p->calibration, err) < 0)
+    if (p->calibration[0] && check_calibration(dev, p, err) < 0)
         return -1;
     return 0;
 }

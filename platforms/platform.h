@@ -59,7 +59,7 @@ typedef struct platform {
     double eff_gemm, eff_attention, eff_memory;
 
     /* measured profile (directory under platforms/calibration), "" if none */
-    char calibration[64];
+    char calibration[1024];   /* a profile name, or the path of its folder */
 
     /* interconnect */
     plat_fabric_kind fabric;

@@ -22,6 +22,8 @@
 #include <xbt/dynar.h>
 #include <xbt/log.h>
 
+#include "workloads/datadir.h"
+
 /* ---- raw XML: probe in a child ---------------------------------------- */
 
 /* Child -> parent records: "H<len>:<host name>", "P<len>:<key><len>:<value>"
@@ -521,7 +523,12 @@ static int read_device(const char *path, const raw_host *h, const platform *dflt
     p->nic.efficiency = link_eff > 0 ? link_eff : dflt->nic.efficiency;
     p->spine.efficiency = link_eff > 0 ? link_eff : dflt->spine.efficiency;
     const char *cal = prop(h, "calibration"), *model = prop(h, "model");
-    snprintf(p->calibration, sizeof p->calibration, "%s", cal ? cal : "");
+    /* a profile name, or a folder's path relative to the XML file */
+    char dir[1024];
+    if (cal && strchr(cal, '/'))
+        cp_resolve(p->calibration, sizeof p->calibration, cp_dirname(dir, sizeof dir, path), cal);
+    else
+        snprintf(p->calibration, sizeof p->calibration, "%s", cal ? cal : "");
     snprintf(p->device, sizeof p->device, "%s", model ? model : "raw SimGrid host");
     return 0;
 }

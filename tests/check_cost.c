@@ -28,7 +28,8 @@
  * ~12-14 us per call"); launch_graph 1 us: chosen below the smallest
  * graph-replayed kernel (expert_down M=256, 5.42 us in gemm_graph.csv), as
  * the device-side cost of a graph node is inside the kernel's fixed time;
- * efficiencies: the fit documented in models/cost.c (cost_refs[]). */
+ * efficiencies: the fit documented in models/cost.c, as the profile's
+ * machine.json reference_device gives them. */
 static platform h200(void)
 {
     platform p;
@@ -256,6 +257,42 @@ START_TEST(test_uncalibrated_is_analytic)
     }
     cost_free(bare);
     cost_free(cal);
+}
+END_TEST
+
+/* A calibration profile is data: a folder anywhere (by path) with its
+ * tables and a machine.json whose reference_device says what measured
+ * them.  The same rows said to come from a device of half the peaks price
+ * a large GEMM at about half the time on the same target; without the
+ * description the folder is refused, naming the file.  (Not exactly half:
+ * the analytic model's per-tile times do not scale with the peak.) */
+START_TEST(test_profile_folder_is_data)
+{
+    char dir[] = "/tmp/cpsim-prof-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp -r %s/platforms/calibration/h200 %s/half && "
+             "sed -i 's/\"bf16\": 989.4e12/\"bf16\": 494.7e12/' %s/half/machine.json && "
+             "cp -r %s/platforms/calibration/h200 %s/bare && "
+             "python3 -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); "
+             "d.pop('reference_device'); json.dump(d, open(p, 'w'))\" %s/bare/machine.json",
+             CP_SRCDIR, dir, dir, CP_SRCDIR, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    platform p = h200(), half = h200(), bare = h200();
+    snprintf(half.calibration, sizeof half.calibration, "%s/half", dir);
+    snprintf(bare.calibration, sizeof bare.calibration, "%s/bare", dir);
+    cost_model *c = model_of(&p), *ch = model_of(&half);
+    plan_op op = gemm_op(16384, 8192, 8192, DT_BF16);
+    double t = cost_kernel_s(c, &op), th = cost_kernel_s(ch, &op);
+    ck_assert_msg(th / t > 0.45 && th / t < 0.65, "half-peak reference: %g s against %g s", th,
+                  t);
+    cost_free(c);
+    cost_free(ch);
+    cp_err err = {0};
+    ck_assert_ptr_null(cost_new(&bare, &err));
+    ck_assert_msg(strstr(err.msg, "/bare/machine.json: no reference_device"), "%s", err.msg);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -870,6 +907,7 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, test_calib_profile_tables);
     tcase_add_test(tc, test_calib_bad_files);
     tcase_add_test(tc, test_sparse_attention_table);
+    tcase_add_test(tc, test_profile_folder_is_data);
     tcase_add_test(tc, test_mlp_weights_plan);
     tcase_add_test(tc, test_mlp_weights_resident);
     suite_add_tcase(s, tc);

@@ -240,6 +240,23 @@ spoil overlap "overlap.csv:3:26: expected a number in (0, 1e+06], got -31" \
     'NR == 3 { $3 = "-31" } { print }'
 spoil gemm "gemm.csv has no data rows" 'NR == 1'
 
+# ---- a calibration profile as a folder of the user's, by path ------------------
+# the preset's copy naming a copy of its profile beside it (relative to the
+# platform file) gives the preset's answer
+mkdir -p "$tmp/mine"
+cp -r "$top_srcdir/platforms/calibration/h200" "$tmp/mine/prof"
+sed 's/^  calibration: h200/  calibration: .\/prof/' "$top_srcdir/platforms/h200-sxm-8.yaml" \
+    >"$tmp/mine/h200-mine.yaml"
+grep -q 'calibration: ./prof' "$tmp/mine/h200-mine.yaml" || fail "the preset copy names no ./prof"
+expect 0 "" -- "$CPSIM" run --quiet --platform "$tmp/mine/h200-mine.yaml" --out "$tmp/mine/o1"
+expect 0 "" -- "$CPSIM" run --quiet --platform h200-sxm-8 --out "$tmp/mine/o2"
+[ "$(grep '"ttft_s"' "$tmp/mine/o1/summary.json" | head -1)" = \
+  "$(grep '"ttft_s"' "$tmp/mine/o2/summary.json" | head -1)" ] ||
+    fail "a profile by path priced otherwise than the bundled one"
+rm "$tmp/mine/prof/machine.json"
+expect 2 "prof/machine.json" -- "$CPSIM" run --quiet --platform "$tmp/mine/h200-mine.yaml" \
+    --out "$tmp/mine/o3"
+
 # ---- messages of bad bytes and long paths ------------------------------------
 # a byte that is not UTF-8 is written as \xNN, never echoed raw
 expect 2 'unknown key "t\xe9" in parallel' -- "$CPSIM" validate \

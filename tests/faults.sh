@@ -13,6 +13,7 @@
 #   - a run whose write fails keeps no marker (summary.json) beside a mix of
 #     old and new files; temporary files of dead processes are removed by
 #     the next run, those of live ones are not;
+#   - --resume after a calibration table changed is refused;
 #   - a sweep none of whose points runs exits 2; --merge with points
 #     missing writes what it has and exits 2.
 name=faults
@@ -144,6 +145,29 @@ mix="$top_srcdir/workloads/examples/long-short-mix.yaml"
 rc=$?
 [ $rc -eq 2 ] || fail "a serving run that cannot write exited $rc, expected 2"
 grep -q "memory.csv: write failed: File too large" "$tmp/fsz.out" || fail "$(cat "$tmp/fsz.out")"
+
+# ---- a table changed between a sweep and its --resume ---------------------------------
+# the points done read the old table: refused, not mixed with new points
+dd="$tmp/datadir"
+mkdir -p "$dd/platforms/calibration"
+ln -s "$top_srcdir/models" "$dd/models"
+ln -s "$top_srcdir/workloads" "$dd/workloads"
+for f in "$top_srcdir"/platforms/*.yaml; do ln -s "$f" "$dd/platforms/"; done
+cp -r "$top_srcdir/platforms/calibration/h200" "$dd/platforms/calibration/"
+sed 's/h100-sxm-8/h200-sxm-8/' "$tmp/base.yaml" >"$tmp/base200.yaml"
+printf 'base: base200.yaml\ngrid: {parallel.tp: [4, 8]}\n' >"$tmp/t.yaml"
+CPSIM_DATADIR="$dd" "$CPSIM" sweep "$tmp/t.yaml" --quiet --out "$tmp/tab" 2>/dev/null ||
+    fail "the sweep on the copied profile exited $?"
+CPSIM_DATADIR="$dd" "$CPSIM" sweep "$tmp/t.yaml" --quiet --resume --out "$tmp/tab" 2>/dev/null ||
+    fail "--resume with nothing changed exited $?"
+awk -F, -v OFS=, 'NR == 2 { $NF = $NF * 1.5 } { print }' \
+    "$top_srcdir/platforms/calibration/h200/gemm.csv" >"$dd/platforms/calibration/h200/gemm.csv"
+CPSIM_DATADIR="$dd" "$CPSIM" sweep "$tmp/t.yaml" --quiet --resume --out "$tmp/tab" \
+    >"$tmp/tab.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "--resume after a table changed exited $rc, expected 2"
+grep -q "2 of the 2 points already done ran on other inputs" "$tmp/tab.out" ||
+    fail "$(cat "$tmp/tab.out")"
 
 # ---- sweeps that produce nothing -------------------------------------------------------
 printf 'base: base.yaml\ngrid: {parallel.tpp: [1, 2]}\n' >"$tmp/typo.yaml"

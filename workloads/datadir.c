@@ -62,6 +62,22 @@ char *cp_data_path(char *buf, size_t len, const char *rel)
     return buf;
 }
 
+char *cp_calib_dir(char *buf, size_t len, const char *profile)
+{
+    if (strchr(profile, '/'))
+        snprintf(buf, len, "%s", profile);
+    else
+        snprintf(buf, len, "%s/platforms/calibration/%s", cp_datadir(), profile);
+    return buf;
+}
+
+char *cp_calib_table(char *buf, size_t len, const char *profile, const char *table)
+{
+    char dir[PATH_MAX];
+    snprintf(buf, len, "%s/%s.csv", cp_calib_dir(dir, sizeof dir, profile), table);
+    return buf;
+}
+
 char *cp_dirname(char *buf, size_t len, const char *path)
 {
     const char *slash = path ? strrchr(path, '/') : NULL;

@@ -21,6 +21,17 @@ char *cp_data_path(char *buf, size_t len, const char *rel);
 /* Directory part of a file path ("." when none) into buf; returns buf. */
 char *cp_dirname(char *buf, size_t len, const char *path);
 
+/* The folder of calibration profile `profile` into buf: a name (no '/')
+ * is <datadir>/platforms/calibration/<name>, a path (holding a '/': the
+ * platform file resolved it against its own folder) is itself.  A profile
+ * is data: its tables and machine.json, which describes the device they
+ * were measured on (models/cost.c).  Returns buf. */
+char *cp_calib_dir(char *buf, size_t len, const char *profile);
+
+/* The path of table `table` (<table>.csv) of a calibration profile into
+ * buf; returns buf. */
+char *cp_calib_table(char *buf, size_t len, const char *profile, const char *table);
+
 /* Resolve `p` against `base_dir` unless absolute or base_dir is NULL. */
 char *cp_resolve(char *buf, size_t len, const char *base_dir, const char *p);
 

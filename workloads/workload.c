@@ -2020,9 +2020,8 @@ int wl_files(const scenario *s, char (*paths)[1024], int cap)
     if (!s->plat.calibration[0])
         return n;
     /* the profile's tables (its .csv and .json files, in name order) */
-    char rel[256], dir[1024];
-    snprintf(rel, sizeof rel, "platforms/calibration/%s", s->plat.calibration);
-    cp_data_path(dir, sizeof dir, rel);
+    char dir[1024];
+    cp_calib_dir(dir, sizeof dir, s->plat.calibration);
     struct dirent **names = NULL;
     int k = scandir(dir, &names, NULL, alphasort);
     for (int i = 0; i < k; i++) {

@@ -182,6 +182,55 @@ static int lock_dir(const char *dir, int *lock, cp_err *err)
     return 0;
 }
 
+/* --resume: every point already in the folder ran on the inputs it would
+ * read now.  The spec hash covers the sweep file and the base, not the
+ * files a point reads (model config, platform, calibration tables), so a
+ * table changed between a kill and --resume would leave points of two
+ * tables in one folder: each finished point's scenario hash is taken again
+ * and compared with the one it recorded. */
+static int check_done_inputs(const sweep_spec *sp, const sweep_points *pts,
+                             const sweep_lines *done, cp_err *err)
+{
+    int changed = 0, first = -1;
+    char then[17] = "", now[17] = "";
+    for (size_t i = 0; i < done->n; i++) {
+        const char *id = json_string_value(json_object_get(done->line[i], "id"));
+        const char *h = json_string_value(json_object_get(done->line[i], "scenario_hash"));
+        const sweep_point *pt = NULL;
+        for (int k = 0; id && h && k < pts->n && !pt; k++)
+            if (strcmp(pts->pt[k].id, id) == 0)
+                pt = &pts->pt[k];
+        if (!pt)
+            continue; /* a point that did not load: nothing read */
+        int nsets;
+        char **sets = sweep_point_sets(sp, pt, &nsets);
+        scenario s;
+        cp_err why = {0};
+        uint64_t v = 0;
+        int loads = wl_load(sp->base, (const char *const *)sets, nsets, NULL, &s, &why) == 0;
+        if (loads) {
+            sweep_scenario_hash(&s, &v, &why);
+            wl_free(&s);
+        }
+        sweep_sets_free(sets, nsets);
+        char hex[17];
+        sweep_hex(v, hex);
+        if (!loads || strcmp(hex, h) != 0) {
+            if (changed++ == 0) {
+                first = pt->index;
+                snprintf(then, sizeof then, "%s", h);
+                snprintf(now, sizeof now, "%s", loads ? hex : "none");
+            }
+        }
+    }
+    if (!changed)
+        return 0;
+    return cp_fail(err, CP_EXIT_INPUT, "--resume: %d of the %zu points already done ran on "
+                   "other inputs than they would read now (point %d: scenario hash %s then, %s "
+                   "now): a model config, platform or calibration table changed since; run "
+                   "into a new --out", changed, done->n, first, then, now);
+}
+
 /* The output folder made ready for this run: checked against the sweep,
  * sweep.json written, results.jsonl repaired and open for appending, and
  * the points of this shard that it lacks. */
@@ -212,6 +261,8 @@ static int open_session(const sweep_spec *sp, const sweep_points *pts, const cli
     snprintf(path, sizeof path, "%s/results.jsonl", dir);
     if (rc == 0)
         rc = sweep_read_results(path, 1, &done, err);
+    if (rc == 0 && a->resume)
+        rc = check_done_inputs(sp, pts, &done, err);
     if (rc == 0)
         ss->npending = pending(pts, &done, a, &ss->pending_pts, &ss->total);
     for (size_t i = 0; i < done.n; i++)
