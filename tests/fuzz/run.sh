@@ -11,10 +11,20 @@
 # Prints per target: executions, CPU seconds, corpus size, findings.
 set -u
 src=$1; build=$2; seconds=$3; shift 3
-targets=${*:-"workload config quant sweep where platform xml csv"}
-CC=${FUZZ_CC:-clang}
+targets=${*:-"workload config quant sweep where platform xml csv trace machine"}
+# the engine: libFuzzer (clang) by default; AFL++ with FUZZ_ENGINE=afl (Debian:
+# apt-get install afl++), whose afl-clang-fast builds the same targets
+# (-fsanitize=fuzzer links its libFuzzer-compatible driver)
+engine=${FUZZ_ENGINE:-libfuzzer}
+case $engine in
+libfuzzer) CC=${FUZZ_CC:-clang} ;;
+afl) CC=${FUZZ_CC:-afl-clang-fast} ;;
+*) echo "make fuzz: FUZZ_ENGINE is libfuzzer or afl, not $engine" >&2; exit 2 ;;
+esac
 command -v "$CC" >/dev/null 2>&1 ||
-    { echo "make fuzz: needs clang (Debian: apt-get install clang)" >&2; exit 1; }
+    { echo "make fuzz: needs $CC (Debian: apt-get install clang, or afl++)" >&2; exit 1; }
+[ "$engine" != afl ] || command -v afl-fuzz >/dev/null 2>&1 ||
+    { echo "make fuzz: FUZZ_ENGINE=afl needs afl-fuzz (Debian: afl++)" >&2; exit 1; }
 f="$build/fuzz"
 mkdir -p "$f/obj" "$f/seed"
 flags="-g -O1 -std=c11 -D_GNU_SOURCE -I$src -DCP_SRCDIR=\"$src\" -DCP_PKGDATADIR=\"$src\"
@@ -51,6 +61,8 @@ seed where "$src"/tests/fuzz/seeds/where/*
 seed platform "$src"/platforms/*.yaml "$src"/workloads/examples/platform-*.yaml
 seed xml "$src"/tests/platforms/*.xml
 seed csv "$src"/platforms/calibration/*/*.csv
+seed trace "$src"/tests/fuzz/seeds/trace/*
+seed machine "$src"/platforms/calibration/*/machine.json
 seed quant
 sh "$src/tests/quant/dsa-w8a8-description.sh" 4 1 4 1 >"$f/seed/quant/glm-small.json"
 
@@ -61,10 +73,22 @@ for t in $targets; do
         "$f"/obj/*.o $libs -o "$f/fuzz_$t" || exit 1
     mkdir -p "$f/corpus/$t" "$f/crashes/$t"
     log="$f/$t.log"
-    /usr/bin/time -f '%U %S' -o "$f/$t.time" "$f/fuzz_$t" -max_total_time="$seconds" \
-        -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-        -artifact_prefix="$f/crashes/$t/" "$f/corpus/$t" "$f/seed/$t" >"$log" 2>&1
-    rc=$?
+    if [ "$engine" = afl ]; then
+        # afl-fuzz keeps its queue and crashes under its own folder
+        AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+            /usr/bin/time -f '%U %S' -o "$f/$t.time" afl-fuzz -V "$seconds" -t 10000 \
+            -m none -i "$f/seed/$t" -o "$f/afl/$t" -- "$f/fuzz_$t" >"$log" 2>&1
+        rc=$?
+        st="$f/afl/$t/default/fuzzer_stats"
+        echo "stat::number_of_executed_units: $(sed -n 's/^execs_done *: *//p' "$st")" >>"$log"
+        cp "$f/afl/$t"/default/crashes/id* "$f/crashes/$t/" 2>/dev/null
+        cp "$f/afl/$t"/default/queue/id* "$f/corpus/$t/" 2>/dev/null
+    else
+        /usr/bin/time -f '%U %S' -o "$f/$t.time" "$f/fuzz_$t" -max_total_time="$seconds" \
+            -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+            -artifact_prefix="$f/crashes/$t/" "$f/corpus/$t" "$f/seed/$t" >"$log" 2>&1
+        rc=$?
+    fi
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     cpu=$(awk '{ printf "%.0f", $1 + $2 }' "$f/$t.time" 2>/dev/null)
     corpus=$(ls "$f/corpus/$t" | wc -l)
