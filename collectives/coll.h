@@ -58,6 +58,12 @@ typedef struct coll_curve {
  * and the others in coll_model.wider (ours: 2, 4, 8, 16 and spares). */
 #define COLL_MAX_GROUPS 8
 
+/* Curves beyond the plan_coll kinds: point-to-point (CK_COUNT) and the
+ * engines' custom all-reduce kernel (vLLM custom_all_reduce.cu; kernel set
+ * slot allreduce: custom), fitted from its own table. */
+#define COLL_CUSTOM_AR (CK_COUNT + 1)
+#define COLL_CURVES (CK_COUNT + 2)
+
 /* What was measured is kept apart from what a what-if changes: the curves
  * are the protocol efficiency and fixed overheads of the fabric the
  * calibration tables were measured on (platform.cal_intra), so the wire
@@ -79,11 +85,12 @@ typedef struct coll_model {
     int node_size;          /* devices per node: groups spanning nodes run
                                hierarchical all-reduce / all-gather /
                                reduce-scatter (hier.c); 0: flat */
-    coll_curve curve[2][CK_COUNT + 1];  /* [graph][kind]; kind CK_COUNT: point-to-point;
-                                           at the smallest group size measured */
-    coll_curve wider[2][CK_COUNT + 1][COLL_MAX_GROUPS - 1]; /* at larger group sizes,
-                                                              ascending */
-    int nwider[2][CK_COUNT + 1];
+    coll_curve curve[2][COLL_CURVES];   /* [graph][kind]; kind CK_COUNT: point-to-point,
+                                           COLL_CUSTOM_AR: the custom all-reduce; at
+                                           the smallest group size measured */
+    coll_curve wider[2][COLL_CURVES][COLL_MAX_GROUPS - 1]; /* at larger group sizes,
+                                                             ascending */
+    int nwider[2][COLL_CURVES];
 } coll_model;
 
 /* From the platform: fallback latencies, one-shot threshold, fabric
@@ -113,6 +120,9 @@ typedef struct coll_call {
     double bytes;           /* payload, size convention above */
     int graph;              /* 1: captured graph latency */
     int cross_node;         /* the group spans nodes: NIC rates, ring algorithms */
+    int custom;             /* an all-reduce by the engine's custom kernel: its
+                               curve (COLL_CUSTOM_AR) when measured and the
+                               group is inside one node, else NCCL's */
 } coll_call;
 
 /* Run the call on the calling stream (blocks in simulated time): first the

@@ -35,7 +35,8 @@
 
 /* Operation names of the nccl tables, by coll kind (CK_COUNT: sendrecv). */
 static const char *const op_names[] = {"all_reduce", "all_gather", "reduce_scatter",
-                                       "all_to_all", "broadcast", "sendrecv", NULL};
+                                       "all_to_all", "broadcast", "sendrecv",
+                                       "custom_all_reduce", NULL};
 
 /* One measured call. */
 typedef struct fit_row {
@@ -70,14 +71,16 @@ static void platform_model(coll_model *m, const platform *p)
  * (same algorithm choice). */
 static void row_ideal(const coll_model *m, const platform *p, fit_row *r)
 {
-    coll_call c = {.kind = r->kind == CK_COUNT ? CK_ALL_GATHER : (plan_coll)r->kind,
+    /* the custom all-reduce moves an all-reduce's bytes (coll_run) */
+    int kind = r->kind == COLL_CUSTOM_AR ? CK_ALL_REDUCE : r->kind;
+    coll_call c = {.kind = kind == CK_COUNT ? CK_ALL_GATHER : (plan_coll)kind,
                    .alg = ALG_AUTO, .n = r->procs, .bytes = r->bytes};
-    plan_alg alg = r->kind == CK_COUNT ? ALG_RING : coll_pick(m, &c);
+    plan_alg alg = kind == CK_COUNT ? ALG_RING : coll_pick(m, &c);
     double bw = plat_link_rate(p, &p->cal_intra);
     if (m->mesh) /* a full mesh: one link per pair */
         bw /= (double)(p->devices_per_node > 1 ? p->devices_per_node - 1 : 1);
-    r->wire_s = coll_analytic_s(r->kind, alg, r->procs, r->bytes, bw, 0);
-    r->route_s = coll_analytic_s(r->kind, alg, r->procs, 0, bw, p->cal_intra.latency);
+    r->wire_s = coll_analytic_s(kind, alg, r->procs, r->bytes, bw, 0);
+    r->route_s = coll_analytic_s(kind, alg, r->procs, 0, bw, p->cal_intra.latency);
 }
 
 /* Check row i and fill *r from it; -1 with an error at the bad cell. */
@@ -231,20 +234,34 @@ static coll_curve *curve_for(coll_model *out, int g, int kind, int procs,
     return at == 0 ? first : &w[at - 1];
 }
 
-int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
-                   coll_model *out, int graph, cp_err *err)
+/* Whether out already has a measured curve of (kind, procs) in mode g. */
+static int has_curve(const coll_model *out, int g, int kind, int procs)
 {
-    int g = graph != 0;
-    memset(out->curve[g], 0, sizeof out->curve[g]);
-    memset(out->wider[g], 0, sizeof out->wider[g]);
-    memset(out->nwider[g], 0, sizeof out->nwider[g]);
+    if (out->curve[g][kind].procs == procs && out->curve[g][kind].n > 0)
+        return 1;
+    for (int i = 0; i < out->nwider[g][kind]; i++)
+        if (out->wider[g][kind][i].procs == procs && out->wider[g][kind][i].n > 0)
+            return 1;
+    return 0;
+}
+
+/* Fit the rows of t into out's curves of mode g; with `add`, only the
+ * (kind, group size) pairs out has not measured yet (the others' rows are
+ * skipped: a profile's own table wins over an imported one). */
+static int fit_rows(const coll_model *m, const platform *p, const calib_table *t,
+                    coll_model *out, int g, int add, cp_err *err)
+{
     fit_row *rows = NULL;
     int n = 0;
     if (read_rows(t, &rows, &n, err) < 0)
         return -1;
     int c_p = group_col(t, err);
     int c_size = calib_col(t, "size_bytes", err); /* found by read_rows */
-    int rc = 0;
+    int rc = 0, kept = 0;
+    for (int i = 0; i < n; i++)
+        if (!add || !has_curve(out, g, rows[i].kind, rows[i].procs))
+            rows[kept++] = rows[i];
+    n = kept;
     for (int i = 0; i < n && rc == 0; i++) {
         row_ideal(m, p, &rows[i]);
         coll_curve *c = curve_for(out, g, rows[i].kind, rows[i].procs, t, &rows[i], c_p, err);
@@ -265,6 +282,22 @@ int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
     return rc;
 }
 
+int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
+                   coll_model *out, int graph, cp_err *err)
+{
+    int g = graph != 0;
+    memset(out->curve[g], 0, sizeof out->curve[g]);
+    memset(out->wider[g], 0, sizeof out->wider[g]);
+    memset(out->nwider[g], 0, sizeof out->nwider[g]);
+    return fit_rows(m, p, t, out, g, 0, err);
+}
+
+int coll_fit_add(const coll_model *m, const platform *p, const calib_table *t,
+                 coll_model *out, int graph, cp_err *err)
+{
+    return fit_rows(m, p, t, out, graph != 0, 1, err);
+}
+
 /* Whether the profile has <table>.csv. */
 static int has_table(const char *profile, const char *table)
 {
@@ -272,15 +305,27 @@ static int has_table(const char *profile, const char *table)
     return access(cp_calib_table(path, sizeof path, profile, table), R_OK) == 0;
 }
 
-/* Fit the curves of one mode from table `table` of the platform's profile. */
-static int fit_mode(coll_model *m, const platform *p, const char *table, int graph,
+/* Fit the curves of one mode from table `table` of the platform's profile
+ * (add: only what the curves lack). */
+static int fit_mode(coll_model *m, const platform *p, const char *table, int graph, int add,
                     cp_err *err)
 {
     calib_table *t = calib_load(p->calibration, table, err);
-    int rc = t ? coll_fit_table(m, p, t, m, graph, err) : -1;
+    int rc = !t ? -1 : add ? coll_fit_add(m, p, t, m, graph, err)
+                           : coll_fit_table(m, p, t, m, graph, err);
     calib_free(t);
     return rc;
 }
+
+/* The imported tables of a profile, each fitted where the profile's own
+ * nccl tables leave a (kind, group size) unmeasured: aiconfigurator's NCCL
+ * rows on 4 and 8 GPUs with our launch path added (aic_nccl*.csv), and the
+ * engines' custom all-reduce (aic_custom_allreduce*.csv, vLLM 0.14);
+ * scripts/aic_import.py writes them.  [mode] = eager, graph. */
+static const char *const imported[][2] = {
+    {"aic_nccl", "aic_nccl_graph"},
+    {"aic_custom_allreduce", "aic_custom_allreduce_graph"},
+};
 
 int coll_model_init(coll_model *m, const platform *p, cp_err *err)
 {
@@ -294,7 +339,12 @@ int coll_model_init(coll_model *m, const platform *p, cp_err *err)
     if (!p->calibration[0] || !has_table(p->calibration, "nccl") ||
         !has_table(p->calibration, "nccl_graph"))
         return 0;
-    if (fit_mode(m, p, "nccl", 0, err) < 0 || fit_mode(m, p, "nccl_graph", 1, err) < 0) {
+    int rc = fit_mode(m, p, "nccl", 0, 0, err) < 0 || fit_mode(m, p, "nccl_graph", 1, 0, err) < 0;
+    for (size_t i = 0; !rc && i < sizeof imported / sizeof imported[0]; i++)
+        for (int g = 0; g < 2 && !rc; g++)
+            if (has_table(p->calibration, imported[i][g]))
+                rc = fit_mode(m, p, imported[i][g], g, 1, err) < 0;
+    if (rc) {
         platform_model(m, p);
         return -1;
     }

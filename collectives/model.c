@@ -9,7 +9,7 @@
  * unknown kind (platform defaults). */
 static const coll_curve *curve_of(const coll_model *m, int kind, int graph)
 {
-    if (kind < 0 || kind > CK_COUNT)
+    if (kind < 0 || kind >= COLL_CURVES)
         return NULL;
     const coll_curve *c = &m->curve[graph != 0][kind];
     return c->n > 0 ? c : NULL;
@@ -177,8 +177,13 @@ long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c)
         return 0;
     /* across nodes the NIC links are the bottleneck and carry
      * network.efficiency themselves; the NVLink fit does not apply */
-    double eff = c->cross_node ? 1.0 : coll_efficiency_at(m, c->kind, c->n, c->graph);
-    double overhead = coll_overhead_at(m, c->kind, c->n, c->bytes, c->graph);
+    /* the custom all-reduce: its own fit, one node only (vLLM disables it
+     * for a group that spans nodes) */
+    int curve = c->custom && c->kind == CK_ALL_REDUCE && !c->cross_node &&
+                        curve_of(m, COLL_CUSTOM_AR, c->graph)
+                    ? COLL_CUSTOM_AR : (int)c->kind;
+    double eff = c->cross_node ? 1.0 : coll_efficiency_at(m, curve, c->n, c->graph);
+    double overhead = coll_overhead_at(m, curve, c->n, c->bytes, c->graph);
     if (!(eff > 0) || !(overhead >= 0))
         return -1;
     double wire = c->bytes / eff; /* nccl-tests size, on the wire */

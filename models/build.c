@@ -123,9 +123,44 @@ static void size_kv_pool(const scenario *s, plan_prog *pg, uint32_t pool_op, dou
  * a ring exchange given its ring (ex_step_ring; `force` as there).  Records
  * into split[step] whether it ran split and into ring[step] its ring (both
  * may be NULL). */
+plan_launch build_step_launch(const scenario *s, int64_t t, int prefill, int64_t *padded)
+{
+    *padded = t;
+    plan_launch how;
+    switch (s->graph) {
+    case GRAPH_CAPTURED:
+        how = PL_GRAPH;
+        break;
+    case GRAPH_DECODE_ONLY:
+        how = prefill ? PL_EAGER : PL_GRAPH;
+        break;
+    case GRAPH_PIECEWISE:
+        how = PL_PIECEWISE;
+        break;
+    case GRAPH_FULL_AND_PIECEWISE:
+        how = prefill ? PL_PIECEWISE : PL_GRAPH;
+        break;
+    default:
+        return PL_EAGER;
+    }
+    if (how == PL_EAGER)
+        return PL_EAGER;
+    if (t > INT32_MAX) /* past any capture size */
+        return s->kernels.ncapture > 0 ? PL_EAGER : how;
+    /* vLLM pads a batch to the next capture size and runs one past the
+     * largest eagerly (gpu_model_runner.py _get_num_input_tokens:
+     * num_tokens > max_cudagraph_capture_size -> no graph) */
+    int captured;
+    *padded = ks_padded_batch(&s->kernels, (int)t, &captured);
+    return captured ? how : PL_EAGER;
+}
+
 static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefix,
                      plan_ring force, uint8_t *split, uint8_t *ring)
 {
+    int64_t padded;
+    x->b.eager_step = build_step_launch(x->b.s, t, x->b.prefill, &padded) == PL_EAGER &&
+                      x->b.s->graph != GRAPH_EAGER;
     if (x->P > 1) {
         int sp = ex_step_splits(x->b.s, t);
         ex_begin_step(x, t, prefix, sp, ex_step_ring(x->b.s, t, prefix, sp, force));
@@ -327,6 +362,9 @@ void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep
     out->step_split = cp_xcalloc(2, sizeof *out->step_split);
     out->step_ring = cp_xcalloc(2, sizeof *out->step_ring);
     int64_t prefix = bt->n == 1 ? bt->seq[0].prefix : 0;
+    int64_t padded;
+    out->launch = (uint8_t)build_step_launch(s, t, (int)prefill, &padded);
+    out->padded_tokens = padded;
     /* one decision for every program (the rule prices a block once) */
     plan_ring ring = nprogs > 1 ? ex_step_ring(s, t, prefix, bt->split, force) : PR_NONE;
     out->step_ring[0] = (uint8_t)ring;
@@ -340,6 +378,7 @@ void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep
         b->request = 0;
         b->step = 0;
         b->prefill = (uint8_t)prefill;
+        b->eager_step = out->launch == PL_EAGER && s->graph != GRAPH_EAGER;
         b->sample = nsample > 0;
         b->nsample = nsample;
         if (bt->n > 1) {
@@ -351,7 +390,9 @@ void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep
             ex_begin_step(&x, t, prefix, bt->split, ring);
         if (g == 0)
             out->step_split[0] = sc->splits && sc->splits(b);
-        forward(b, sc, t, prefix);
+        /* the GEMMs and kernels run the padded batch; attention the
+         * requests themselves (b->seqs) */
+        forward(b, sc, padded, prefix);
         if (pool_op != EM_NONE)
             size_kv_pool(s, pg, pool_op, weights);
         if (s->fold_at_build)

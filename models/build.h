@@ -66,6 +66,12 @@ void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, pla
 void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep, plan_ring ring,
                           plan *out);
 
+/* How a step of t tokens (prefill: it holds prefill tokens) is launched
+ * under the scenario's graph mode (engine.graph) and kernel set's capture
+ * sizes, and the batch its kernels run (*padded: t, or the capture size it
+ * is padded to). */
+plan_launch build_step_launch(const scenario *s, int64_t t, int prefill, int64_t *padded);
+
 /* The KV bytes of a request of `positions` tokens on the replica's rank
  * that holds the most of it (SP index 0 of an uneven stripe). */
 double build_kv_bytes(const scenario *s, int64_t positions);

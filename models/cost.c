@@ -56,7 +56,9 @@
  * batch and q_len; routing pieces their widths; bandwidth-bound kinds the
  * kind) is priced analytic * ratio, the ratio interpolated linearly in log
  * size between the two neighbouring rows (size: rows, attended pairs, keys
- * or bytes), and fading to the analytic model beyond the ends (TABLE_FADE).
+ * or bytes), and held at the edge beyond the ends: the edge ratio, and
+ * below the smallest size of the top-k series no less than the edge
+ * row's time (flat_below).
  * Rows of one series at one size (two machine starts, two tables) are
  * averaged (geometric mean).  Interpolating the times themselves log-log
  * instead is worse (leave-one-out on the H200 graph GEMM rows: median
@@ -160,13 +162,6 @@ static const double gemm_qs_t0[4] = {0, 0, 1.3e-6, 1.8e-6};
  * used (0.3 % apart at the switch for 128 heads of 64K causal queries). */
 #define ATTN_MAX_SIM_CTAS 65536.0
 
-/* Beyond the ends of a series its ratio fades to 1 (the analytic model)
- * over this factor in size, the spacing of the profile's series (M and bytes
- * step by 4x, attended pairs by 4x): continuous at the ends, and analytic
- * one step beyond.  Leave-one-out on the H200 rows prefers that to keeping
- * the end ratio: worst row 24.8 % against 28.8 % (eager GEMMs), 21.0 %
- * against 21.9 % (graph GEMMs), while the medians rise by < 1 point. */
-#define TABLE_FADE 16.0
 
 /* Bandwidth-bound kinds: speed relative to a copy, fitted per kind with the
  * fixed time nkern * T0 on its largest rows (bandwidth-bound), worst error
@@ -181,6 +176,9 @@ static const double mem_rel[KK_COUNT] = {
     [KK_COPY] = 1.000, [KK_ADD] = 1.027, [KK_NORM] = 0.750, [KK_SILU_MUL] = 0.27,
     [KK_ROPE] = 0.0863, [KK_LSE] = 0.0861, [KK_TOPK] = 0.0085, [KK_PERMUTE] = 0.43,
     [KK_UNPERMUTE] = 0.125, [KK_QUANT] = 0.085,
+    /* a kernel set's fused kernel no table measured: one pass over its bytes
+     * at a copy's speed (elementwise.csv copy rows), one launch */
+    [KK_FUSED] = 1.000,
 };
 
 /* Kernel kind of each plan kernel class (attention: prefill or decode by
@@ -211,7 +209,7 @@ typedef struct cost_dev {
  * attention, 0.889 memory, fitted as the constants above say). */
 
 /* Series key of an op: the coordinates a row must share with it. */
-#define KEY_N 6
+#define KEY_N 7
 typedef struct series_key {
     double v[KEY_N];
 } series_key;
@@ -222,9 +220,17 @@ typedef struct cost_point {
     series_key key;
     double x;           /* size */
     double lratio;      /* mean log(measured kernel time / analytic on the reference) */
+    double ltime;       /* mean log(measured kernel time) (s) */
     int nrows;
     plan_costsrc src;   /* table of the first row */
 } cost_point;
+
+/* The points of one series: pts[first .. first + n), ascending in size. */
+typedef struct cost_series {
+    cost_kk kk;
+    series_key key;
+    int first, n;
+} cost_series;
 
 typedef struct attn_memo attn_memo;
 
@@ -233,8 +239,10 @@ struct cost_model {
     double launch_eager, launch_graph;
     int calibrated;           /* a profile is loaded: ref and points valid */
     cost_dev ref;
-    cost_point *pts;
+    cost_point *pts;          /* by kind, series key, then size */
     int npts;
+    cost_series *series;      /* runs of pts of one kind and key */
+    int nseries;
     attn_memo *memo;          /* written by const functions: a cache only */
 };
 
@@ -262,6 +270,12 @@ static double roofline_time(const cost_dev *d, const plan_op *op, double eff)
 static int kernels(const plan_op *op)
 {
     return op->nkern > 1 ? op->nkern : 1;
+}
+
+/* Kernels the op launches itself: none for a part of another's launch. */
+static int launches(const plan_op *op)
+{
+    return op->shared_launch ? 0 : kernels(op);
 }
 
 /* Tile width along N: 128, unless 192, 256 or 64 pads N less (the tile
@@ -531,7 +545,7 @@ static double attn_time(attn_memo *memo, const cost_dev *d, const plan_op *op)
     /* one query per request: the query heads of a KV head share a CTA
      * (FA2 seqlenq_ngroups_swapped) */
     int fold = a->q_len == 1 && a->kv_heads > 0 && a->heads > a->kv_heads &&
-               a->heads % a->kv_heads == 0;
+               a->heads % a->kv_heads == 0 && !a->unfolded;
     double rows = fold ? (double)(a->heads / a->kv_heads) : q;
     double hrows = B * (double)(fold ? a->kv_heads : a->heads);
     attn_grid g = {rows, kv, a->causal, hrows, 0, 0, ATTN_CTAS_PER_SM * d->sm_count, 0, 1};
@@ -606,8 +620,21 @@ static double analytic(const cost_model *c, const cost_dev *d, const plan_op *op
 
 /* ---- series ------------------------------------------------------------------ */
 
+/* A fused implementation of a bandwidth-bound class (or of the routing's
+ * top-k, permute and unpermute). */
+static int fused_bytes_kernel(const plan_op *op)
+{
+    if (op->impl != IMPL_FUSED && op->impl != IMPL_FUSED_ADD && op->impl != IMPL_FUSED_KV_WRITE)
+        return 0;
+    cost_kk kk = kk_of_kclass[op->kclass];
+    return kk != KK_GEMM && kk != KK_BMM && kk != KK_MOE && kk != KK_ATTN &&
+           kk != KK_SPARSE && kk != KK_ROOFLINE;
+}
+
 static cost_kk kind_of(const plan_op *op)
 {
+    if (fused_bytes_kernel(op))
+        return KK_FUSED;
     cost_kk kk = kk_of_kclass[op->kclass];
     if (kk == KK_ATTN && op->attn.q_len <= COST_DECODE_MAX_Q)
         return KK_DECODE;
@@ -640,6 +667,8 @@ static series_key key_of(const plan_op *op, cost_kk kk)
 {
     series_key k = {{0}};
     const plan_attn *a = &op->attn;
+    /* an attention call of no set in particular is the profile's FA2 */
+    double impl = op->impl == IMPL_TORCH ? IMPL_FA2 : op->impl;
     switch (kk) {
     case KK_GEMM:
         k = (series_key){{(double)op->k, (double)op->n, op->dtype, op->qscale}};
@@ -653,12 +682,17 @@ static series_key key_of(const plan_op *op, cost_kk kk)
          * the analytic model's too (its CTAs all see every key) */
         k = (series_key){{(double)a->d_qk, (double)a->d_v, a->causal,
                           a->causal && a->kv_len > 0 ? (double)a->q_len / (double)a->kv_len
-                                                     : 0}};
+                                                     : 0, impl}};
+        /* cuDNN's rows are square (its causal mask is top-left aligned below
+         * the diagonal, README "Attention by backend"): its series is its
+         * speed at the mask, whatever the q/kv ratio */
+        if (op->impl == IMPL_CUDNN)
+            k.v[3] = 0;
         break;
     case KK_DECODE:
         k = (series_key){{(double)a->heads, (double)a->kv_heads, (double)a->d_qk,
                           (double)a->d_v, a->batch > 1 ? (double)a->batch : 1,
-                          (double)a->q_len}};
+                          (double)a->q_len, impl}};
         break;
     case KK_SPARSE:
         k = (series_key){{(double)a->heads, (double)a->d_qk, (double)a->d_v, op->dtype}};
@@ -674,8 +708,10 @@ static series_key key_of(const plan_op *op, cost_kk kk)
                                                   : (double)op->in.d[0] / (double)op->out.d[0])
                               : 0}};
         break;
-    case KK_QUANT: /* the unfused ops of the profile, or one kernel */
-        k = (series_key){{op->qscale, kernels(op)}};
+    case KK_QUANT: /* the unfused ops of the profile, or one kernel; per row width K
+                      (a series over M: the small-M rows of one width do not
+                      price another's) */
+        k = (series_key){{op->qscale, kernels(op), (double)op->in.d[1]}};
         break;
     default: /* bandwidth-bound kinds: one series per kind */
         break;
@@ -692,29 +728,44 @@ static int key_eq(const series_key *a, const series_key *b)
 }
 
 /* A table lookup: the ratio, its source and the distance to the nearest
- * point; ratio 0 when no series applies. */
+ * point; ratio 0 when no series applies.  floor_ref: below the smallest
+ * point of a compute kind's series, that point's time on the reference
+ * device (the op is not faster than the smallest shape measured). */
 typedef struct lookup {
     double ratio;
     plan_costsrc src;
     double dist;
+    double floor_ref;
 } lookup;
 
-/* Ratio measured / analytic for op from its series, leaving out points of
- * the op's own size when leave_out is set. */
-static lookup table_ratio(const cost_model *c, const plan_op *op, cost_kk kk, int leave_out)
+/* Top-k scoring (seven small launches over a few KB of logits) is bound by
+ * its launches at small sizes, so its series is flat below its smallest
+ * size: no less than the edge row's time (moe.csv at 64 tokens: 24.8 us;
+ * moe_decode.csv at 1-32 tokens: 17-20 us).  Every other series keeps the
+ * edge row's speed beyond its ends (its ratio to the analytic model, which
+ * scales the work: weights read by a small-M GEMM, keys by a decode call,
+ * rows gathered by a permute: flat, glm5's unpermute at 64 tokens would be
+ * priced at its 256-token time, 1.8x the measured one). */
+static int flat_below(cost_kk kk)
 {
-    lookup out = {0, CS_ROOFLINE, 0};
-    double x = size_of(op, kk);
-    if (!(x > 0))
-        return out;
-    series_key key = key_of(op, kk);
+    return kk == KK_TOPK;
+}
+
+static lookup series_ratio(const cost_model *c, const series_key *key, double x, cost_kk kk,
+                           int leave_out)
+{
+    lookup out = {0, CS_ROOFLINE, 0, 0};
     const cost_point *lo = NULL, *hi = NULL;
-    for (int i = 0; i < c->npts; i++) {
+    const cost_series *sr = NULL;
+    for (int i = 0; i < c->nseries && !sr; i++)
+        if (c->series[i].kk == kk && key_eq(&c->series[i].key, key))
+            sr = &c->series[i];
+    for (int i = sr ? sr->first : 0; sr && i < sr->first + sr->n; i++) {
         const cost_point *pt = &c->pts[i];
-        if (pt->kk != kk || !key_eq(&pt->key, &key) || (leave_out && pt->x == x))
+        if (leave_out && pt->x == x)
             continue;
         if (pt->x == x)
-            return (lookup){exp(pt->lratio), pt->src, 1.0};
+            return (lookup){exp(pt->lratio), pt->src, 1.0, 0};
         if (pt->x < x && (!lo || pt->x > lo->x))
             lo = pt;
         if (pt->x > x && (!hi || pt->x < hi->x))
@@ -723,44 +774,130 @@ static lookup table_ratio(const cost_model *c, const plan_op *op, cost_kk kk, in
     if (!lo && !hi)
         return out;
     if (!lo || !hi) {
+        /* beyond an end the edge row holds (issue "Decode steps": a series
+         * never fades toward the analytic model below its measured times) */
         const cost_point *end = lo ? lo : hi;
-        double w = fmax(0.0, 1.0 - fabs(log(x / end->x)) / log(TABLE_FADE));
-        if (w <= 0)
-            return out; /* beyond the fade: the analytic model alone */
-        return (lookup){exp(w * end->lratio), end->src, fmax(x / end->x, end->x / x)};
+        double floor_ref = !lo && flat_below(kk) ? exp(end->ltime) : 0;
+        return (lookup){exp(end->lratio), end->src, fmax(x / end->x, end->x / x), floor_ref};
     }
     double f = log(x / lo->x) / log(hi->x / lo->x);
     const cost_point *near = f < 0.5 ? lo : hi;
     return (lookup){exp(lo->lratio + f * (hi->lratio - lo->lratio)), near->src,
-                    fmax(x / near->x, near->x / x)};
+                    fmax(x / near->x, near->x / x), 0};
 }
 
-/* Measured-table time of op on the target device; 0 when no table applies. */
+/* Index of the batch in a decode series key (key_of). */
+#define DECODE_KEY_BATCH 4
+
+/* A decode call of a batch no series measured: the ratios of the series of
+ * the nearest batches below and above (same heads, dims, queries and
+ * kernel) at the call's size, linear in log(batch) between them, the
+ * nearest one's beyond them (decode_attention.csv measures batches 1, 8,
+ * 32, 64, 256; a serving step runs any). */
+static lookup decode_between_batches(const cost_model *c, const series_key *key, double x,
+                                     int leave_out)
+{
+    double b = key->v[DECODE_KEY_BATCH], lo = 0, hi = 0;
+    for (int i = 0; i < c->nseries; i++) {
+        const cost_series *sr = &c->series[i];
+        if (sr->kk != KK_DECODE)
+            continue;
+        series_key k = sr->key;
+        double sb = k.v[DECODE_KEY_BATCH];
+        k.v[DECODE_KEY_BATCH] = b;
+        if (!key_eq(&k, key))
+            continue;
+        if (sb < b && sb > lo)
+            lo = sb;
+        if (sb > b && (hi == 0 || sb < hi))
+            hi = sb;
+    }
+    lookup none = {0, CS_ROOFLINE, 0, 0};
+    if (lo == 0 && hi == 0)
+        return none;
+    series_key kl = *key, kh = *key;
+    kl.v[DECODE_KEY_BATCH] = lo;
+    kh.v[DECODE_KEY_BATCH] = hi;
+    lookup a = lo > 0 ? series_ratio(c, &kl, x, KK_DECODE, leave_out) : none;
+    lookup h = hi > 0 ? series_ratio(c, &kh, x, KK_DECODE, leave_out) : none;
+    if (!(a.ratio > 0))
+        return h;
+    if (!(h.ratio > 0))
+        return a;
+    double f = log(b / lo) / log(hi / lo);
+    lookup out = f < 0.5 ? a : h;
+    out.ratio = exp(log(a.ratio) + f * (log(h.ratio) - log(a.ratio)));
+    out.floor_ref = 0;
+    return out;
+}
+
+/* Ratio measured / analytic for op from its series, leaving out points of
+ * the op's own size when leave_out is set.  An implementation without a
+ * series of its own takes the nearest class measured: FA3 prefill the
+ * cuDNN rows (the same Hopper wgmma + TMA class, README "Attention by
+ * backend"), a decode call of another kernel the FA2 split-KV rows. */
+static lookup table_ratio(const cost_model *c, const plan_op *op, cost_kk kk, int leave_out)
+{
+    lookup out = {0, CS_ROOFLINE, 0, 0};
+    double x = size_of(op, kk);
+    if (!(x > 0))
+        return out;
+    series_key key = key_of(op, kk);
+    out = series_ratio(c, &key, x, kk, leave_out);
+    if (out.ratio > 0)
+        return out;
+    if (kk == KK_DECODE) {
+        out = decode_between_batches(c, &key, x, leave_out);
+        if (out.ratio > 0)
+            return out;
+    }
+    plan_op alt = *op;
+    if (kk == KK_ATTN && op->impl == IMPL_FA3)
+        alt.impl = IMPL_CUDNN;
+    else if (kk == KK_DECODE && op->impl != IMPL_FA2)
+        alt.impl = IMPL_FA2;
+    else
+        return out;
+    key = key_of(&alt, kk);
+    return series_ratio(c, &key, x, kk, leave_out);
+}
+
+/* Measured-table time of op on the target device; 0 when no table applies.
+ * The time measured on the reference device X moves to the target T by the
+ * analytic model: t_T = t_X * A_T / A_X, so that a compute-bound kernel
+ * scales with the peak and a bandwidth-bound one (a small-M GEMM's weight
+ * read, a norm) with the HBM bandwidth (issue "Answers": HBM what-ifs). */
 static double table_time(const cost_model *c, const plan_op *op, cost_kk kk, int leave_out,
                          lookup *lk)
 {
-    *lk = (lookup){0, CS_ROOFLINE, 0};
-    if (!c->calibrated || kk == KK_ROOFLINE || kk == KK_BMM)
+    *lk = (lookup){0, CS_ROOFLINE, 0, 0};
+    if (!c->calibrated || kk == KK_ROOFLINE || kk == KK_BMM || kk == KK_FUSED)
         return 0;
     *lk = table_ratio(c, op, kk, leave_out);
     if (lk->ratio <= 0)
         return 0;
-    if (kk == KK_GEMM || kk == KK_MOE || kk == KK_ATTN || kk == KK_DECODE || kk == KK_SPARSE) {
-        double t_ref = lk->ratio * analytic(c, &c->ref, op, kk);
-        double peaks = dev_peak(&c->ref, op->dtype) / dev_peak(&c->dev, op->dtype);
-        return fmax(t_ref * peaks, mem_floor(&c->dev, op));
-    }
-    /* t_ref * analytic_T / analytic_X, with t_ref = ratio * analytic_X */
-    return lk->ratio * analytic(c, &c->dev, op, kk);
+    double a_ref = analytic(c, &c->ref, op, kk), a_dev = analytic(c, &c->dev, op, kk);
+    double t_ref = fmax(lk->ratio * a_ref, lk->floor_ref);
+    return a_ref > 0 ? t_ref * a_dev / a_ref : t_ref;
 }
 
 static double kernel_time(const cost_model *c, const plan_op *op, cost_kk kk, int leave_out,
                           lookup *lk)
 {
     double t = table_time(c, op, kk, leave_out, lk);
+    if (t > 0 && kk == KK_DECODE && op->attn.unfolded) {
+        /* the decode rows ran GQA-folded (flash_attn_with_kvcache); a varlen
+         * call's decodes keep the rows' deviation from the analytic model
+         * and take the analytic model's unfolded time */
+        plan_op f = *op;
+        f.attn.unfolded = 0;
+        double folded = analytic(c, &c->dev, &f, kk);
+        if (folded > 0)
+            t *= analytic(c, &c->dev, op, kk) / folded;
+    }
     if (t > 0)
         return t;
-    *lk = (lookup){0, CS_ROOFLINE, 0};
+    *lk = (lookup){0, kk == KK_FUSED ? CS_DERIVED : CS_ROOFLINE, 0, 0};
     return analytic(c, &c->dev, op, kk);
 }
 
@@ -856,33 +993,85 @@ static int read_ref(const char *profile, cost_dev *d, cp_err *err)
 /* Read the profile's tables into table points (ratios against the
  * reference device of the profile); rows of one series and size become one
  * point. */
+/* Bytes past which a row cannot be served from the L2 cache: the 50 MB L2
+ * of the H100 / H200 (NVIDIA H100 Tensor Core GPU Architecture whitepaper);
+ * a repeated call on smaller data may read at L2 speed, above HBM's. */
+#define COST_L2_BYTES 50e6
+
+/* A row faster than the reference device can run it: more flop/s than its
+ * dense peak for the row's dtype, or more bytes/s than its HBM past the L2
+ * (models-hardware.md 3.1; the aiconfigurator README warns of such rows).
+ * Such rows are refused: no point of the table model, flagged in the
+ * check. */
+static int row_impossible(const cost_dev *ref, const cost_row *r)
+{
+    double t = r->t_kernel > 0 ? r->t_kernel : r->t_graph > 0 ? r->t_graph : r->t_eager;
+    if (!(t > 0))
+        return 0;
+    return r->op.flops / t > dev_peak(ref, r->op.dtype) ||
+           (r->op.bytes > COST_L2_BYTES && r->op.bytes / t > ref->hbm_bw);
+}
+
+/* Points by kind, key (exact, in order), size, then row: a total order, so
+ * the means of a point's rows add in one order on every run. */
+static int point_cmp(const void *pa, const void *pb)
+{
+    const cost_point *a = pa, *b = pb;
+    if (a->kk != b->kk)
+        return a->kk < b->kk ? -1 : 1;
+    for (int i = 0; i < KEY_N; i++)
+        if (a->key.v[i] != b->key.v[i])
+            return a->key.v[i] < b->key.v[i] ? -1 : 1;
+    if (a->x != b->x)
+        return a->x < b->x ? -1 : 1;
+    return (a->nrows > b->nrows) - (a->nrows < b->nrows);
+}
+
 static int load_points(cost_model *c, const char *profile, cp_err *err)
 {
     const cost_rows *rs = profile_rows(profile, err);
     if (!rs || read_ref(profile, &c->ref, err) < 0)
         return -1;
+    cost_point *raw = calloc((size_t)rs->n + 1, sizeof *raw);
     c->pts = calloc((size_t)rs->n + 1, sizeof *c->pts);
-    if (!c->pts)
+    c->series = calloc((size_t)rs->n + 1, sizeof *c->series);
+    if (!raw || !c->pts || !c->series) {
+        free(raw);
         return cp_fail(err, CP_EXIT_INTERNAL, "out of memory");
+    }
     c->calibrated = 1;
+    int n = 0;
     for (int i = 0; i < rs->n; i++) {
         const cost_row *r = &rs->v[i];
-        if (r->t_kernel <= 0)
+        if (r->t_kernel <= 0 || row_impossible(&c->ref, r))
             continue;
-        series_key key = key_of(&r->op, r->kk);
-        double x = size_of(&r->op, r->kk);
         double lr = log(r->t_kernel / analytic(c, &c->ref, &r->op, r->kk));
-        cost_point *pt = NULL;
-        for (int j = 0; j < c->npts && !pt; j++)
-            if (c->pts[j].kk == r->kk && c->pts[j].x == x && key_eq(&c->pts[j].key, &key))
-                pt = &c->pts[j];
-        if (pt) {
-            pt->lratio = (pt->lratio * pt->nrows + lr) / (pt->nrows + 1);
+        /* nrows holds the row index until the sort (a total order) */
+        raw[n++] = (cost_point){r->kk, key_of(&r->op, r->kk), size_of(&r->op, r->kk), lr,
+                                log(r->t_kernel), i, r->src};
+    }
+    qsort(raw, (size_t)n, sizeof *raw, point_cmp);
+    /* rows of one series at one size: one point, their mean logs */
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        cost_point *pt = &c->pts[c->npts++];
+        *pt = raw[i];
+        pt->nrows = 1;
+        for (; j < n && raw[j].kk == pt->kk && raw[j].x == pt->x && key_eq(&raw[j].key, &pt->key);
+             j++) {
+            pt->lratio = (pt->lratio * pt->nrows + raw[j].lratio) / (pt->nrows + 1);
+            pt->ltime = (pt->ltime * pt->nrows + raw[j].ltime) / (pt->nrows + 1);
             pt->nrows++;
-            continue;
         }
-        pt = &c->pts[c->npts++];
-        *pt = (cost_point){r->kk, key, x, lr, 1, r->src};
+        i = j;
+    }
+    free(raw);
+    for (int i = 0; i < c->npts; i++) {
+        cost_series *last = c->nseries ? &c->series[c->nseries - 1] : NULL;
+        if (last && last->kk == c->pts[i].kk && key_eq(&last->key, &c->pts[i].key))
+            last->n++;
+        else
+            c->series[c->nseries++] = (cost_series){c->pts[i].kk, c->pts[i].key, i, 1};
     }
     return 0;
 }
@@ -941,6 +1130,7 @@ void cost_free(cost_model *c)
     if (!c)
         return;
     free(c->pts);
+    free(c->series);
     free(c->memo);
     free(c);
 }
@@ -953,7 +1143,7 @@ static int is_compute(const plan_op *op)
 double cost_kernel_src_s(const cost_model *c, const plan_op *op, plan_costsrc *src,
                          double *dist)
 {
-    lookup lk = {0, CS_ROOFLINE, 0};
+    lookup lk = {0, CS_ROOFLINE, 0, 0};
     double t = is_compute(op) ? kernel_time(c, op, kind_of(op), 0, &lk) : 0;
     if (src)
         *src = lk.src;
@@ -976,7 +1166,7 @@ double cost_launch_s(const cost_model *c, const plan_op *op, int graph)
 {
     if (op->kind == OPK_MEM || op->kind == OPK_STEP)
         return 0;
-    return kernels(op) * (graph && !op->eager ? c->launch_graph : c->launch_eager);
+    return launches(op) * (graph && !op->eager ? c->launch_graph : c->launch_eager);
 }
 
 void cost_price_plan(const cost_model *c, plan *p, int graph)
@@ -993,7 +1183,7 @@ void cost_price_plan(const cost_model *c, plan *p, int graph)
                 plan_costsrc src;
                 double dist;
                 op->cost_s = cost_kernel_src_s(c, op, &src, &dist) +
-                             (eager ? kernels(op) * COST_EAGER_GAP : 0);
+                             (eager ? launches(op) * COST_EAGER_GAP : 0);
                 op->cost_table = (uint8_t)src;
                 op->cost_dist = (float)dist;
             }
@@ -1026,6 +1216,7 @@ static void check_row(const cost_model *c, const cost_row *r, int graph, cost_ch
     double model = analytic(c, &c->dev, &r->op, r->kk);
     out->table_s = per_call(c, &r->op, table > 0 ? table : model, graph);
     out->analytic_s = per_call(c, &r->op, model, graph);
+    out->refused = row_impossible(&c->ref, r);
 }
 
 int cost_check_calibration(const platform *p, cost_check_row **rows, cp_err *err)
@@ -1090,6 +1281,10 @@ static cost_accuracy class_stats(const cost_check_row *rows, int n, const char *
     for (int i = 0; i < n; i++) {
         if (*cls && strcmp(rows[i].cls, cls) != 0)
             continue;
+        if (rows[i].refused) {
+            s.refused++;
+            continue;
+        }
         double t = rel_err(rows[i].table_s, rows[i].measured_s);
         double a = rel_err(rows[i].analytic_s, rows[i].measured_s);
         et[s.n] = t;
@@ -1142,17 +1337,19 @@ void cost_accuracy_print(const cost_check_row *rows, int n, FILE *out)
         fprintf(out, "%-22s %-32s %-44.44s %11.2f %11.2f %6.1f%% %11.2f %6.1f%%%s\n", r->table,
                 r->cls, r->label, r->measured_s * 1e6, r->table_s * 1e6,
                 100 * (r->table_s / r->measured_s - 1), r->analytic_s * 1e6,
-                100 * (r->analytic_s / r->measured_s - 1), noisy(r) ? "  (noisy)" : "");
+                100 * (r->analytic_s / r->measured_s - 1),
+                r->refused ? "  (refused: above the device's ceilings)"
+                           : noisy(r) ? "  (noisy)" : "");
     }
     cost_accuracy *acc;
     int k = cost_accuracy_by_class(rows, n, &acc);
     fprintf(out, "\nrelative error of time per call; table model with the row's size left "
                  "out of its series\n");
-    fprintf(out, "%-32s %5s %6s  %-19s %-19s\n", "class", "rows", "noisy",
+    fprintf(out, "%-32s %5s %6s %7s  %-19s %-19s\n", "class", "rows", "noisy", "refused",
             "table med / worst", "analytic med / worst");
     for (int i = 0; i < k; i++)
-        fprintf(out, "%-32s %5d %6d  %6.1f%% / %6.1f%%   %6.1f%% / %6.1f%%\n",
-                acc[i].cls[0] ? acc[i].cls : "all", acc[i].n, acc[i].noisy,
+        fprintf(out, "%-32s %5d %6d %7d  %6.1f%% / %6.1f%%   %6.1f%% / %6.1f%%\n",
+                acc[i].cls[0] ? acc[i].cls : "all", acc[i].n, acc[i].noisy, acc[i].refused,
                 100 * acc[i].med_table, 100 * acc[i].worst_table, 100 * acc[i].med_analytic,
                 100 * acc[i].worst_analytic);
     fprintf(out, "(noisy: the row's repeat on another machine start differs by more than "
@@ -1171,15 +1368,17 @@ json_t *cost_accuracy_json(const cost_check_row *rows, int n)
         if (r->repeat_s > 0)
             json_object_set_new(o, "repeat_s", json_real(r->repeat_s));
         json_object_set_new(o, "noisy", json_boolean(noisy(r)));
+        json_object_set_new(o, "refused", json_boolean(r->refused));
         json_array_append_new(jr, o);
     }
     cost_accuracy *acc;
     int k = cost_accuracy_by_class(rows, n, &acc);
     for (int i = 0; i < k; i++)
         json_array_append_new(
-            jc, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f}", "class",
+            jc, json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f}", "class",
                           acc[i].cls[0] ? acc[i].cls : "all", "rows", acc[i].n, "noisy",
-                          acc[i].noisy, "table_median", acc[i].med_table, "table_worst",
+                          acc[i].noisy, "refused", acc[i].refused, "table_median",
+                          acc[i].med_table, "table_worst",
                           acc[i].worst_table, "analytic_median", acc[i].med_analytic,
                           "analytic_worst", acc[i].worst_analytic));
     free(acc);

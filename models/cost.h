@@ -66,6 +66,8 @@ typedef struct cost_check_row {
                               series (from the neighbours; the analytic model
                               beyond the ends) */
     double analytic_s;     /* the analytic model alone */
+    int refused;           /* faster than the device's ceilings: no point of the
+                              table model, out of the figures */
 } cost_check_row;
 
 /* Every row of the profile, predicted on the device the profile was measured
@@ -79,6 +81,7 @@ typedef struct cost_accuracy {
     int n;                 /* rows */
     int noisy;             /* rows left out of the worst-row figures: their repeat
                               differs from them by more than COST_NOISE */
+    int refused;           /* rows above the device's ceilings, out of every figure */
     double med_table, worst_table, med_analytic, worst_analytic;
     int worst_table_row, worst_analytic_row;   /* indices into the rows, -1 none */
 } cost_accuracy;

@@ -144,15 +144,23 @@ static cost_row *push(cost_rows *rs, cp_err *err)
  * eager time_us, graph time_us_graph when graph_measured, and their run-2
  * repeats.  Unmeasured graph rows are long calls (README: > 0.2-1 ms): the
  * kernel time is the eager time less the eager gaps. */
+static int has_col(const rd *r, const char *name)
+{
+    cp_err ignore = {0};
+    return calib_col(r->t, name, &ignore) >= 0;
+}
+
 static int single_gpu_times(const rd *r, cost_row *row)
 {
     int graph;
+    /* the tables of one machine start (the decode-size ones) have no run 2 */
+    int rep = has_col(r, "time_us_run2");
     if (time_s(r, "time_us", &row->t_eager) < 0 || flag(r, "graph_measured", &graph) < 0 ||
-        time_s(r, "time_us_run2", &row->t_eager2) < 0)
+        (rep && time_s(r, "time_us_run2", &row->t_eager2) < 0))
         return -1;
     if (graph) {
         if (time_s(r, "time_us_graph", &row->t_graph) < 0 ||
-            time_s(r, "time_us_graph_run2", &row->t_graph2) < 0)
+            (rep && time_s(r, "time_us_graph_run2", &row->t_graph2) < 0))
             return -1;
         row->t_kernel = row->t_graph;
     } else {
@@ -162,7 +170,7 @@ static int single_gpu_times(const rd *r, cost_row *row)
 }
 
 static const char *const single_gpu_cols[] = {"time_us", "graph_measured", "time_us_graph",
-                                              "time_us_run2", "time_us_graph_run2", NULL};
+                                              NULL};
 
 /* ---- GEMM tables ---------------------------------------------------------------- */
 
@@ -192,7 +200,8 @@ static int read_mkn(const rd *r, plan_op *op)
 }
 
 /* gemm.csv (eager, check only) and gemm_graph.csv (eager repeat, graph). */
-static int read_gemm(const calib_table *t, int graph, cost_rows *rs, cp_err *err)
+static int read_gemm(const calib_table *t, int graph, plan_costsrc src, cost_rows *rs,
+                     cp_err *err)
 {
     static const char *const cols[] = {"model", "name", "dtype", "M", "K", "N", "min_bytes",
                                        "time_us", NULL};
@@ -210,7 +219,7 @@ static int read_gemm(const calib_table *t, int graph, cost_rows *rs, cp_err *err
                               "dtype \"%s\": this table holds bf16 GEMMs (8-bit ones are in "
                               "gemm_fp8.csv)", str(&r, "dtype"));
         row->kk = KK_GEMM;
-        row->src = graph ? CS_GEMM_GRAPH : CS_GEMM;
+        row->src = src;
         row->t_kernel = graph ? row->t_graph : 0;
         snprintf(row->cls, sizeof row->cls, "gemm");
         snprintf(row->label, sizeof row->label, "%s %s M=%lld K=%lld N=%lld", str(&r, "model"),
@@ -240,7 +249,7 @@ static const struct {
     {"int8", DT_INT8, QS_ROW, 1, "gemm_int8"},
 };
 
-static int read_gemm_fp8(const calib_table *t, cost_rows *rs, cp_err *err)
+static int read_gemm_fp8(const calib_table *t, plan_costsrc src, cost_rows *rs, cp_err *err)
 {
     static const char *const cols[] = {"model", "name", "dtype", "M", "K", "N", "min_bytes",
                                        NULL};
@@ -293,7 +302,7 @@ static int read_gemm_fp8(const calib_table *t, cost_rows *rs, cp_err *err)
             return -1;
         if (!table)
             row->t_kernel = 0;
-        row->src = CS_GEMM_FP8;
+        row->src = src;
     }
     return 0;
 }
@@ -333,7 +342,9 @@ static int moe_piece(const rd *r, const char *piece, const char *impl, cost_row 
     } else if (!strcmp(piece, "topk_score")) {
         op->name = "topk";
         op->kclass = KC_TOPK;
-        op->nkern = !strncmp(impl, "softmax", 7) ? 5 : 10;
+        /* the fp32 cast, softmax, top-k's select and sort, sum, divide, cast
+         * (7: the trace of engine_checks.py, which runs the same code) */
+        op->nkern = !strncmp(impl, "softmax", 7) ? 7 : 10;
         op->in = (plan_shape){2, {T, K}};
         op->out = (plan_shape){2, {T, k}};
         row->kk = KK_TOPK;
@@ -342,7 +353,9 @@ static int moe_piece(const rd *r, const char *piece, const char *impl, cost_row 
         int full = !strcmp(piece, "permute");
         op->name = "moe_permute";
         op->kclass = KC_MOE_PERMUTE;
-        op->nkern = full ? 10 : 1;
+        /* torch.sort: one in-place kernel and 3 copies up to 4096 ids, cub's
+         * radix sort (21 kernels) above; 10 more (layers.h moe_permute) */
+        op->nkern = full ? (R <= 4096 ? 4 : 21) + 10 : 1;
         op->in = (plan_shape){2, {T, K}};
         op->out = (plan_shape){2, {R, K}};
         row->kk = full ? KK_PERMUTE : KK_COPY;
@@ -373,7 +386,7 @@ static int moe_piece(const rd *r, const char *piece, const char *impl, cost_row 
     return 1;
 }
 
-static int read_moe(const calib_table *t, cost_rows *rs, cp_err *err)
+static int read_moe(const calib_table *t, plan_costsrc src, cost_rows *rs, cp_err *err)
 {
     static const char *const cols[] = {"model", "piece", "impl", "dist", "tokens",
                                        "experts_local", "top_k", "K", "N", "routed_rows",
@@ -417,7 +430,7 @@ static int read_moe(const calib_table *t, cost_rows *rs, cp_err *err)
             return -1;
         if (!table || row->kk == KK_COPY)
             row->t_kernel = 0;
-        row->src = CS_MOE;
+        row->src = src;
     }
     return 0;
 }
@@ -439,6 +452,7 @@ static int read_attn_fields(const rd *r, cost_row *row)
     a->d_v = a->d_qk;
     row->op.name = "attention";
     row->op.kclass = KC_ATTENTION;
+    row->op.impl = IMPL_FA2;
     row->kk = KK_ATTN;
     return 0;
 }
@@ -539,6 +553,7 @@ static int read_decode(const calib_table *t, cost_rows *rs, cp_err *err)
         a->pairs = pairs; /* over the whole batch (B * q_len * kv_len at q_len 1) */
         row->op.name = "decode_attention";
         row->op.kclass = KC_ATTENTION;
+        row->op.impl = IMPL_FA2;
         /* q.k and p.v per pair and head, 2 flops per multiply-add */
         row->op.flops = 2.0 * a->pairs * (double)a->heads * (double)(a->d_qk + a->d_v);
         row->kk = KK_DECODE;
@@ -571,35 +586,165 @@ static const struct {
     {"add", KK_ADD, KC_ELEMENTWISE, 1},
     {"rms_norm", KK_NORM, KC_NORM, 1},
     {"silu_mul", KK_SILU_MUL, KC_ACTIVATION, 2},
-    {"rope_unfused", KK_ROPE, KC_ROPE, 4},
+    /* neg, cat, two multiplies, an add (the trace of engine_checks.py) */
+    {"rope_unfused", KK_ROPE, KC_ROPE, 5},
     {"lse_merge2_unfused", KK_LSE, KC_LSE_MERGE, 12},
 };
 
-static int read_elementwise(const calib_table *t, cost_rows *rs, cp_err *err)
+/* The mem_rows entry of a table's kind, -1 for a kind no plan op runs. */
+static int mem_kind(const char *kind)
+{
+    for (size_t k = 0; k < sizeof mem_rows / sizeof mem_rows[0]; k++)
+        if (strcmp(mem_rows[k].csv_kind, kind) == 0)
+            return (int)k;
+    return -1;
+}
+
+/* The op, kind and labels of an elementwise row of mem_rows[k]. */
+static void mem_row_fill(const rd *r, cost_row *row, int k, const char *kind, plan_costsrc src)
+{
+    row->op.name = kind;
+    row->op.kclass = (uint8_t)mem_rows[k].kclass;
+    row->op.nkern = (uint8_t)mem_rows[k].nkern;
+    row->kk = mem_rows[k].kk;
+    row->src = src;
+    snprintf(row->cls, sizeof row->cls, "%s", kind);
+    snprintf(row->label, sizeof row->label, "%s %s", kind, str(r, "desc"));
+}
+
+/* elementwise.csv (decode 0): eager calls over sizes read from HBM; the
+ * kernel time is the eager time less its gaps.
+ * elementwise_decode.csv (decode 1): the same kinds over 1-4096 rows, eager
+ * (launch-bound) and CUDA-graph replay, which gives the kernel time.  Its
+ * operands were not rotated: from 16 MB moved up (the 4096-row copy runs at
+ * 5.6 TB/s, above the HBM's 4.8) they sat in the 60 MB L2, and
+ * elementwise.csv's rows, read from HBM, price those sizes. */
+#define DECODE_L2_BYTES (16.0 * 1024 * 1024)
+static int read_elementwise(const calib_table *t, int decode, cost_rows *rs, cp_err *err)
 {
     static const char *const cols[] = {"kind", "desc", "min_bytes_moved", "time_us", NULL};
-    if (need_cols(t, cols, err) < 0)
+    static const char *const graph_cols[] = {"time_us_graph", NULL};
+    if (need_cols(t, cols, err) < 0 || (decode && need_cols(t, graph_cols, err) < 0))
         return -1;
     for (int i = 0; i < calib_rows(t); i++) {
         rd r = {t, i, err};
         const char *kind = str(&r, "kind");
-        size_t k = 0, nk = sizeof mem_rows / sizeof mem_rows[0];
-        while (k < nk && strcmp(mem_rows[k].csv_kind, kind) != 0)
-            k++;
-        if (k == nk)
+        int k = mem_kind(kind);
+        if (k < 0)
             continue; /* a kind no plan op runs */
         cost_row *row = push(rs, err);
         if (!row || num(&r, "min_bytes_moved", 1, MAX_BYTES, &row->op.bytes) < 0 ||
+            time_s(&r, "time_us", &row->t_eager) < 0 ||
+            (decode && time_s(&r, "time_us_graph", &row->t_graph) < 0))
+            return -1;
+        if (decode && row->op.bytes >= DECODE_L2_BYTES) {
+            rs->n--; /* served by elementwise.csv */
+            continue;
+        }
+        mem_row_fill(&r, row, k, kind, decode ? CS_ELEMENTWISE_DECODE : CS_ELEMENTWISE);
+        row->t_kernel = decode ? row->t_graph : row->t_eager - row->op.nkern * COST_EAGER_GAP;
+    }
+    return 0;
+}
+
+/* attention_backends.csv: one call's forward per implementation on the
+ * same tensors (README "Attention by backend"): fa2_native_gqa is the FA2
+ * kernel of attention.csv, cudnn is cuDNN's fused Hopper kernel (its own
+ * series, impl cudnn); eager back-to-back calls of long kernels.  Bytes as
+ * the plan builders count them: q, o once, k and v once per KV head. */
+static int read_attention_backends(const calib_table *t, cost_rows *rs, cp_err *err)
+{
+    static const char *const cols[] = {"mode", "impl", "q_len", "kv_len", "causal", "q_heads",
+                                       "kv_heads", "head_dim", "attended_pairs", "flops",
+                                       "time_us", NULL};
+    if (need_cols(t, cols, err) < 0)
+        return -1;
+    for (int i = 0; i < calib_rows(t); i++) {
+        rd r = {t, i, err};
+        const char *impl = str(&r, "impl");
+        int cudnn = !strcmp(impl, "cudnn");
+        if (!cudnn && strcmp(impl, "fa2_native_gqa") != 0)
+            continue;
+        cost_row *row = push(rs, err);
+        if (!row)
+            return -1;
+        plan_attn *a = &row->op.attn;
+        int causal;
+        if (count(&r, "q_len", &a->q_len) < 0 || count(&r, "kv_len", &a->kv_len) < 0 ||
+            count(&r, "q_heads", &a->heads) < 0 || count(&r, "kv_heads", &a->kv_heads) < 0 ||
+            count(&r, "head_dim", &a->d_qk) < 0 || flag(&r, "causal", &causal) < 0 ||
+            num(&r, "attended_pairs", 1, 1e20, &a->pairs) < 0 ||
+            num(&r, "flops", 1, 1e22, &row->op.flops) < 0 ||
             time_s(&r, "time_us", &row->t_eager) < 0)
             return -1;
-        row->op.name = kind;
-        row->op.kclass = (uint8_t)mem_rows[k].kclass;
-        row->op.nkern = (uint8_t)mem_rows[k].nkern;
-        row->kk = mem_rows[k].kk;
-        row->src = CS_ELEMENTWISE;
-        row->t_kernel = row->t_eager - row->op.nkern * COST_EAGER_GAP;
-        snprintf(row->cls, sizeof row->cls, "%s", kind);
-        snprintf(row->label, sizeof row->label, "%s %s", kind, str(&r, "desc"));
+        /* this table counts the pairs over every query head (flops = 4 pairs
+         * d); the plan's pairs are per head, as attention.csv's */
+        a->pairs /= (double)a->heads;
+        a->causal = (uint8_t)causal;
+        a->d_v = a->d_qk;
+        double dsum = (double)(a->d_qk + a->d_v);
+        row->op.bytes = ((double)a->q_len * (double)a->heads +
+                         (double)a->kv_len * (double)a->kv_heads) * dsum * 2.0; /* bf16 */
+        row->op.name = "attention";
+        row->op.kclass = KC_ATTENTION;
+        row->op.impl = (uint8_t)(cudnn ? IMPL_CUDNN : IMPL_FA2);
+        row->kk = KK_ATTN;
+        row->src = CS_ATTENTION_BACKENDS;
+        row->t_kernel = row->t_eager - COST_EAGER_GAP;
+        snprintf(row->cls, sizeof row->cls, "%s", cudnn ? "attention_cudnn" : "attention");
+        attn_label(&r, row);
+    }
+    return 0;
+}
+
+/* aic_context_attention.csv and aic_generation_attention.csv: FA3 as vLLM
+ * 0.14 and SGLang 0.5.9 run it on H200, measured by NVIDIA aiconfigurator
+ * (Apache-2.0; scripts/aic_import.py, README "Imported tables").  Device
+ * times of one call (no launch path): the graph time.  Context rows: one
+ * causal square call of isl queries; generation rows: a batch of one-query
+ * calls over kv_len keys.  Rows of both frameworks are the one FA3 kernel
+ * (two rows of a size average, as two machine starts do). */
+static int read_aic_attention(const calib_table *t, int generation, cost_rows *rs, cp_err *err)
+{
+    static const char *const ctx_cols[] = {"framework", "batch", "isl", "heads", "kv_heads",
+                                           "head_dim", "time_us", NULL};
+    static const char *const gen_cols[] = {"framework", "batch", "kv_len", "heads", "kv_heads",
+                                           "head_dim", "time_us", NULL};
+    if (need_cols(t, generation ? gen_cols : ctx_cols, err) < 0)
+        return -1;
+    for (int i = 0; i < calib_rows(t); i++) {
+        rd r = {t, i, err};
+        cost_row *row = push(rs, err);
+        if (!row)
+            return -1;
+        plan_attn *a = &row->op.attn;
+        int64_t b, len;
+        if (count(&r, "batch", &b) < 0 || count(&r, generation ? "kv_len" : "isl", &len) < 0 ||
+            count(&r, "heads", &a->heads) < 0 || count(&r, "kv_heads", &a->kv_heads) < 0 ||
+            count(&r, "head_dim", &a->d_qk) < 0 || time_s(&r, "time_us", &row->t_graph) < 0)
+            return -1;
+        a->d_v = a->d_qk;
+        a->batch = b > 1 ? b : 0;
+        a->causal = 1;
+        a->kv_len = len;
+        a->q_len = generation ? 1 : len;
+        /* pairs per head over the batch: a causal square, or every key */
+        a->pairs = (double)b * (generation ? (double)len : (double)len * (double)(len + 1) / 2);
+        double dsum = (double)(a->d_qk + a->d_v);
+        row->op.flops = 2.0 * a->pairs * (double)a->heads * dsum; /* 2 flops per multiply-add */
+        row->op.bytes = (double)b * ((double)a->q_len * (double)a->heads +
+                                     (double)len * (double)a->kv_heads) * dsum * 2.0; /* bf16 */
+        row->op.name = generation ? "decode_attention" : "attention";
+        row->op.kclass = KC_ATTENTION;
+        row->op.impl = IMPL_FA3;
+        row->kk = generation ? KK_DECODE : KK_ATTN;
+        row->src = generation ? CS_AIC_GENERATION_ATTENTION : CS_AIC_CONTEXT_ATTENTION;
+        row->t_kernel = row->t_graph;
+        snprintf(row->cls, sizeof row->cls, "%s", generation ? "decode_attention_fa3"
+                                                             : "attention_fa3");
+        snprintf(row->label, sizeof row->label, "%s B=%lld %s=%lld heads=%lld/%lld",
+                 str(&r, "framework"), (long long)b, generation ? "kv" : "isl", (long long)len,
+                 (long long)a->heads, (long long)a->kv_heads);
     }
     return 0;
 }
@@ -676,6 +821,18 @@ static void join_gemm_repeats(cost_rows *rs)
     }
 }
 
+/* Rows of the decode-size tables check in classes of their own
+ * (<class>_decode): their eager times are launch-bound, their graph times
+ * the small-shape end of the series. */
+static void decode_classes(cost_rows *rs, int from)
+{
+    for (int i = from; i < rs->n; i++) {
+        size_t n = strlen(rs->v[i].cls);
+        if (n + 7 < sizeof rs->v[i].cls && (n < 7 || strcmp(rs->v[i].cls + n - 7, "_decode")))
+            strcat(rs->v[i].cls, "_decode");
+    }
+}
+
 int cost_profile_read(const char *profile, cost_rows *rs, cp_err *err)
 {
     static const struct {
@@ -683,7 +840,10 @@ int cost_profile_read(const char *profile, cost_rows *rs, cp_err *err)
         int required;
     } tables[] = {{"gemm", 1},          {"gemm_graph", 1},       {"attention", 1},
                   {"elementwise", 1},   {"gemm_fp8", 0},         {"moe", 0},
-                  {"attention_cp", 0},  {"decode_attention", 0}, {"sparse_attention", 0}};
+                  {"attention_cp", 0},  {"decode_attention", 0}, {"sparse_attention", 0},
+                  {"gemm_graph_decode", 0}, {"gemm_fp8_decode", 0}, {"moe_decode", 0},
+                  {"elementwise_decode", 0}, {"attention_backends", 0},
+                  {"aic_context_attention", 0}, {"aic_generation_attention", 0}};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         char path[1024];
         if (!tables[i].required &&
@@ -692,18 +852,26 @@ int cost_profile_read(const char *profile, cost_rows *rs, cp_err *err)
         calib_table *t = calib_load(profile, tables[i].table, err);
         if (!t)
             return -1;
-        int rc;
+        int rc, first = rs->n;
         switch (i) {
-        case 0: rc = read_gemm(t, 0, rs, err); break;
-        case 1: rc = read_gemm(t, 1, rs, err); break;
+        case 0: rc = read_gemm(t, 0, CS_GEMM, rs, err); break;
+        case 1: rc = read_gemm(t, 1, CS_GEMM_GRAPH, rs, err); break;
         case 2: rc = read_attention(t, rs, err); break;
-        case 3: rc = read_elementwise(t, rs, err); break;
-        case 4: rc = read_gemm_fp8(t, rs, err); break;
-        case 5: rc = read_moe(t, rs, err); break;
+        case 3: rc = read_elementwise(t, 0, rs, err); break;
+        case 4: rc = read_gemm_fp8(t, CS_GEMM_FP8, rs, err); break;
+        case 5: rc = read_moe(t, CS_MOE, rs, err); break;
         case 6: rc = read_attention_cp(t, rs, err); break;
         case 7: rc = read_decode(t, rs, err); break;
-        default: rc = read_sparse(t, rs, err); break;
+        case 8: rc = read_sparse(t, rs, err); break;
+        case 9: rc = read_gemm(t, 1, CS_GEMM_GRAPH_DECODE, rs, err); break;
+        case 10: rc = read_gemm_fp8(t, CS_GEMM_FP8_DECODE, rs, err); break;
+        case 11: rc = read_moe(t, CS_MOE_DECODE, rs, err); break;
+        case 12: rc = read_elementwise(t, 1, rs, err); decode_classes(rs, first); break;
+        case 13: rc = read_attention_backends(t, rs, err); break;
+        default: rc = read_aic_attention(t, i == 15, rs, err); break;
         }
+        if (rc == 0 && (i == 9 || i == 10 || i == 11))
+            decode_classes(rs, first);
         if (rc == 0 && calib_rows(t) == 0)
             rc = cp_fail(err, CP_EXIT_INPUT, "calibration table %s has no data rows",
                          calib_path(t));

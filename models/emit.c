@@ -12,8 +12,35 @@ void em_wait_for(bld *b, uint32_t op)
     b->pending[b->npending++] = op;
 }
 
+/* Whether op o runs outside the graph under the scenario's graph mode
+ * (models/kset.h ks_graph): decode_only captures the steps of decodes
+ * alone; piecewise leaves attention out of every graph (vLLM's splitting
+ * ops), full_and_piecewise out of the graphs of steps with a prefill. */
+static int outside_graph(const bld *b, const plan_op *o)
+{
+    if (!b->s || (o->kind != OPK_COMPUTE && o->kind != OPK_COLL && o->kind != OPK_P2P))
+        return 0;
+    if (b->eager_step)
+        return 1;
+    int attention = o->kind == OPK_COMPUTE &&
+                    (o->kclass == KC_ATTENTION || o->kclass == KC_SPARSE_ATTN ||
+                     o->kclass == KC_INDEXER);
+    switch (b->s->graph) {
+    case GRAPH_DECODE_ONLY:
+        return b->prefill;
+    case GRAPH_PIECEWISE:
+        return attention;
+    case GRAPH_FULL_AND_PIECEWISE:
+        return b->prefill && attention;
+    default:
+        return 0;
+    }
+}
+
 uint32_t em_emit(bld *b, plan_op *o)
 {
+    if (outside_graph(b, o))
+        o->eager = 1;
     o->layer = b->layer;
     o->step = b->step;
     o->request = b->request;
@@ -27,6 +54,17 @@ uint32_t em_emit(bld *b, plan_op *o)
             b->last_compute = i;
     }
     return i;
+}
+
+plan_impl em_impl(const bld *b, int slot)
+{
+    return b->s ? (plan_impl)b->s->kernels.impl[slot] : IMPL_TORCH;
+}
+
+void em_stamp(bld *b, uint32_t i, plan_impl impl, int nkern)
+{
+    b->pg->ops[i].impl = (uint8_t)impl;
+    b->pg->ops[i].nkern = (uint8_t)(nkern > 1 ? nkern : 1);
 }
 
 /* A kernel op of class kc on the compute stream, stamped with the
@@ -135,6 +173,10 @@ uint32_t em_moe_gemm(bld *b, const char *name, int64_t rows, int64_t k, int64_t 
     o.in = shp(2, rows, k, 0);
     o.w = shp(3, g, k, n);
     o.out = shp(2, rows, n, 0);
+    /* torch._grouped_mm launches a prepare kernel before the GEMM; a fused
+     * set's fused_moe_kernel is one launch */
+    o.impl = (uint8_t)em_impl(b, KS_MOE_ROUTING);
+    o.nkern = o.impl == IMPL_TORCH ? 2 : 1;
     return em_emit(b, &o);
 }
 
@@ -236,6 +278,15 @@ uint32_t em_coll(bld *b, const char *name, plan_coll kind, plan_group g,
     o.layout = b->layout;
     o.comm_bytes = bytes;
     o.out = out;
+    /* the engines' custom all-reduce: TP groups of 2, 4, 6 or 8 and
+     * messages up to 8 MiB (vLLM custom_all_reduce.py _SUPPORTED_WORLD_SIZES,
+     * max_size 8192 * 1024); others and groups across nodes (coll_run) NCCL */
+    int n = plan_group_size(&b->lay, g);
+    if (kind == CK_ALL_REDUCE && g == G_TP && em_impl(b, KS_ALLREDUCE) == IMPL_CUSTOM &&
+        n <= 8 && n % 2 == 0 && bytes <= 8.0 * 1024 * 1024)
+        o.impl = IMPL_CUSTOM;
+    else if (o.kind == OPK_COLL)
+        o.impl = IMPL_NCCL;
     uint32_t i = em_emit(b, &o);
     if (b->last_compute != EM_NONE)
         plan_dep(b->pg, i, b->last_compute);
@@ -246,13 +297,21 @@ uint32_t em_coll(bld *b, const char *name, plan_coll kind, plan_group g,
 void em_rms_norm(bld *b, const char *name, int64_t m, int64_t h, int with_add)
 {
     double mh = (double)m * (double)h;
+    plan_impl impl = em_impl(b, KS_NORM);
+    if (with_add && impl == IMPL_TORCH) {
+        /* the residual add on its own (reads both, writes the sum), then the
+         * norm of the sum: PyTorch's two kernels (engine_checks.py trace) */
+        em_elementwise(b, "residual_add", KC_ELEMENTWISE, m, 2 * h, h, 1.0);
+        with_add = 0;
+    }
     /* reads x (and the residual), writes the output (and the new residual):
      * 2 (4) element accesses, plus the weight once; derived: square and
      * accumulate, scale by the rsqrt, multiply by the weight (4 flops per
      * element), one more for the add */
     double bytes = (with_add ? 4.0 : 2.0) * mh * b->ab + (double)h * b->wb;
-    em_compute(b, name, KC_NORM, (with_add ? 5.0 : 4.0) * mh, bytes, shp(2, m, h, 0),
-            shp(1, h, 0, 0), shp(2, m, h, 0));
+    uint32_t i = em_compute(b, name, KC_NORM, (with_add ? 5.0 : 4.0) * mh, bytes,
+                            shp(2, m, h, 0), shp(1, h, 0, 0), shp(2, m, h, 0));
+    em_stamp(b, i, impl == IMPL_TORCH ? IMPL_TORCH : with_add ? IMPL_FUSED_ADD : IMPL_FUSED, 1);
 }
 
 uint32_t em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int64_t n_in,
@@ -265,19 +324,24 @@ uint32_t em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int
 
 void em_swiglu(bld *b, const char *name, int64_t m, int64_t inter)
 {
-    /* derived: silu x * sigmoid(x) about 4 flops, the multiply 1 */
+    /* derived: silu x * sigmoid(x) about 4 flops, the multiply 1; torch runs
+     * F.silu then the multiply, a fused set silu_and_mul */
     uint32_t i = em_elementwise(b, name, KC_ACTIVATION, m, 2 * inter, inter, 5.0);
-    em_kernels(b, i, 2);
+    plan_impl impl = em_impl(b, KS_ACTIVATION);
+    em_stamp(b, i, impl, impl == IMPL_TORCH ? 2 : 1);
 }
 
-void em_rope(bld *b, const char *name, int64_t m, int64_t heads, int64_t d)
+void em_rope(bld *b, const char *name, int64_t m, int64_t heads, int64_t d, int tensors)
 {
     double e = (double)m * (double)heads * (double)d;
     /* derived: two multiplies and an add per element; reads x, writes it
      * (elementwise.csv rope_unfused min_bytes) */
     uint32_t i = em_compute(b, name, KC_ROPE, 3.0 * e, 2.0 * e * b->ab, shp(3, m, heads, d),
                             shp(0, 0, 0, 0), shp(3, m, heads, d));
-    em_kernels(b, i, 4);
+    /* torch: neg, cat, two multiplies and an add per tensor (the trace of
+     * engine_checks.py); a fused set rotates every tensor in one kernel */
+    plan_impl impl = em_impl(b, KS_ROPE);
+    em_stamp(b, i, impl, impl == IMPL_TORCH ? 5 * tensors : 1);
 }
 
 uint32_t em_copy(bld *b, const char *name, double bytes, plan_shape in, plan_shape out)
@@ -307,7 +371,8 @@ uint32_t em_lse_merge(bld *b, const char *name, int64_t rows, int64_t heads, int
     uint32_t i = em_compute(b, name, KC_LSE_MERGE, 2.0 * parts * e,
                             parts * (e * pb + lse) + e * b->ab, shp(3, rows, heads, d),
                             shp(0, 0, 0, 0), shp(3, rows, heads, d));
-    em_kernels(b, i, 12);
+    plan_impl impl = em_impl(b, KS_LSE_MERGE);
+    em_stamp(b, i, impl, impl == IMPL_TORCH ? 12 : 1);
     return i;
 }
 
@@ -318,6 +383,8 @@ uint32_t em_attention(bld *b, const char *name, plan_kclass kc, const plan_attn 
     o.attn = *at;
     o.flops = flops;
     o.bytes = bytes;
+    if (kc == KC_ATTENTION)
+        o.impl = (uint8_t)em_impl(b, KS_ATTENTION);
     o.in = shp(3, at->q_len, at->heads, at->d_qk);
     o.w = shp(3, at->kv_len, at->kv_heads, at->d_qk);
     o.out = shp(3, at->q_len, at->heads, at->d_v);

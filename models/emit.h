@@ -77,6 +77,8 @@ typedef struct bld {
     uint8_t layout;          /* token layout stamped on new ops (plan_layout) */
     uint8_t phase;           /* layer phase stamped on new ops (plan_phase) */
     uint8_t prefill;         /* the current step is (a chunk of) a prefill */
+    uint8_t eager_step;      /* the step runs outside any graph (its tokens
+                                exceed the largest capture size) */
     uint8_t sample;          /* the current step samples a token (LM head);
                                 0 for the chunks of a prefill but its last */
     uint8_t gqs;             /* scales of 8-bit GEMMs (plan_qscale) */
@@ -135,6 +137,10 @@ uint32_t em_moe_gemm(bld *b, const char *name, int64_t rows, int64_t k, int64_t 
 /* The activation quantisation of an 8-bit GEMM's input [m, k] as
  * precision.activation_quant says (nothing when fused). */
 void em_act_quant(bld *b, int64_t m, int64_t k);
+/* The kernel set's implementation of slot ks_slot (models/kset.h). */
+plan_impl em_impl(const bld *b, int slot);
+/* Stamp op i with its implementation and kernel count (launches). */
+void em_stamp(bld *b, uint32_t i, plan_impl impl, int nkern);
 /* Set the kernel count of op i (its launches, plan_op.nkern). */
 void em_kernels(bld *b, uint32_t i, int nkern);
 /* RMSNorm over m rows of width h, fused with the residual add when with_add
@@ -146,8 +152,9 @@ uint32_t em_elementwise(bld *b, const char *name, plan_kclass kc, int64_t m, int
 /* SwiGLU of m rows: silu(gate) * up, [m, 2 inter] -> [m, inter], as the
  * profile measured it (F.silu(g) * u: two kernels). */
 void em_swiglu(bld *b, const char *name, int64_t m, int64_t inter);
-/* RoPE over [m, heads, d] (unfused: four kernels, as the profile measured). */
-void em_rope(bld *b, const char *name, int64_t m, int64_t heads, int64_t d);
+/* RoPE over [m, heads, d] of `tensors` tensors (q and k: 2) as the kernel
+ * set runs it (torch: five kernels a tensor; fused: one kernel). */
+void em_rope(bld *b, const char *name, int64_t m, int64_t heads, int64_t d, int tensors);
 /* A copy of `bytes` (read once, written once) with the given shapes. */
 uint32_t em_copy(bld *b, const char *name, double bytes, plan_shape in, plan_shape out);
 /* Bytes of the fp32 log-sum-exp of an attention's `rows` query rows over

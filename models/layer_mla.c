@@ -87,7 +87,7 @@ static void q_up(bld *b, int64_t m, int64_t H, mla_cp *c)
         em_gemm(b, "q_b_proj", m, a->q_lora_rank, H * (a->qk_nope_dim + dr), 1);
         after_use(b, c, MP_Q_B);
     }
-    em_rope(b, "q_rope", m, H, dr);
+    em_rope(b, "q_rope", m, H, dr, 1);
 }
 
 /* KV down-projection of m rows: kv_a_proj_with_mqa, the latent norm and
@@ -100,7 +100,7 @@ static void kv_down(bld *b, int64_t m, mla_cp *c)
     em_gemm(b, "kv_a_proj", m, a->hidden, kl + dr, 1);
     after_use(b, c, MP_KV_A);
     em_rms_norm(b, "kv_a_norm", m, kl, 0);
-    em_rope(b, "kv_rope", m, 1, dr);
+    em_rope(b, "kv_rope", m, 1, dr, 1);
 }
 
 /* Paged write of m tokens' latents (and, DSA, their index keys: the
@@ -123,7 +123,7 @@ static void indexer_keys(bld *b, int64_t m)
     int64_t dI = a->index_head_dim, dr = a->qk_rope_dim;
     em_gemm(b, "indexer_wk", m, a->hidden, dI, 1);
     em_rms_norm(b, "indexer_k_norm", m, dI, 0);
-    em_rope(b, "indexer_k_rope", m, 1, dr);
+    em_rope(b, "indexer_k_rope", m, 1, dr, 1);
 }
 
 static void indexer_cache_write(bld *b, int64_t m)
@@ -144,7 +144,7 @@ static em_tensor indexer_queries(bld *b, int64_t m)
     em_tensor q = em_act_alloc(b, (double)m * (double)(nI * dI + nI) * b->ab);
     em_gemm(b, "indexer_wq_b", m, a->q_lora_rank, nI * dI, 1);
     em_gemm(b, "indexer_weights_proj", m, a->hidden, nI, 1);
-    em_rope(b, "indexer_q_rope", m, nI, dr);
+    em_rope(b, "indexer_q_rope", m, nI, dr, 1);
     return q;
 }
 

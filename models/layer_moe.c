@@ -100,12 +100,16 @@ em_tensor layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter)
 
 /* ---- routing ------------------------------------------------------------------ */
 
-/* Kernels of the top-k scoring (calib_moe.py): softmax in fp32, top-k,
- * renormalise, cast (5); or sigmoid scores with a correction bias, top-k,
- * gathered and normalised weights times the scaling factor (10). */
-static int score_kernels(const arch *a)
+/* Kernels of the top-k scoring (calib_moe.py): the fp32 cast, softmax,
+ * top-k (a select and a sort), renormalise (sum, divide), cast (7: the
+ * trace of engine_checks.py); or sigmoid scores with a correction bias,
+ * top-k, gathered and normalised weights times the scaling factor (10).
+ * A fused set runs one kernel (vLLM topk_softmax, grouped_topk). */
+static int score_kernels(const bld *b)
 {
-    return a->router_sigmoid ? 10 : 5;
+    if (em_impl(b, KS_MOE_ROUTING) != IMPL_TORCH)
+        return 1;
+    return b->a->router_sigmoid ? 10 : 7;
 }
 
 void layer_moe_topk(bld *b, int64_t m)
@@ -116,7 +120,7 @@ void layer_moe_topk(bld *b, int64_t m)
      * moe.csv topk_score min_bytes; derived: about 5 flops per logit */
     uint32_t i = em_compute(b, "topk", KC_TOPK, 5.0 * md * E, md * E * b->ab + md * k * 10.0,
                             shp(2, m, a->experts, 0), shp(0, 0, 0, 0), shp(2, m, a->top_k, 0));
-    em_kernels(b, i, score_kernels(a));
+    em_stamp(b, i, em_impl(b, KS_MOE_ROUTING), score_kernels(b));
 }
 
 void layer_moe_route(bld *b, int64_t m)
@@ -136,10 +140,23 @@ static void moe_permute(bld *b, int64_t m)
 {
     const arch *a = b->a;
     int64_t h = a->hidden, R = m * a->top_k;
+    if (em_impl(b, KS_MOE_ROUTING) != IMPL_TORCH) {
+        /* moe_align_block_size: the ids sorted by expert and padded, read and
+         * written as int32 (4 B each, twice); the expert GEMMs gather the
+         * token rows themselves */
+        em_stamp(b, em_compute(b, "moe_align", KC_MOE_PERMUTE, 0, (double)R * 16.0,
+                               shp(2, m, a->top_k, 0), shp(0, 0, 0, 0), shp(1, R, 0, 0)),
+                 IMPL_FUSED, 1);
+        return;
+    }
     double bytes = (double)R * 32.0 + ((double)m + (double)R) * (double)h * b->ab;
     uint32_t i = em_compute(b, "moe_permute", KC_MOE_PERMUTE, 0, bytes, shp(2, m, h, 0),
                             shp(0, 0, 0, 0), shp(2, R, h, 0));
-    em_kernels(b, i, 10);
+    /* the trace of engine_checks.py: up to 4096 ids torch.sort runs one
+     * in-place kernel (3 copies, the sort), above it cub's radix sort
+     * (histogram, scan, 8 one-sweep passes, memsets: 21); then zeros, ones,
+     * scatter_add, the cumsum's 2, floor-divide, arange, scatter, gather */
+    em_stamp(b, i, IMPL_TORCH, (R <= 4096 ? 4 : 21) + 10);
 }
 
 /* Weigh the sorted rows and sum each token's k rows: [m * k, h] -> [m, h]
@@ -152,7 +169,11 @@ static void moe_unpermute(bld *b, int64_t m)
     /* derived: a multiply and an add per row element */
     uint32_t i = em_compute(b, "moe_unpermute", KC_MOE_UNPERMUTE, 2.0 * (double)R * (double)h,
                             bytes, shp(2, R, h, 0), shp(0, 0, 0, 0), shp(2, m, h, 0));
-    em_kernels(b, i, 3);
+    /* torch: the routing weights gathered, multiplied, the rows gathered
+     * back, summed over k (4); fused: moe_sum, the weights applied inside
+     * the down GEMM */
+    plan_impl impl = em_impl(b, KS_MOE_ROUTING);
+    em_stamp(b, i, impl, impl == IMPL_TORCH ? 4 : 1);
 }
 
 /* The expert MLPs on `rows` sorted rows over g local experts of width

@@ -95,11 +95,23 @@ em_tensor layer_gqa_qkv(bld *b, int64_t t)
 
     em_tensor qkv = em_act_alloc(b, td * qkv_w * b->ab);
     em_gemm(b, "qkv_proj", t, h, qkv_w, 1);
-    if (a->qk_norm) /* per-head RMSNorm of q and k in place, as em_rms_norm */
-        em_compute(b, "qk_norm", KC_NORM, 4.0 * td * (hq + hkv) * d,
-                2.0 * td * (hq + hkv) * d * b->ab, shp(3, t, hq + hkv, d),
-                shp(1, d, 0, 0), shp(3, t, hq + hkv, d));
-    em_rope(b, "rope", t, hq + hkv, d);
+    int torch = em_impl(b, KS_NORM) == IMPL_TORCH;
+    double qk = td * (double)(hq + hkv) * (double)d;
+    if (a->qk_norm && torch) /* q and k sliced out of qkv, made contiguous */
+        em_stamp(b, em_copy(b, "qk_contiguous", qk * b->ab, shp(3, t, hq + hkv, d),
+                            shp(3, t, hq + hkv, d)), IMPL_TORCH, 2);
+    if (a->qk_norm) /* per-head RMSNorm of q and of k, as em_rms_norm */
+        em_stamp(b, em_compute(b, "qk_norm", KC_NORM, 4.0 * qk, 2.0 * qk * b->ab,
+                               shp(3, t, hq + hkv, d), shp(1, d, 0, 0), shp(3, t, hq + hkv, d)),
+                 torch ? IMPL_TORCH : IMPL_FUSED, 2);
+    if (em_impl(b, KS_ROPE) == IMPL_TORCH) /* cos and sin gathered at the positions */
+        em_stamp(b, em_copy(b, "rope_cos_sin", 2.0 * td * (double)d * b->ab, shp(2, t, d, 0),
+                            shp(2, t, d, 0)), IMPL_TORCH, 2);
+    em_rope(b, "rope", t, hq + hkv, d, 2);
+    if (em_impl(b, KS_ROPE) == IMPL_FUSED_KV_WRITE) { /* the K/V cache write inside */
+        plan_op *r = &b->pg->ops[b->last_compute];
+        r->bytes += td * 2.0 * (double)hkv * (double)d * (b->ab + b->kvb);
+    }
     return qkv;
 }
 
@@ -112,8 +124,15 @@ void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads)
     /* K and V (2) per head into the cache, kv_cache dtype; reads them in the
      * activation dtype */
     double kv_bytes = td * (2.0 * (double)kv_heads * (double)d * b->kvb);
-    em_compute(b, "kv_write", KC_KV_WRITE, 0, td * 2.0 * kv_heads * d * b->ab + kv_bytes,
-            shp(3, n, 2 * kv_heads, d), shp(0, 0, 0, 0), shp(3, n, 2 * kv_heads, d));
+    plan_impl rope = em_impl(b, KS_ROPE);
+    /* torch: a copy for K and one for V; the engines' one cache-write kernel
+     * (vLLM reshape_and_cache_flash); none where RoPE writes the cache */
+    if (rope != IMPL_FUSED_KV_WRITE)
+        em_stamp(b, em_compute(b, "kv_write", KC_KV_WRITE, 0,
+                               td * 2.0 * kv_heads * d * b->ab + kv_bytes,
+                               shp(3, n, 2 * kv_heads, d), shp(0, 0, 0, 0),
+                               shp(3, n, 2 * kv_heads, d)),
+                 rope == IMPL_TORCH ? IMPL_TORCH : IMPL_FUSED, rope == IMPL_TORCH ? 2 : 1);
     em_mem(b, MC_KV_CACHE, kv_bytes, ST_COMPUTE);
 }
 
@@ -134,8 +153,16 @@ em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at, int ncalls, int64_t 
 {
     em_tensor out = em_act_alloc(b, (double)t * (double)(at->heads * at->d_v) * b->ab);
     em_tensor lse = em_lse_alloc(b, t, at->heads);
-    for (int c = 0; c < ncalls; c++)
-        layer_gqa_attend(b, "attention", &at[c]);
+    /* a kernel set of varlen calls (engine.kernels varlen: vLLM's one
+     * flash_attn_varlen_func per step) runs the step's calls as one launch:
+     * its decodes unfolded, every part priced as its own rows */
+    int varlen = b->s && b->s->kernels.varlen && ncalls > 1;
+    for (int c = 0; c < ncalls; c++) {
+        plan_attn part = at[c];
+        part.unfolded = (uint8_t)(varlen && part.q_len == 1);
+        uint32_t i = layer_gqa_attend(b, "attention", &part);
+        b->pg->ops[i].shared_launch = (uint8_t)(varlen && c > 0);
+    }
     em_free(b, &lse);
     return out;
 }

@@ -214,18 +214,39 @@ const char *plan_costsrc_file(plan_costsrc c)
     static const char *const t[] = {"", "gemm.csv", "gemm_graph.csv", "gemm_fp8.csv",
                                     "moe.csv", "attention.csv", "attention_cp.csv",
                                     "decode_attention.csv", "elementwise.csv",
-                                    "sparse_attention.csv"};
+                                    "sparse_attention.csv", "gemm_graph_decode.csv",
+                                    "gemm_fp8_decode.csv", "moe_decode.csv",
+                                    "elementwise_decode.csv", "attention_backends.csv",
+                                    "aic_context_attention.csv",
+                                    "aic_generation_attention.csv", ""};
     _Static_assert(sizeof t / sizeof t[0] == CS_COUNT, "a file per cost source");
     return NAME_OF(t, c);
 }
 
 const char *plan_cost_src(const plan_op *o, char *buf, size_t n)
 {
+    /* the implementation, where it is not the profile's own torch / fa2 / nccl */
+    char impl[24] = "";
+    if (o->impl != IMPL_TORCH && o->impl != IMPL_FA2 && o->impl != IMPL_NCCL)
+        snprintf(impl, sizeof impl, "[%s]", plan_impl_name((plan_impl)o->impl));
     if (o->cost_table == CS_ROOFLINE)
-        snprintf(buf, n, "roofline:%s", plan_kclass_name(o->kclass));
+        snprintf(buf, n, "roofline:%s%s", plan_kclass_name(o->kclass), impl);
+    else if (o->cost_table == CS_DERIVED)
+        snprintf(buf, n, "derived:fused:%s%s", plan_kclass_name(o->kclass), impl);
     else
-        snprintf(buf, n, "table:%s", plan_costsrc_file(o->cost_table));
+        snprintf(buf, n, "table:%s%s", plan_costsrc_file(o->cost_table), impl);
     return buf;
+}
+
+const char *const plan_launch_names[] = {"eager", "graph", "piecewise", NULL};
+
+const char *const plan_impl_names[] = {"torch",  "fa2",            "cudnn", "fa3",
+                                        "fused",  "fused_add",      "fused_kv_write",
+                                        "nccl",   "custom",         "scaled_mm", NULL};
+
+const char *plan_impl_name(plan_impl i)
+{
+    return (unsigned)i < IMPL_COUNT ? plan_impl_names[i] : "?";
 }
 
 const char *plan_coll_name(plan_coll c)
@@ -328,6 +349,9 @@ static json_t *op_json(const plan_prog *prog, uint32_t i)
         json_object_set_new(j, "bytes", json_real(o->bytes));
         if (o->nkern > 1)
             json_object_set_new(j, "kernels", json_integer(o->nkern));
+        json_object_set_new(j, "impl", json_string(plan_impl_name((plan_impl)o->impl)));
+        if (o->shared_launch)
+            json_object_set_new(j, "shared_launch", json_true());
         {
             char src[64];
             json_object_set_new(j, "cost_s", json_real(o->cost_s));
@@ -435,6 +459,19 @@ static int32_t *region_map(const plan_prog *pg)
         for (uint32_t i = 0; i < pg->regions[r].nops; i++)
             rg[pg->regions[r].first + i] = (int32_t)r;
     return rg;
+}
+
+int64_t plan_kernels(const plan *p, int g)
+{
+    const plan_prog *pg = &p->progs[g];
+    int32_t *rg = region_map(pg);
+    int64_t n = 0;
+    for (uint32_t i = 0; i < pg->nops; i++)
+        if (pg->ops[i].kind == OPK_COMPUTE)
+            n += (int64_t)(pg->ops[i].nkern ? pg->ops[i].nkern : 1) *
+                 (rg[i] < 0 ? 1 : pg->regions[rg[i]].repeat);
+    free(rg);
+    return n;
 }
 
 void plan_vseq_build(const plan_prog *pg, plan_vseq *v)

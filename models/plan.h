@@ -72,8 +72,25 @@ typedef enum { RT_BALANCED, RT_RANDOM, RT_SKEWED, RT_COUNT } plan_route;
  * class, or a table of the platform's calibration profile. */
 typedef enum {
     CS_ROOFLINE = 0, CS_GEMM, CS_GEMM_GRAPH, CS_GEMM_FP8, CS_MOE, CS_ATTENTION,
-    CS_ATTENTION_CP, CS_DECODE_ATTENTION, CS_ELEMENTWISE, CS_SPARSE_ATTENTION, CS_COUNT
+    CS_ATTENTION_CP, CS_DECODE_ATTENTION, CS_ELEMENTWISE, CS_SPARSE_ATTENTION,
+    CS_GEMM_GRAPH_DECODE, CS_GEMM_FP8_DECODE, CS_MOE_DECODE, CS_ELEMENTWISE_DECODE,
+    CS_ATTENTION_BACKENDS,
+    CS_AIC_CONTEXT_ATTENTION,    /* aiconfigurator's FA3 rows (scripts/aic_import.py) */
+    CS_AIC_GENERATION_ATTENTION,
+    CS_DERIVED,   /* a fused kernel no table measured: its bytes at the copy rate, one launch */
+    CS_COUNT
 } plan_costsrc;
+
+/* Which implementation of its class an op runs (the kernel set's choice,
+ * models/kset.h): torch is PyTorch eager as the calibration profile
+ * measured it (the default of every class but attention and collectives),
+ * fa2 / cudnn / fa3 attention kernels, fused kernels (one launch where torch
+ * runs several), nccl or an engine's custom all-reduce, the measured
+ * torch._scaled_mm for 8-bit GEMMs. */
+typedef enum {
+    IMPL_TORCH = 0, IMPL_FA2, IMPL_CUDNN, IMPL_FA3, IMPL_FUSED, IMPL_FUSED_ADD,
+    IMPL_FUSED_KV_WRITE, IMPL_NCCL, IMPL_CUSTOM, IMPL_SCALED_MM, IMPL_COUNT
+} plan_impl;
 
 /* The phase of a decoder layer an op belongs to (cp-exchange.md "peak
  * memory": attention phase vs MLP/MoE phase): attention from the input norm
@@ -134,6 +151,9 @@ typedef struct plan_attn {
     uint8_t causal;          /* 0 none, 1 causal bottom-right aligned */
     int64_t batch;           /* requests in the call, each q_len queries over
                                 kv_len keys (0: one) */
+    uint8_t unfolded;        /* 1: decodes of a varlen call, whose query heads
+                                of a KV head do not share a CTA (FA's varlen
+                                forward packs no GQA group) */
 } plan_attn;
 
 typedef struct plan_op {
@@ -154,6 +174,10 @@ typedef struct plan_op {
     uint8_t route;           /* KC_MOE_GEMM: plan_route */
     uint8_t nkern;           /* kernels the op launches (0: one) */
     uint8_t phase;           /* plan_phase */
+    uint8_t impl;            /* plan_impl (IMPL_TORCH: the profile's own) */
+    uint8_t shared_launch;   /* 1: a part of the launch of the op before it
+                                (the sequences of one varlen call): no launch
+                                of its own */
 
     /* compute */
     int64_t m, k, n, g;      /* GEMM dims; g groups for grouped GEMM (else 1) */
@@ -250,7 +274,21 @@ typedef struct plan {
                                 over ranks (layer_scheme.splits), 0 copied */
     uint8_t *step_ring;      /* [nsteps]: the plan_ring of each step (PR_NONE
                                 unless a split step of a ring exchange) */
+    /* a serving step's plan (build_step_plan): the tokens its GEMMs and
+     * kernels run (the batch padded to a capture size under a graph mode),
+     * and how it is launched (plan_launch) */
+    int64_t padded_tokens;
+    uint8_t launch;
 } plan;
+
+/* How a serving step is launched: every kernel eagerly, replayed from one
+ * graph, or piecewise (graphs with some ops, attention, outside). */
+typedef enum { PL_EAGER, PL_GRAPH, PL_PIECEWISE } plan_launch;
+extern const char *const plan_launch_names[];
+
+/* Kernels program g launches over its whole sequence (the sum of nkern of
+ * its compute ops, region repeats counted). */
+int64_t plan_kernels(const plan *p, int g);
 
 /* ---- building ---------------------------------------------------------- */
 
@@ -314,6 +352,8 @@ const char *plan_alg_name(plan_alg a);
 const char *plan_qscale_name(plan_qscale q);
 const char *plan_route_name(plan_route r);
 const char *plan_phase_name(plan_phase p);
+const char *plan_impl_name(plan_impl i);
+extern const char *const plan_impl_names[];
 /* "pass_q", "pass_kv" ("none" for PR_NONE). */
 const char *plan_ring_name(plan_ring r);
 /* File name of a table source ("gemm_graph.csv"), "" for CS_ROOFLINE. */

@@ -20,8 +20,8 @@
 #include "workloads/datadir.h"
 
 const char *const plat_bundled[] = {
-    "ascend-910b-8", "ascend-a3-16", "b200-8", "h100-sxm-8", "h200-sxm-8", "h200-sxm-8-tcp100",
-    NULL};
+    "ascend-910b-8", "ascend-a3-16", "b200-8", "h100-sxm-8", "h100-sxm-8-500w", "h200-sxm-8",
+    "h200-sxm-8-tcp100", NULL};
 
 /* Shape limits (the task's: 4096 nodes, 1024 devices each, 65536 in all). */
 #define NODES_MAX 4096

@@ -402,7 +402,8 @@ static json_t *scenario_json(const scenario *s)
     json_object_set_new(j, "parallel", par);
     json_object_set_new(j, "weights_dtype", json_string(wl_weights_name(s)));
     json_object_set_new(j, "activations_dtype", json_string(dtype_name(s->a_dtype)));
-    json_object_set_new(j, "graph", json_string(s->graph == GRAPH_CAPTURED ? "captured" : "eager"));
+    json_object_set_new(j, "graph", json_string(wl_graph_name(s->graph)));
+    json_object_set_new(j, "kernels", json_string(s->kernels.name));
     return j;
 }
 

@@ -23,7 +23,10 @@ void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out)
     fprintf(out, "%s on %s (%d x %d %s), %s, %s weights, %s\n", s->model.name, s->plat.name,
             s->plat.nodes, s->plat.devices_per_node, s->plat.device,
             parallel_label(s, par, sizeof par), dtype_name(s->w_dtype),
-            s->graph == GRAPH_CAPTURED ? "captured graphs" : "eager");
+            s->graph == GRAPH_EAGER ? "eager" : s->graph == GRAPH_CAPTURED ? "captured graphs"
+                                    : wl_graph_name(s->graph));
+    if (strcmp(s->kernels.name, "pytorch") != 0) /* the default kernel set goes unsaid */
+        fprintf(out, "kernels: %s\n", s->kernels.name);
     for (int q = 0; q < sm->nreqs; q++) {
         const rep_request *rq = &sm->reqs[q];
         fprintf(out, "request %d: %lld prompt tokens, TTFT %.4f s", rq->id,

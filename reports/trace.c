@@ -170,6 +170,8 @@ static void op_suffix(char *buf, size_t n, const plan_op *o)
             o->bytes, plan_layout_name(o->layout), plan_cost_src(o, src, sizeof src));
         if (o->cost_table != CS_ROOFLINE)
             PUT(",\"cost_dist\":%.3g", o->cost_dist);
+        PUT(",\"impl\":\"%s\",\"kernels\":%d", plan_impl_name((plan_impl)o->impl),
+            o->shared_launch ? 0 : o->nkern > 1 ? o->nkern : 1);
         if (o->kclass == KC_GEMM || o->kclass == KC_GROUPED_GEMM || o->kclass == KC_MOE_GEMM)
             PUT(",\"m\":%" PRId64 ",\"k\":%" PRId64 ",\"n\":%" PRId64 ",\"groups\":%" PRId64, o->m,
                 o->k, o->n, o->g);
@@ -177,7 +179,8 @@ static void op_suffix(char *buf, size_t n, const plan_op *o)
             PUT(",\"q_len\":%" PRId64 ",\"kv_len\":%" PRId64 ",\"heads\":%" PRId64,
                 o->attn.q_len, o->attn.kv_len, o->attn.heads);
     } else if (o->kind == OPK_COLL) {
-        PUT(",\"group\":\"%s\",\"bytes\":%.6g", plan_group_name(o->group), o->comm_bytes);
+        PUT(",\"group\":\"%s\",\"bytes\":%.6g,\"impl\":\"%s\"", plan_group_name(o->group),
+            o->comm_bytes, plan_impl_name((plan_impl)o->impl));
     } else if (o->kind == OPK_P2P) {
         PUT(",\"send_bytes\":%.6g,\"recv_bytes\":%.6g", o->comm_bytes, o->recv_bytes);
     } else if (o->kind == OPK_STEP) {

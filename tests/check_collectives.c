@@ -131,7 +131,7 @@ static void count_call(const coll_model *m, plan_coll kind, plan_alg alg, int n,
         if ((int)kind == CK_COUNT) {
             ret[i] = coll_sendrecv(&tp, m, (i + 1) % n, bytes, (i + n - 1) % n, graph, 0);
         } else {
-            coll_call c = {kind, alg, members, n, i, bytes, graph, 0};
+            coll_call c = {kind, alg, members, n, i, bytes, graph, 0, 0};
             ret[i] = coll_run(&tp, m, &c);
         }
         ck_assert_int_eq(ctx[i].pending, 0);
@@ -258,7 +258,7 @@ START_TEST(test_single_member_and_bad_calls)
     int members[4] = {0, 1, 2, 3};
     /* P == 1: nothing moves, no latency */
     for (int a = 0; a < N_ALG_CASES - 1; a++) {
-        coll_call one = {alg_cases[a].kind, alg_cases[a].alg, members, 1, 0, 1e6, 0, 0};
+        coll_call one = {alg_cases[a].kind, alg_cases[a].alg, members, 1, 0, 1e6, 0, 0, 0};
         ck_assert_int_eq(coll_run(&tp, &m, &one), 0);
     }
     ck_assert_int_eq(coll_sendrecv(&tp, &m, -1, 10, -1, 0, 0), 0);
@@ -266,27 +266,27 @@ START_TEST(test_single_member_and_bad_calls)
     ck_assert_double_eq(c.slept, 0);
     /* algorithms a kind does not have, and malformed calls */
     coll_call bad[] = {
-        {CK_ALL_GATHER, ALG_ONESHOT, members, 4, 0, 1e6, 0, 0},
-        {CK_ALL_GATHER, ALG_PAIRWISE, members, 4, 0, 1e6, 0, 0},
-        {CK_REDUCE_SCATTER, ALG_ONESHOT, members, 4, 0, 1e6, 0, 0},
-        {CK_ALL_TO_ALL, ALG_RING, members, 4, 0, 1e6, 0, 0},
-        {CK_BROADCAST, ALG_PAIRWISE, members, 4, 0, 1e6, 0, 0},
-        {CK_ALL_REDUCE, ALG_PAIRWISE, members, 4, 0, 1e6, 0, 0},
-        {CK_ALL_REDUCE, ALG_COUNT, members, 4, 0, 1e6, 0, 0},
-        {CK_COUNT, ALG_RING, members, 4, 0, 1e6, 0, 0},
-        {CK_ALL_REDUCE, ALG_RING, NULL, 4, 0, 1e6, 0, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 0, 0, 1e6, 0, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 4, 4, 1e6, 0, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 4, -1, 1e6, 0, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 4, 0, -1, 0, 0},
-        {CK_ALL_REDUCE, ALG_RING, members, 4, 0, NAN, 0, 0},
+        {CK_ALL_GATHER, ALG_ONESHOT, members, 4, 0, 1e6, 0, 0, 0},
+        {CK_ALL_GATHER, ALG_PAIRWISE, members, 4, 0, 1e6, 0, 0, 0},
+        {CK_REDUCE_SCATTER, ALG_ONESHOT, members, 4, 0, 1e6, 0, 0, 0},
+        {CK_ALL_TO_ALL, ALG_RING, members, 4, 0, 1e6, 0, 0, 0},
+        {CK_BROADCAST, ALG_PAIRWISE, members, 4, 0, 1e6, 0, 0, 0},
+        {CK_ALL_REDUCE, ALG_PAIRWISE, members, 4, 0, 1e6, 0, 0, 0},
+        {CK_ALL_REDUCE, ALG_COUNT, members, 4, 0, 1e6, 0, 0, 0},
+        {CK_COUNT, ALG_RING, members, 4, 0, 1e6, 0, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, NULL, 4, 0, 1e6, 0, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 0, 0, 1e6, 0, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 4, 4, 1e6, 0, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 4, -1, 1e6, 0, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 4, 0, -1, 0, 0, 0},
+        {CK_ALL_REDUCE, ALG_RING, members, 4, 0, NAN, 0, 0, 0},
     };
     for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++)
         ck_assert_msg(coll_run(&tp, &m, &bad[i]) == -1, "bad call %d accepted", i);
     ck_assert_int_eq(coll_sendrecv(&tp, &m, 1, -5, 1, 0, 0), -1);
     /* models that cannot be run: no efficiency, a negative overhead */
     coll_model zero = flat_model(0, 0, 0), negative = flat_model(1, -1e-6, 0);
-    coll_call ok = {CK_ALL_REDUCE, ALG_RING, members, 4, 0, 1e6, 0, 0};
+    coll_call ok = {CK_ALL_REDUCE, ALG_RING, members, 4, 0, 1e6, 0, 0, 0};
     ck_assert_int_eq(coll_run(&tp, &zero, &ok), -1);
     ck_assert_int_eq(coll_run(&tp, &negative, &ok), -1);
     ck_assert_int_eq(coll_sendrecv(&tp, &zero, 1, 10, 1, 0, 0), -1);
@@ -907,6 +907,7 @@ typedef struct sim_case {
     double bytes;
     int graph;
     const coll_model *model;  /* NULL: sim_model */
+    int custom;        /* the engines' custom all-reduce (coll_call.custom) */
     double t0, t1;     /* common start, latest member end */
     long msgs;         /* messages sent by all members */
     int ran;           /* members that returned */
@@ -947,7 +948,8 @@ static void run_cases(int rank, int stream, const tr_port *tp)
             sent = coll_sendrecv_in(tp, m, c->n, (rank + 1) % c->n, c->bytes,
                                     (rank + c->n - 1) % c->n, c->graph, 0);
         } else {
-            coll_call call = {c->kind, c->alg, members, c->n, rank, c->bytes, c->graph, 0};
+            coll_call call = {c->kind, c->alg, members, c->n, rank, c->bytes, c->graph, 0,
+                              c->custom};
             sent = coll_run(tp, m, &call);
         }
         double t1 = tp->ops->now(tp->ctx);
@@ -1114,7 +1116,7 @@ static void mismatched(int rank, int stream, const tr_port *tp)
     static const int members[2] = {0, 1};
     coll_model m = flat_model(1, 0, 0);
     coll_call c = {CK_ALL_REDUCE, rank == 0 ? ALG_RING : ALG_ONESHOT, members, 2, rank,
-                   1 << 20, 0, 0};
+                   1 << 20, 0, 0, 0};
     coll_run(tp, &m, &c);
 }
 
@@ -1318,6 +1320,86 @@ static void nccl_check(int graph)
     free_cases();
 }
 
+/* The imported tables (aic_*.csv, scripts/aic_import.py): each row run on
+ * its P ranks of one 8-GPU H200 node with the model fitted from the
+ * profile's own 2-GPU nccl table alone ("before": the 2-GPU fit carried to
+ * P, NCCL for a custom all-reduce) and with the imports ("after"); the
+ * errors per row are printed (the closing note of issue "Kernel sets" part
+ * 5 quotes them) and every row must come back within 10 % after. */
+static void imported_check(const char *table, int graph)
+{
+    char path[] = "/tmp/check_collectives_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    cp_err err = {0};
+    calib_table *t = calib_load("h200", table, &err);
+    calib_table *own = calib_load("h200", graph ? "nccl_graph" : "nccl", &err);
+    ck_assert_msg(t && own, "%s", err.msg);
+    int c_op = calib_col(t, "op", &err), c_size = calib_num_col(t, "size_bytes", &err);
+    int c_time = calib_num_col(t, "time_us", &err), c_p = calib_num_col(t, "P", &err);
+    ck_assert_msg(c_op >= 0 && c_size >= 0 && c_time >= 0 && c_p >= 0, "%s", err.msg);
+    platform p;
+    h200_node(&p, path, 8);
+    coll_model after, before;
+    ck_assert_msg(coll_model_init(&after, &p, &err) == 0, "%s", err.msg);
+    before = after;
+    ck_assert_msg(coll_fit_table(&after, &p, own, &before, graph, &err) == 0, "%s", err.msg);
+    int rows = calib_rows(t);
+    for (int i = 0; i < rows; i++) {
+        const char *op = calib_str(t, i, c_op);
+        int custom = strcmp(op, "custom_all_reduce") == 0;
+        int kind = custom ? CK_ALL_REDUCE : kind_of_op(op), n = (int)calib_num(t, i, c_p);
+        double bytes = calib_num(t, i, c_size);
+        case_add_model(kind, ALG_AUTO, n, bytes, graph, &before);
+        cases[ncases - 1].custom = custom;
+        case_add_model(kind, ALG_AUTO, n, bytes, graph, &after);
+        cases[ncases - 1].custom = custom;
+    }
+    sim_engine_init();
+    G.plat = &p;
+    int done = run_platform(path, 8, 1, run_cases);
+    unlink(path);
+    assert_all_ran(done);
+    printf("\n%s (%s mode): before = the 2-GPU fit alone, after = with the rows\n",
+           calib_path(t), graph ? "graph" : "eager");
+    printf("%-18s %2s %11s %10s %10s %10s %8s %8s\n", "op", "P", "bytes", "meas_us",
+           "before_us", "after_us", "before%", "after%");
+    for (int i = 0; i < rows; i++) {
+        const sim_case *b = &cases[2 * i], *a = &cases[2 * i + 1];
+        double meas = calib_num(t, i, c_time) * 1e-6;
+        double eb = (b->t1 - b->t0) / meas - 1, ea = (a->t1 - a->t0) / meas - 1;
+        printf("%-18s %2d %11.0f %10.2f %10.2f %10.2f %+8.1f %+8.1f\n", calib_str(t, i, c_op),
+               a->n, a->bytes, meas * 1e6, 1e6 * (b->t1 - b->t0), 1e6 * (a->t1 - a->t0),
+               100 * eb, 100 * ea);
+        /* a row faster than the algorithm's route latencies and line rate on
+         * this fabric runs at that floor (fit.c) */
+        coll_call cc = {.kind = (plan_coll)a->kind, .alg = ALG_AUTO, .n = a->n, .bytes = a->bytes};
+        plan_alg alg = coll_pick(&after, &cc);
+        double bw = plat_link_rate(&p, &p.cal_intra);
+        double floor = coll_analytic_s(a->kind, alg, a->n, a->bytes, bw, p.cal_intra.latency);
+        if (meas < floor)
+            ck_assert_msg(fabs((a->t1 - a->t0) / floor - 1) <= 0.01, "%s row %d: %g s, the "
+                          "floor %g s", calib_path(t), i + 2, a->t1 - a->t0, floor);
+        else
+            ck_assert_msg(fabs(ea) <= 0.10, "%s row %d: off by %.1f %% with its rows fitted",
+                          calib_path(t), i + 2, 100 * ea);
+    }
+    calib_free(t);
+    calib_free(own);
+    free_cases();
+}
+
+/* one simulation per process: a test per table */
+START_TEST(test_imported_nccl_graph) { imported_check("aic_nccl_graph", 1); }
+END_TEST
+START_TEST(test_imported_nccl_eager) { imported_check("aic_nccl", 0); }
+END_TEST
+START_TEST(test_imported_custom_graph) { imported_check("aic_custom_allreduce_graph", 1); }
+END_TEST
+START_TEST(test_imported_custom_eager) { imported_check("aic_custom_allreduce", 0); }
+END_TEST
+
 START_TEST(test_nccl_eager) { nccl_check(0); }
 END_TEST
 START_TEST(test_nccl_graph) { nccl_check(1); }
@@ -1438,6 +1520,10 @@ static Suite *collectives_suite(void)
     tcase_add_test(sim_tcase(s, "SimMismatch"), test_sim_mismatch_detected);
     tcase_add_test(sim_tcase(s, "NcclEager"), test_nccl_eager);
     tcase_add_test(sim_tcase(s, "NcclGraph"), test_nccl_graph);
+    tcase_add_test(sim_tcase(s, "ImportedNcclGraph"), test_imported_nccl_graph);
+    tcase_add_test(sim_tcase(s, "ImportedNcclEager"), test_imported_nccl_eager);
+    tcase_add_test(sim_tcase(s, "ImportedCustomGraph"), test_imported_custom_graph);
+    tcase_add_test(sim_tcase(s, "ImportedCustomEager"), test_imported_custom_eager);
     tcase_add_test(sim_tcase(s, "SimContention"), test_sim_small_message_contention);
     return s;
 }

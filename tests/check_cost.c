@@ -151,10 +151,15 @@ static const struct {
 } bounds[] = {
     {"gemm_graph", 0.055, 0.21},
     {"gemm_eager", 0.05, 0.27},
-    {"attention_eager", 0.05, 0.20},
+    /* attention_backends.csv's 8-head FA2 call at 1K, the small end of its
+     * series: held at its neighbour's ratio, 22 % */
+    {"attention_eager", 0.05, 0.23},
+    /* cuDNN's fused kernel (attention_backends.csv), priced from its rows */
+    {"attention_cudnn_eager", 0.05, 0.45},
     {"attention_cp_graph", 0.05, 0.20},
     {"attention_cp_eager", 0.05, 0.20},
-    {"decode_attention_graph", 0.05, 0.51},
+    /* B=8 at kv 1024, the small end of its series, held at kv 4096's ratio */
+    {"decode_attention_graph", 0.05, 0.63},
     {"copy_eager", 0.05, 0.20},
     {"add_eager", 0.05, 0.20},
     {"rms_norm_eager", 0.095, 0.20},
@@ -163,16 +168,25 @@ static const struct {
     {"lse_merge2_unfused_eager", 0.05, 0.20},
     {"gemm_fp8_tensor_graph", 0.05, 0.20},
     {"gemm_fp8_row_graph", 0.105, 0.53},
-    {"gemm_fp8_block_graph", 0.075, 0.67},
-    {"gemm_int8_graph", 0.09, 0.25},
+    {"gemm_fp8_block_graph", 0.077, 0.67},
+    {"gemm_int8_graph", 0.092, 0.29},
     {"act_quant_row_graph", 0.067, 0.22},
     {"act_quant_block_graph", 0.05, 0.20},
     {"moe_gemm_graph", 0.05, 0.35},
-    {"moe_router_graph", 0.054, 0.34},
+    {"moe_router_graph", 0.055, 0.34},
     {"moe_topk_graph", 0.05, 0.27},
     {"moe_permute_graph", 0.053, 0.26},
     {"activation_graph", 0.05, 0.20},
     {"moe_unpermute_graph", 0.05, 0.20},
+    /* the decode-size tables (one machine start): graph replay rows */
+    {"gemm_decode_graph", 0.05, 0.20},
+    {"gemm_fp8_tensor_decode_graph", 0.05, 0.20},
+    {"gemm_fp8_row_decode_graph", 0.05, 0.20},
+    {"moe_gemm_decode_graph", 0.06, 0.31},
+    {"moe_topk_decode_graph", 0.05, 0.20},
+    {"copy_decode_graph", 0.19, 0.39},
+    {"rope_unfused_decode_graph", 0.10, 0.20},
+    {"lse_merge2_unfused_decode_graph", 0.05, 0.20},
 };
 
 START_TEST(test_calibration_accuracy)
@@ -215,7 +229,8 @@ END_TEST
 /* At a measured point the table returns the measurement: the graph kernel
  * time of a GEMM (measured on two machine starts, gemm_graph.csv and the
  * bf16 rows of gemm_fp8.csv: their geometric mean), the eager time of an
- * attention call (priced eagerly). */
+ * attention call (priced eagerly; attention.csv and the FA2 row of
+ * attention_backends.csv: their geometric mean, each less the eager gap). */
 START_TEST(test_table_reproduces_rows)
 {
     platform p = h200();
@@ -228,7 +243,9 @@ START_TEST(test_table_reproduces_rows)
     int rank0 = 0;
     plan pl = {.nranks = 1, .progs = &prog, .nprogs = 1, .prog_of_rank = &rank0};
     cost_price_plan(c, &pl, 0);
-    ck_assert_double_eq_tol(a.cost_s, 6405.06e-6, 1e-11);
+    ck_assert_double_eq_tol(a.cost_s,
+                            sqrt((6405.06e-6 - 1.6e-6) * (6560.7042e-6 - 1.6e-6)) + 1.6e-6,
+                            1e-11);
 
     /* Between rows the table differs from the analytic model, and stays
      * between its neighbours. */
@@ -262,17 +279,18 @@ END_TEST
 
 /* A calibration profile is data: a folder anywhere (by path) with its
  * tables and a machine.json whose reference_device says what measured
- * them.  The same rows said to come from a device of half the peaks price
- * a large GEMM at about half the time on the same target; without the
- * description the folder is refused, naming the file.  (Not exactly half:
- * the analytic model's per-tile times do not scale with the peak.) */
+ * them.  The same rows said to come from a device of twice the peaks price
+ * a large GEMM at about twice the time on the same target (half the peaks
+ * would make the fastest rows impossible: refused, row_impossible); without
+ * the description the folder is refused, naming the file.  (Not exactly
+ * twice: the analytic model's per-tile times do not scale with the peak.) */
 START_TEST(test_profile_folder_is_data)
 {
     char dir[] = "/tmp/cpsim-prof-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "cp -r %s/platforms/calibration/h200 %s/half && "
-             "sed -i 's/\"bf16\": 989.4e12/\"bf16\": 494.7e12/' %s/half/machine.json && "
+             "sed -i 's/\"bf16\": 989.4e12/\"bf16\": 1978.8e12/' %s/half/machine.json && "
              "cp -r %s/platforms/calibration/h200 %s/bare && "
              "python3 -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); "
              "d.pop('reference_device'); json.dump(d, open(p, 'w'))\" %s/bare/machine.json",
@@ -284,7 +302,7 @@ START_TEST(test_profile_folder_is_data)
     cost_model *c = model_of(&p), *ch = model_of(&half);
     plan_op op = gemm_op(16384, 8192, 8192, DT_BF16);
     double t = cost_kernel_s(c, &op), th = cost_kernel_s(ch, &op);
-    ck_assert_msg(th / t > 0.45 && th / t < 0.65, "half-peak reference: %g s against %g s", th,
+    ck_assert_msg(th / t > 1.5 && th / t < 2.2, "double-peak reference: %g s against %g s", th,
                   t);
     cost_free(c);
     cost_free(ch);
@@ -888,6 +906,38 @@ START_TEST(test_mlp_weights_resident)
 }
 END_TEST
 
+/* FA3 prefill is priced from aiconfigurator's rows (vLLM and SGLang, to
+ * 16K) and cuDNN's fused kernel from attention_backends.csv (to 128K): the
+ * two FA3-class sources agree where they overlap, 8K-16K causal, on the
+ * shards of Llama 405B at TP8 (16/1 heads) and the thinker (32/4, 8/1);
+ * past 16K the FA3 series holds its edge (printed beside cuDNN's). */
+START_TEST(test_fa3_and_cudnn_agree)
+{
+    platform p = h200();
+    cost_model *c = model_of(&p);
+    static const int64_t heads[][2] = {{16, 1}, {32, 4}, {8, 1}};
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++)
+        for (int64_t q = 8192; q <= 131072; q *= 2) {
+            plan_op fa3 = attn_op(q, q, 1, heads[h][0], heads[h][1], 128), cud = fa3;
+            fa3.impl = IMPL_FA3;
+            cud.impl = IMPL_CUDNN;
+            plan_costsrc sf, sc;
+            double tf = cost_kernel_src_s(c, &fa3, &sf, NULL);
+            double tc = cost_kernel_src_s(c, &cud, &sc, NULL);
+            printf("fa3 vs cudnn heads %lld/%lld q=%lld: %.1f us (%s) vs %.1f us (%s) %+.1f %%\n",
+                   (long long)heads[h][0], (long long)heads[h][1], (long long)q, tf * 1e6,
+                   plan_costsrc_file(sf), tc * 1e6, plan_costsrc_file(sc),
+                   100 * (tf / tc - 1));
+            ck_assert_int_eq(sf, CS_AIC_CONTEXT_ATTENTION);
+            ck_assert_int_eq(sc, CS_ATTENTION_BACKENDS);
+            if (q <= 16384)
+                ck_assert_msg(fabs(tf / tc - 1) < 0.15, "heads %lld q=%lld: fa3 %g cudnn %g",
+                              (long long)heads[h][0], (long long)q, tf, tc);
+        }
+    cost_free(c);
+}
+END_TEST
+
 static Suite *cost_suite(void)
 {
     Suite *s = suite_create("cost");
@@ -908,6 +958,7 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, test_calib_bad_files);
     tcase_add_test(tc, test_sparse_attention_table);
     tcase_add_test(tc, test_profile_folder_is_data);
+    tcase_add_test(tc, test_fa3_and_cudnn_agree);
     tcase_add_test(tc, test_mlp_weights_plan);
     tcase_add_test(tc, test_mlp_weights_resident);
     suite_add_tcase(s, tc);

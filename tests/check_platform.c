@@ -259,10 +259,13 @@ typedef struct preset_want {
 
 static const preset_want presets[] = {
     {"h100-sxm-8", 8, FAB_SWITCH, 989.4e12, 1978.9e12, 1978.9e12, 66.9e12, 66.9e12, 80e9,
-     3.35e12, 132, 13e-6, 2.1e-6, 32.7e-6, 9.55e-6, 0.737, 0.364, 0.889, "h200", 450e9, 2e-6, 0.8,
+     3.35e12, 132, 13e-6, 1.1e-6, 32.7e-6, 9.55e-6, 0.737, 0.364, 0.889, "h200", 450e9, 2e-6, 0.8,
      0, 0, 0, 50e9, 2e-6, 1e-6, 0.94, 262144},
+    {"h100-sxm-8-500w", 8, FAB_SWITCH, 800e12, 1600e12, 1600e12, 54.1e12, 54.1e12, 96e9,
+     2.4e12, 132, 13e-6, 1.1e-6, 32.7e-6, 9.55e-6, 0.737, 0.364, 0.889, "h200", 450e9, 2e-6,
+     0.8, 0, 0, 0, 50e9, 2e-6, 1e-6, 0.94, 262144},
     {"h200-sxm-8", 8, FAB_SWITCH, 989.4e12, 1978.9e12, 1978.9e12, 66.9e12, 66.9e12,
-     150109880320.0, 4.8e12, 132, 13e-6, 2.1e-6, 32.7e-6, 9.55e-6, 0.737, 0.364, 0.889, "h200",
+     150109880320.0, 4.8e12, 132, 13e-6, 1.1e-6, 32.7e-6, 9.55e-6, 0.737, 0.364, 0.889, "h200",
      450e9, 2e-6, 0.8, 0, 0, 0, 50e9, 2e-6, 1e-6, 0.94, 262144},
     {"b200-8", 8, FAB_SWITCH, 2250e12, 4500e12, 4500e12, 80e12, 80e12, 180e9, 8e12, 148, 13e-6,
      2.1e-6, 32.7e-6, 9.55e-6, 0.712, 0.35, 0.9, "", 900e9, 2e-6, 0.8, 0, 0, 0, 50e9, 2e-6,
@@ -277,7 +280,7 @@ static const preset_want presets[] = {
 
 START_TEST(test_platform_presets)
 {
-    ck_assert_int_eq((int)(sizeof presets / sizeof presets[0]), 5);
+    ck_assert_int_eq((int)(sizeof presets / sizeof presets[0]), 6);
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         const preset_want *w = &presets[i];
         platform p;
@@ -443,7 +446,7 @@ START_TEST(test_platform_file_errors)
 {
     load_fails("h100-sxm8", NULL, "unknown platform preset \"h100-sxm8\" (did you mean "
                "\"h100-sxm-8\"?)", "bundled presets: ascend-910b-8, ascend-a3-16, b200-8, "
-               "h100-sxm-8, h200-sxm-8");
+               "h100-sxm-8, h100-sxm-8-500w, h200-sxm-8");
     load_fails("", NULL, "unknown platform preset \"\"", NULL);
     load_fails("nope/none.yaml", NULL, "nope/none.yaml", "cannot open");
     load_fails(FIXTURE("bad-typo.yaml"), NULL, "bad-typo.yaml:11:3: unknown key "

@@ -115,17 +115,16 @@ START_TEST(test_serve_batch_priced_as_batch)
     /* the same composition again is the same simulated step */
     ck_assert_int_eq(srv_step_get(&st, &b8, &err), i8);
     ck_assert_int_eq(st.n, 2);
-    /* the batch's attention: one call over the 8 decodes, every pair */
+    /* the batch's attention: one call over the 8 decodes; the longest
+     * request sets the split, so every request costs its keys */
     plan p;
     build_step_plan(&s, &b8, 0, &p);
     const plan_op *at = tu_find(&p, 0, "attention", 0);
     ck_assert_ptr_nonnull(at);
     ck_assert_int_eq(at->attn.batch, 8);
     ck_assert_int_eq(at->attn.q_len, 1);
-    double pairs = 0;
-    for (int i = 0; i < 8; i++)
-        pairs += (double)(eight[i].prefix + 1);
-    ck_assert_double_eq_tol(at->attn.pairs, pairs, 1e-6);
+    ck_assert_int_eq(at->attn.kv_len, eight[7].prefix + 1);
+    ck_assert_double_eq_tol(at->attn.pairs, 8.0 * (double)(eight[7].prefix + 1), 1e-6);
     ck_assert_int_eq(tu_count(&p, 0, "attention", 0), 1);
     const plan_op *q = tu_find(&p, 0, "qkv_proj", 0);
     ck_assert_int_eq(q->m, 8);
@@ -157,7 +156,8 @@ START_TEST(test_serve_mixed_step_calls)
         if (o->layer == 0 && o->name && strcmp(o->name, "attention") == 0)
             pairs += o->attn.pairs;
     }
-    ck_assert_double_eq_tol(pairs, 1001.0 + 3001.0 + 2048.0 * 2049.0 / 2.0, 1e-6);
+    /* the two decodes: one call priced at the longer one's keys */
+    ck_assert_double_eq_tol(pairs, 2.0 * 3001.0 + 2048.0 * 2049.0 / 2.0, 1e-6);
     plan_free(&p);
     wl_free(&s);
     free(y);
@@ -168,7 +168,7 @@ END_TEST
  * every request's TTFT and TPOT within the bound, fewer simulated steps. */
 START_TEST(test_serve_reuse_bound)
 {
-    const char *sets[] = {"simulation.duration_s=8"};
+    const char *sets[] = {"simulation.duration_s=10"};
     char path[4096];
     snprintf(path, sizeof path, "%s/workloads/examples/long-short-mix.yaml", CP_SRCDIR);
     json_t *sum[2];
@@ -321,7 +321,7 @@ END_TEST
 /* simulation.duration_s ends the run: requests in flight are unfinished. */
 START_TEST(test_serve_duration_unfinished)
 {
-    char *y = cat(THINKER, "simulation: {duration_s: 1.0}\n"
+    char *y = cat(THINKER, "simulation: {duration_s: 1.2}\n"
                            "requests:\n"
                            "  - {streams: 2, prompt_tokens: 1024, decode_tokens: 12,"
                            " name: chat}\n");
@@ -331,7 +331,7 @@ START_TEST(test_serve_duration_unfinished)
     json_int_t done = json_integer_value(json_object_get(sv, "finished"));
     ck_assert(n > done && done > 0);
     ck_assert_int_eq(n - done, 2); /* one in flight per client */
-    ck_assert(json_number_value(json_object_get(sv, "duration_s")) >= 1.0);
+    ck_assert(json_number_value(json_object_get(sv, "duration_s")) >= 1.2);
     ck_assert_ptr_nonnull(json_object_get(json_object_get(sv, "by_name"), "chat"));
     json_t *last = json_array_get(json_object_get(sum, "requests"), (size_t)n - 1);
     ck_assert(json_is_false(json_object_get(last, "finished")));

@@ -165,7 +165,7 @@ START_TEST(test_yamlio_syntax_errors)
     parse_fails("a: \"open\n", "t.yaml:");
     parse_fails("a: 1\n---\nb: 2\n", "t.yaml:2:1: a second YAML document");
     parse_fails("? [a]\n: 1\n", "mapping keys must be plain text");
-    parse_fails("a: \"\\xff\\xfe\"\nb: \x80\n", "t.yaml: unreadable input at byte");
+    parse_fails("a: \"\\xff\\xfe\"\nb: \x80\n", "t.yaml:2:4: unreadable input (byte 0x80)");
 
     char deep[200];
     memset(deep, '[', 100);

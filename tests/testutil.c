@@ -49,7 +49,7 @@ void tu_plan(scenario *s, plan *p, const char *yaml, const char *const *sets, in
     build_plan(s, p);
     cost_model *cm = cost_new(&s->plat, &err);
     ck_assert_msg(cm != NULL, "cost model: %s", err.msg);
-    cost_price_plan(cm, p, s->graph == GRAPH_CAPTURED);
+    cost_price_plan(cm, p, s->graph != GRAPH_EAGER);
     cost_free(cm);
 }
 

@@ -48,7 +48,10 @@ static const char *const ring_select_names[] = { "fixed", "rule", "simulate", NU
 static const char *const decode_names[] = { "dcp", "pass_q", "auto", NULL };
 static const char *const split_names[] = { "striped", "contiguous", "zigzag", NULL };
 static const char *const agt_names[] = { "qkv", "kv", NULL };
-static const char *const graph_names[] = { "eager", "captured", NULL };
+static const char *const graph_names[] = { "eager", "captured", "full", "decode_only",
+                                            "piecewise", "full_and_piecewise", NULL };
+static const int graph_values[] = { GRAPH_EAGER, GRAPH_CAPTURED, GRAPH_CAPTURED, GRAPH_DECODE_ONLY,
+                                    GRAPH_PIECEWISE, GRAPH_FULL_AND_PIECEWISE };
 static const char *const net_names[] = { "cm02", "l07", NULL };
 static const char *const dsa_cp_names[] = { "auto", "on", "off", NULL };
 static const int dsa_cp_values[] = { -1, 1, 0 };
@@ -127,7 +130,7 @@ static const wl_field parallel_fields[] = {
 };
 
 static const wl_field engine_fields[] = {
-    { "graph", F_ENUM, 0, 0, GRAPH_EAGER, graph_names, NULL, offsetof(scenario, graph) },
+    { "graph", F_ENUM, 0, 0, GRAPH_EAGER, graph_names, graph_values, offsetof(scenario, graph) },
     { "chunked_prefill", F_BOOL, 0, 1, 0, NULL, NULL, offsetof(scenario, chunked_prefill) },
     /* vLLM v1 EngineArgs: default_max_num_batched_tokens 8192 for the API
      * server on GPUs of >= 70 GiB (vllm/engine/arg_utils.py) */
@@ -176,7 +179,7 @@ typedef struct wl_section {
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const parallel_extra[] = {"layer_sharding", NULL};
-static const char *const engine_extra[] = {"memory", NULL};
+static const char *const engine_extra[] = {"memory", "kernels", NULL};
 static const char *const simulation_extra[] = {"decode_reuse", "replay_tolerance_s", NULL};
 static const wl_section sections[] = {
     { "parallel", parallel_fields, COUNT(parallel_fields), parallel_extra, read_layer_sharding },
@@ -347,6 +350,7 @@ static void set_defaults(scenario *s)
             field_set(s, &sections[i].fields[k], sections[i].fields[k].def);
     s->w_dtype = s->mlp_dtype = s->a_dtype = s->kv_dtype = DT_BF16;
     s->decode_reuse = 0.005; /* the 0.5 % per step of issue 11 */
+    ks_default(&s->kernels);
     /* vLLM EngineArgs gpu_memory_utilization default */
     s->mem.gpu_memory_utilization = 0.9;
 }
@@ -360,8 +364,30 @@ static const char *const kv_pool_names[] = { "on_demand", "preallocate", NULL };
 
 /* engine.memory; the byte figures the workload leaves out come from the
  * platform (resolve_engine_memory). */
+/* engine.kernels: a bundled kernel set or a set file (relative to the
+ * workload); its graph mode applies when engine.graph is not given. */
+static int read_kernels(const ynode *eng, scenario *s, cp_err *err)
+{
+    const char *ks = NULL;
+    if (yio_opt_str(eng, "engine", "kernels", &ks, err) < 0)
+        return -1;
+    if (!ks) {
+        ks_default(&s->kernels);
+        return 0;
+    }
+    char dir[1024];
+    cp_err in = { 0 };
+    if (ks_load(ks, cp_dirname(dir, sizeof dir, s->path), &s->kernels, &in) < 0)
+        return cp_fail_at(err, yio_key(eng, "kernels")->loc, "engine.kernels: %s", in.msg);
+    if (!yio_key(eng, "graph") && s->kernels.graph >= 0)
+        s->graph = (wl_graph)s->kernels.graph;
+    return 0;
+}
+
 static int read_engine_memory(const ynode *eng, scenario *s, cp_err *err)
 {
+    if (read_kernels(eng, s, err) < 0)
+        return -1;
     const ynode *n = yio_key(eng, "memory");
     if (!n)
         return 0;
@@ -1843,6 +1869,13 @@ const char *wl_ring_select_name(wl_ring_select r)
     return (unsigned)r < COUNT(ring_select_names) - 1 ? ring_select_names[r] : "?";
 }
 
+const char *wl_graph_name(wl_graph g)
+{
+    static const char *const t[] = { "eager", "captured", "decode_only", "piecewise",
+                                     "full_and_piecewise" };
+    return (unsigned)g < COUNT(t) ? t[g] : "?";
+}
+
 const char *const *wl_enum_names(const char *key)
 {
     static const struct {
@@ -1972,6 +2005,13 @@ json_t *wl_resolved(const scenario *s)
     json_object_set_new(j, "precision", pr);
     for (size_t i = 0; i < COUNT(sections); i++)
         json_object_set_new(j, sections[i].key, section_json(s, &sections[i]));
+    json_t *ks = json_object();
+    json_object_set_new(ks, "name", json_string(s->kernels.name));
+    for (int k = 0; k < KS_COUNT; k++)
+        json_object_set_new(ks, ks_slot_key((ks_slot)k),
+                            json_string(plan_impl_name((plan_impl)s->kernels.impl[k])));
+    json_object_set_new(ks, "varlen", json_boolean(s->kernels.varlen));
+    json_object_set_new(json_object_get(j, "engine"), "kernels", ks);
     json_t *rq = json_array();
     for (int i = 0; i < s->nreqs; i++) {
         const wl_request *r = &s->reqs[i];
@@ -2010,6 +2050,8 @@ int wl_files(const scenario *s, char (*paths)[1024], int cap)
         snprintf(paths[n++], sizeof paths[0], "%s", s->plat.source);
     if (s->quant && n < cap)
         snprintf(paths[n++], sizeof paths[0], "%s", s->quant_path);
+    if (s->kernels.path[0] && n < cap)
+        snprintf(paths[n++], sizeof paths[0], "%s", s->kernels.path);
     /* the trace files of requests: (entries with a trace key) */
     const ynode *rq = yio_key(yio_root(s->doc), "requests");
     for (size_t i = 0; rq && rq->kind == YN_SEQ && i < rq->n; i++) {

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "models/arch.h"
 #include "models/dtype.h"
+#include "models/kset.h"
 #include "platforms/platform.h"
 #include "workloads/diag.h"
 #include "workloads/yamlio.h"
@@ -46,7 +47,11 @@ typedef enum { RS_FIXED, RS_RULE, RS_SIMULATE } wl_ring_select;
 typedef enum { DEC_DCP, DEC_PASS_Q, DEC_AUTO } wl_decode;
 typedef enum { SPLIT_STRIPED, SPLIT_CONTIGUOUS, SPLIT_ZIGZAG } wl_split;
 typedef enum { AGT_QKV, AGT_KV } wl_ag_tensors;
-typedef enum { GRAPH_EAGER, GRAPH_CAPTURED } wl_graph;
+/* engine.graph (models/kset.h ks_graph, whose values these are): captured
+ * is vLLM's FULL (every step in a graph; `full` is its alias). */
+typedef enum {
+    GRAPH_EAGER, GRAPH_CAPTURED, GRAPH_DECODE_ONLY, GRAPH_PIECEWISE, GRAPH_FULL_AND_PIECEWISE
+} wl_graph;
 typedef enum { NET_CM02, NET_L07 } wl_netmodel;
 /* DSA CP attention: the RFC's token-layout contract (full-token queries,
  * token slice before o_proj) or vLLM-Ascend's sfa_cp.py (local queries,
@@ -157,7 +162,8 @@ typedef struct scenario {
                                  model (models/quant.h); NULL when none */
 
     wl_parallel par;
-    wl_graph graph;
+    wl_graph graph;         /* engine.graph, else the kernel set's, else eager */
+    kset kernels;           /* engine.kernels: the kernel set (models/kset.h) */
     int chunked_prefill;
     int64_t max_num_batched_tokens; /* engine.max_num_batched_tokens: chunk size */
     wl_engine_memory mem;           /* engine.memory */
@@ -250,6 +256,9 @@ const char *wl_mlp_weights_name(const scenario *s);
 const char *wl_kv_storage_name(wl_kv_storage k);
 const char *wl_split_name(wl_split s);
 const char *wl_dsa_layout_name(wl_dsa_layout l);
+/* engine.graph as resolved: eager, captured (vLLM's FULL), decode_only,
+ * piecewise, full_and_piecewise. */
+const char *wl_graph_name(wl_graph g);
 
 /* The names a dotted workload key of enumerated values accepts
  * ("parallel.exchange" -> auto, ulysses, ...; precision.weights, the

@@ -130,9 +130,9 @@ static int set_ranks(cli_opts *o, const char *v, cp_err *err)
 const cli_option cli_options[] = {
     {.name = "--platform", .cmds = RUN | VALIDATE | PLAN | MEMORY, .type = CLI_STRING,
      .off = OFF(platform), .value = "NAME|FILE",
-     .help = "use this platform instead of the workload's: a preset (h100-sxm-8, h200-sxm-8, "
-             "h200-sxm-8-tcp100, b200-8, ascend-910b-8, ascend-a3-16), a preset YAML file or "
-             "a SimGrid XML platform"},
+     .help = "use this platform instead of the workload's: a preset (h100-sxm-8, "
+             "h100-sxm-8-500w, h200-sxm-8, h200-sxm-8-tcp100, b200-8, ascend-910b-8, "
+             "ascend-a3-16), a preset YAML file or a SimGrid XML platform"},
     {.name = "--set", .cmds = RUN | VALIDATE | PLAN | MEMORY, .type = CLI_CALL,
      .set = set_override, .value = "KEY=VALUE",
      .help = "override a workload key by dotted path, list items by index "

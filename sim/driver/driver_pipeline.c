@@ -44,7 +44,7 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
         wl_free(s);
         return -1;
     }
-    cost_price_plan(cm, p, s->graph == GRAPH_CAPTURED);
+    cost_price_plan(cm, p, s->graph != GRAPH_EAGER);
     cost_free(cm);
     return 0;
 }
@@ -125,7 +125,7 @@ static int pick_ring(const drv_req *rq, const scenario *s, plan *win, double too
     int rc = 0;
     for (int k = 0; k < 2; k++) {
         build_plan_ring(s, rings[k], &cand[k]);
-        cost_price_plan(cm, &cand[k], s->graph == GRAPH_CAPTURED);
+        cost_price_plan(cm, &cand[k], s->graph != GRAPH_EAGER);
     }
     cost_free(cm);
     drv_child ch[2];
@@ -183,7 +183,7 @@ int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p, json_t
     if (rc == 0)
         rc = interf_load(&im, &s->plat, err);
     if (rc == 0) {
-        eng_opts eo = {.plat = &s->plat, .cm = &cm, .graph = s->graph == GRAPH_CAPTURED,
+        eng_opts eo = {.plat = &s->plat, .cm = &cm, .graph = s->graph != GRAPH_EAGER,
                        .l07 = s->net_model == NET_L07, .im = &im,
                        .share_replicas = s->share_replicas, .replay = s->replay,
                        .replay_tol_s = s->replay_tol_s};

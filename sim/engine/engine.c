@@ -232,7 +232,7 @@ static long run_coll(stream_st *ss, const plan_op *o)
         coll_call c = {.kind = (plan_coll)o->coll, .alg = (plan_alg)o->alg,
                        .members = members, .n = n, .me = me,
                        .bytes = o->comm_bytes, .graph = eng.o->graph && !o->eager,
-                       .cross_node = cross};
+                       .cross_node = cross, .custom = o->impl == IMPL_CUSTOM};
         msgs = coll_run(&port, eng.o->cm, &c);
     } else {
         int to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;

@@ -29,6 +29,9 @@ typedef struct srv_step {
     int split;
     int ring;                /* plan_ring the step ran (PR_NONE: no ring) */
     double dur;              /* start to the last rank's end */
+    int64_t padded;          /* the tokens its kernels ran (plan.padded_tokens) */
+    int launch;              /* plan_launch */
+    int64_t kernels;         /* kernels one rank launched (program 0) */
     int nranks;              /* ranks of the step's plan (one replica, or all
                                 in lockstep) */
     srv_rank *rank;

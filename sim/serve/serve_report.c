@@ -329,11 +329,17 @@ int srv_write_steps(const srv_run_st *R, const char *path, cp_err *err)
     if (rep_open(&rf, path, err) != 0)
         return -1;
     FILE *f = rf.f;
-    fputs("step,replica,t0_s,t1_s,decodes,prefills,tokens,kv_bytes,simulated_as\n", f);
+    /* padded_tokens: the batch its kernels ran (a graph's capture size);
+     * launch: eager, graph or piecewise; kernels: one rank's launches */
+    fputs("step,replica,t0_s,t1_s,decodes,prefills,tokens,kv_bytes,simulated_as,"
+          "padded_tokens,launch,kernels\n", f);
     for (int i = 0; i < R->ninst; i++) {
         const srv_inst *in = &R->inst[i];
-        fprintf(f, "%d,%d,%.9f,%.9f,%d,%d,%lld,%.0f,%d\n", i, in->replica, in->t0, in->t1,
-                in->ndecode, in->nprefill, (long long)in->tokens, in->kv_before, in->step);
+        const srv_step *e = &R->steps.v[in->step];
+        fprintf(f, "%d,%d,%.9f,%.9f,%d,%d,%lld,%.0f,%d,%lld,%s,%lld\n", i, in->replica, in->t0,
+                in->t1, in->ndecode, in->nprefill, (long long)in->tokens, in->kv_before,
+                in->step, (long long)e->padded, plan_launch_names[e->launch],
+                (long long)e->kernels);
     }
     return rep_close(&rf, 1, err); /* it reports a write error itself */
 }

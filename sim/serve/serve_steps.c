@@ -56,7 +56,7 @@ int srv_steps_init(srv_steps *st, const scenario *s, int lockstep, double reuse,
         return -1;
     if (coll_model_init(&st->cm, &s->plat, err) != 0 || interf_load(&st->im, &s->plat, err) != 0)
         return -1;
-    st->eo = (eng_opts){.plat = &s->plat, .cm = &st->cm, .graph = s->graph == GRAPH_CAPTURED,
+    st->eo = (eng_opts){.plat = &s->plat, .cm = &st->cm, .graph = s->graph != GRAPH_EAGER,
                         .l07 = s->net_model == NET_L07, .im = &st->im,
                         .share_replicas = s->share_replicas, .replay = s->replay,
                         .replay_tol_s = s->replay_tol_s};
@@ -141,7 +141,7 @@ static int simulate(srv_steps *st, const build_batch *bt, plan_ring ring, plan *
                     eng_result *r, rep_summary *sm, cp_err *err)
 {
     build_step_plan_ring(st->s, bt, st->lockstep, ring, p); /* folded as built */
-    cost_price_plan(st->cost, p, st->s->graph == GRAPH_CAPTURED);
+    cost_price_plan(st->cost, p, st->s->graph != GRAPH_EAGER);
     st->one_req = (wl_request){.prompt_tokens = 1, .cls = -1};
     int rc = eng_run(p, &st->eo, r, err);
     if (rc == 0)
@@ -219,6 +219,9 @@ int srv_step_get(srv_steps *st, const build_batch *bt, cp_err *err)
     e->ctx = ctx;
     e->split = bt->split;
     e->ring = p.step_ring ? p.step_ring[0] : PR_NONE;
+    e->padded = p.padded_tokens;
+    e->launch = p.launch;
+    e->kernels = plan_kernels(&p, 0);
     keep(e, &p, &r, &sm);
     if (st->n <= SRV_FULL_STEPS)
         keep_events(e, &p, &r);

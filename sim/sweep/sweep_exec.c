@@ -311,7 +311,7 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
         /* priced as the child's own pipeline would (drv_prepare) */
         const cost_model *cm = cost_of(r, &q.scen.plat, &why);
         if (cm) {
-            cost_price_plan(cm, &q.plan, q.scen.graph == GRAPH_CAPTURED);
+            cost_price_plan(cm, &q.plan, q.scen.graph != GRAPH_EAGER);
             r->queue[r->nready++] = q;
             queue = 1;         /* the queue owns sets, scenario and plan */
         } else {

@@ -837,7 +837,7 @@ static uint64_t hash_words(uint64_t h, const void *data, size_t len)
 /* Every field of a plan_op, packed without the struct's padding (whose
  * bytes are undefined): a new field must be added here, which the size
  * check below (LP64) enforces. */
-_Static_assert(sizeof(plan_op) == 352, "plan_op changed: hash its new fields in op_key");
+_Static_assert(sizeof(plan_op) == 360, "plan_op changed: hash its new fields in op_key");
 
 static uint64_t bits(double x)
 {
@@ -860,7 +860,8 @@ static uint64_t op_key(uint64_t h, const plan_op *o)
     uint64_t v[] = {
         (uint64_t)o->layer, (uint64_t)o->step, o->kind, o->stream, o->kclass, o->coll,
         o->group, o->alg, o->dtype, o->layout, o->mem_cat, o->eager, o->qscale, o->route,
-        o->nkern, o->phase, o->cost_table, bits(o->cost_dist), (uint64_t)o->attn.batch,
+        o->nkern, o->phase, o->impl, o->shared_launch, o->attn.unfolded, o->cost_table,
+        bits(o->cost_dist), (uint64_t)o->attn.batch,
         (uint64_t)o->m, (uint64_t)o->k, (uint64_t)o->n, (uint64_t)o->g,
         (uint64_t)o->attn.q_len, (uint64_t)o->attn.kv_len, (uint64_t)o->attn.heads,
         (uint64_t)o->attn.kv_heads, (uint64_t)o->attn.d_qk, (uint64_t)o->attn.d_v,

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         build_plan(&s, &p);
         cost_model *cm = cost_new(&s.plat, &err);
         if (cm) {
-            cost_price_plan(cm, &p, s.graph == GRAPH_CAPTURED);
+            cost_price_plan(cm, &p, s.graph != GRAPH_EAGER);
             cost_free(cm);
         }
         plan_free(&p);
