@@ -69,7 +69,9 @@ def main():
                 _, st = run(a.cpsim, tmp, "dec_%d_%d_%s" % (B, C, mode),
                             "engine: {graph: %s}\nrequests:\n  - {every_s: 0, count: %d, "
                             "prompt_tokens: %d, decode_tokens: 2}\n" % (graph, B, C))
-                sim = step_s(st[1]) * 1e3
+                # the first step of the B decodes alone (the prefills come first)
+                dec = [s for s in st if int(s["decodes"]) == B and int(s["prefills"]) == 0]
+                sim = step_s(dec[0]) * 1e3
                 label = "decode B=%d ctx=%d %s" % (B, C, mode)
             else:
                 # 8 decodes at 1024 and a 2048-token prompt in one step (chunked prefill)
@@ -95,8 +97,10 @@ def main():
     with open(os.path.join(a.checks, "serving_e2e.csv")) as f:
         real = list(csv.DictReader(f))
     _, st = run(a.cpsim, tmp, "serving",
-                "engine: {graph: captured}\nrequests:\n  - {streams: 8, count: 6, prompt_tokens: 512, "
-                "decode_tokens: 32}\n")
+                # engine_checks.py's loop: prefills eager, decode-only steps from graphs; its
+                # 32 tokens per request are the prefill's first and 31 decode steps
+                "engine: {graph: decode_only}\nrequests:\n  - {streams: 8, count: 6, "
+                "prompt_tokens: 512, decode_tokens: 31}\n")
     n = min(len(real), len(st))
     per = [err(step_s(st[i]), float(real[i]["time_us"]) * 1e-6) for i in range(n)]
     pre = [p for p, r in zip(per, real) if r["kind"] == "prefill"]
