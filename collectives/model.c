@@ -162,6 +162,38 @@ double coll_analytic_s(plan_coll kind, plan_alg alg, int n, double bytes,
     }
 }
 
+/* The fixed cost of a hierarchical call (hier.c) from its parts, each a
+ * call of its own as NCCL runs them: an all-reduce of S bytes on L members
+ * per node and N nodes pays a reduce-scatter of S on L, an all-reduce of
+ * S / L on N and an all-gather of S on L; an all-gather of S an all-gather
+ * of S / L on N and one of S on L; a reduce-scatter one of S on L and one
+ * of S / L on N (the in-node parts only when L > 1).  -1 when the call
+ * does not run hierarchically. */
+static double hier_overhead(const coll_model *m, const coll_call *c)
+{
+    if (!c->cross_node || m->node_size <= 0 || c->alg != ALG_AUTO ||
+        (c->kind != CK_ALL_REDUCE && c->kind != CK_ALL_GATHER && c->kind != CK_REDUCE_SCATTER))
+        return -1;
+    int node = c->members[c->me] / m->node_size, L = 0;
+    for (int i = 0; i < c->n; i++)
+        L += c->members[i] / m->node_size == node;
+    if (L < 1 || c->n % L != 0 || c->n / L < 2)
+        return -1;
+    int N = c->n / L, g = c->graph;
+    double S = c->bytes, local = 0, cross;
+    if (c->kind == CK_ALL_REDUCE) {
+        if (L > 1)
+            local = coll_overhead_at(m, CK_REDUCE_SCATTER, L, S, g) +
+                    coll_overhead_at(m, CK_ALL_GATHER, L, S, g);
+        cross = coll_overhead_at(m, CK_ALL_REDUCE, N, S / L, g);
+    } else {
+        if (L > 1)
+            local = coll_overhead_at(m, c->kind, L, S, g);
+        cross = coll_overhead_at(m, c->kind, N, S / L, g);
+    }
+    return local + cross;
+}
+
 /* Returns -1 (and moves nothing) for a malformed call: no members, me out of
  * range, negative bytes, unknown kind, an algorithm the kind does not have,
  * or a model whose efficiency is not positive or whose overhead is negative. */
@@ -183,7 +215,9 @@ long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c)
                         curve_of(m, COLL_CUSTOM_AR, c->graph)
                     ? COLL_CUSTOM_AR : (int)c->kind;
     double eff = c->cross_node ? 1.0 : coll_efficiency_at(m, curve, c->n, c->graph);
-    double overhead = coll_overhead_at(m, curve, c->n, c->bytes, c->graph);
+    double overhead = hier_overhead(m, c);
+    if (overhead < 0)
+        overhead = coll_overhead_at(m, curve, c->n, c->bytes, c->graph);
     if (!(eff > 0) || !(overhead >= 0))
         return -1;
     double wire = c->bytes / eff; /* nccl-tests size, on the wire */

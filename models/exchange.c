@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/build.h"
 #include "models/cost.h"
 #include "models/interference.h"
 #include "models/memory.h"
@@ -287,9 +288,15 @@ static int64_t keys_most(const ex_ctx *x)
 int ex_step_splits(const scenario *s, int64_t t)
 {
     const wl_parallel *p = &s->par;
-    int splits = p->kv_storage == KV_BY_HEAD || p->exchange == EX_ALL_GATHER ||
-                 wl_exchange_is_ring(p->exchange);
-    return p->sp > 1 && splits && t >= p->min_tokens && t >= p->sp;
+    int ring = wl_exchange_is_ring(p->exchange);
+    int splits = p->kv_storage == KV_BY_HEAD || p->exchange == EX_ALL_GATHER || ring;
+    if (!(p->sp > 1 && splits && t >= p->min_tokens && t >= p->sp))
+        return 0;
+    /* "Ring runs eager only (no captured graph)" (cp-exchange.md, "ring"):
+     * a step the graph mode launches from a graph runs copied instead
+     * (wl_load warns) */
+    int64_t padded;
+    return !ring || build_step_launch(s, t, 1, &padded) == PL_EAGER;
 }
 
 void ex_init(ex_ctx *x, int me)
@@ -514,14 +521,18 @@ static em_tensor dcp_merge(ex_ctx *x, const gqa *g, int64_t t, int64_t rows, int
 
 /* ---- all_gather (by-position storage) ------------------------------------------ */
 
-/* Split step, all_gather_tensors = qkv (cp-exchange.md "all_gather"): one
- * all-gather over G_SP of the shares' q, k and v (padded to the largest
- * share: an all-gather moves equal blocks) gives every rank the whole step;
- * then the copied path over position storage: the rank writes the
- * positions it stores (x % P == me), attends every query of the step over
- * its own slots (DCP), and the fp32 partials of each rank's rows go to it
- * (all-to-all) to be merged; it keeps its share of the rows.  The whole
- * step's q/k/v stay resident through the attention. */
+/* Split step, all_gather_tensors = qkv (cp-exchange.md "all_gather": "one
+ * all-gather of q, k and v over the SP group gives every rank the whole
+ * step; each rank runs the ordinary (copied-path) attention and keeps only
+ * its share of the output"): the all-gather of the shares' q, k and v
+ * (padded to the largest share: an all-gather moves equal blocks), then the
+ * copied path over position storage as a copied step runs it: the rank
+ * writes the positions it stores (x % P == me), attends every query of the
+ * step over its own slots (DCP), all-gathers the fp32 partials of every row
+ * and merges every row; then it keeps its share (a slice copy).  The whole
+ * step's q/k/v stay resident through the attention.  all_gather_merge:
+ * own_rows, a what-if the engine does not have: the partials of each rank's
+ * rows go to it (all-to-all) and it merges those alone. */
 static em_tensor all_gather_qkv(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
@@ -540,8 +551,20 @@ static em_tensor all_gather_qkv(ex_ctx *x, int64_t t, int64_t prefix)
     layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
     em_tensor part = dcp_attention(x, &g, t, prefix);
     em_free(b, &gathered);
-    b->layout = TL_LOCAL;
-    em_tensor out = dcp_merge(x, &g, t, tm, 1, &part);
+    em_tensor out;
+    if (b->s->par.all_gather_merge == AGM_OWN_ROWS) {
+        b->layout = TL_LOCAL;
+        out = dcp_merge(x, &g, t, tm, 1, &part);
+    } else {
+        em_tensor full = dcp_merge(x, &g, t, t, 0, &part);
+        b->layout = TL_LOCAL;
+        double mine = (double)tm * (double)(g.hq * g.d) * b->ab;
+        out = em_act_alloc(b, mine);
+        /* the share's rows of the merged output: read once, written once */
+        em_compute(b, "sp_slice", KC_COPY, 0, 2.0 * mine, shp(3, t, g.hq, g.d), shp(0, 0, 0, 0),
+                   shp(3, tm, g.hq, g.d));
+        em_free(b, &full);
+    }
     return layer_gqa_out(b, tm, &out);
 }
 
@@ -888,7 +911,7 @@ static em_tensor ring_kv_attention(ex_ctx *x)
  * members on two nodes, plan.h rank numbering and parallel.order), else the
  * node's fabric (a mesh: one pair's link, bandwidth / (devices - 1),
  * platform.h); the latency of the tiers crossed. */
-static void ring_link(const scenario *s, double *rate, double *latency)
+static int ring_link(const scenario *s, double *rate, double *latency)
 {
     const platform *pl = &s->plat;
     plan_layout_cfg lay = {.tp = s->par.tp, .sp = s->par.sp, .ep = s->par.ep, .dp = s->par.dp,
@@ -902,12 +925,13 @@ static void ring_link(const scenario *s, double *rate, double *latency)
     if (spans) {
         *rate = plat_link_rate(pl, &pl->nic);
         *latency = pl->nic.latency + pl->spine.latency;
-        return;
+        return 1;
     }
     *rate = plat_link_rate(pl, &pl->intra);
     if (pl->fabric == FAB_MESH && pl->devices_per_node > 1)
         *rate /= (double)(pl->devices_per_node - 1);
     *latency = pl->intra.latency;
+    return 0;
 }
 
 /* Kernel time of one ring block's attention on the platform: an op built
@@ -969,11 +993,14 @@ static double exposed_hop(const interf_model *im, double h, double A, double byt
  *            tokens x hq (d x activation bytes + 4 B of fp32 LSE), all but
  *            the last under the later rounds (the second comm stream), the
  *            last on the critical path.
- * With h(B) = L + B / R, a hop is exposed whole without ring_overlap; with
+ * With h(B) = C + L + B / R (C: the fixed cost of an eager call,
+ * device.collective_latency.eager), a hop is exposed whole without
+ * ring_overlap; with
  * it, the hop runs under the previous block's attention and is exposed by
  * x(h, A) = end - A, where the pair of a hop and an attention slowed by the
  * platform's interference factors fc (compute) and fm (communication) of
- * a message of B bytes (interference.h, 1 without an overlap table) ends at
+ * a message of B bytes (interference.h, 1 without an overlap table, and 1
+ * for a ring across nodes: the factors were measured on NVLink) ends at
  * A + h fm (1 - 1/fc) when the hop finishes first, else h + A fc (1 - 1/fm)
  * (without interference: max(0, h - A)):
  *   exposed_kv = (N - 1) x(h(B_kv), A)
@@ -1008,16 +1035,20 @@ plan_ring ex_ring_rule(const scenario *s, int64_t t, int64_t prefix, ex_ring_est
     e->kv_bytes = (double)kv_most * 2.0 * hkv * d * ab;
     e->q_bytes = (double)q_most * hq * d * ab;
     e->ret_bytes = (double)q_most * hq * (d * ab + 4.0); /* + fp32 LSE, 4 B */
-    ring_link(s, &e->rate, &e->latency);
+    int nic = ring_link(s, &e->rate, &e->latency);
     double pairs = em_causal_pairs(t, prefix, 0) / ((double)N * (double)N);
     e->attn_s = block_attention_s(s, q_most, kv_most, pairs);
-    double hop_kv = e->latency + e->kv_bytes / e->rate, hop_q = e->latency + e->q_bytes / e->rate;
-    double ret = e->latency + e->ret_bytes / e->rate;
+    /* each hop and return is a call with the fixed cost of an eager call
+     * (the rings launch eagerly): device.collective_latency.eager, the
+     * small-message floor of nccl.csv on the calibrated presets */
+    double call = s->plat.coll_latency_eager + e->latency;
+    double hop_kv = call + e->kv_bytes / e->rate, hop_q = call + e->q_bytes / e->rate;
+    double ret = call + e->ret_bytes / e->rate;
     if (s->par.ring_overlap) {
         interf_model im;
         cp_err err = {0};
-        if (interf_load(&im, &s->plat, &err) != 0)
-            memset(&im, 0, sizeof im); /* no table read: no interference */
+        if (nic || interf_load(&im, &s->plat, &err) != 0)
+            memset(&im, 0, sizeof im); /* no table read, or NICs: no interference */
         hop_kv = exposed_hop(&im, hop_kv, e->attn_s, e->kv_bytes);
         hop_q = exposed_hop(&im, hop_q, e->attn_s, e->q_bytes);
     }
@@ -1109,14 +1140,15 @@ static void decode_kv_write(ex_ctx *x, const gqa *g, int64_t nseq, int64_t bq, i
     layer_gqa_kv_write(&x->b, mine, g->hkv);
 }
 
-/* Round j's attention: the real queries of the visiting block over this
- * rank's slots, a decode call as dcp_attention makes it (one query per
- * sequence, batch = the block's sequences, kv_len their mean slot count
- * rounded up, the exact pairs, non-causal over the compacted slots; the
- * cost model prices it from decode_attention.csv).  The block's padding
- * rows are left out (a decode kernel does no work for a sequence of no
- * keys; its launch is not counted either): a block of padding only, or one
- * whose queries see no slot of this rank, runs no call (EM_NONE). */
+/* Round j's attention: the visiting block over this rank's slots, a decode
+ * call as dcp_attention makes it (one query per sequence, batch = the
+ * block's bq rows, kv_len their mean slot count rounded up, the exact pairs
+ * of its real queries, non-causal over the compacted slots; the cost model
+ * prices it from decode_attention.csv).  Every block runs its call, padding
+ * rows and padding-only blocks included: Meta's pass-Q decode attends each
+ * of the N query blocks on every rank (arXiv 2411.01783v3 3.4, fixed shapes
+ * under CUDA graphs); a padding row reads one key (a row of no keys still
+ * runs its CTA). */
 static uint32_t decode_round(ex_ctx *x, const gqa *g, int64_t nseq, int64_t bq, int blk,
                              int64_t prefix)
 {
@@ -1124,10 +1156,11 @@ static uint32_t decode_round(ex_ctx *x, const gqa *g, int64_t nseq, int64_t bq, 
     double pairs = 0;
     for (int64_t i = lo; i < lo + n; i++) /* the query at p sees the slots y <= p */
         pairs += (double)ex_stripe_below(decode_pos(&x->b, prefix, i) + 1, x->me, x->P);
-    if (pairs <= 0)
-        return EM_NONE;
-    plan_attn at = attn_of(g, 1, (int64_t)ceil(pairs / (double)n), g->hq, g->hkv, pairs);
-    at.batch = n > 1 ? n : 0; /* 0: one sequence */
+    pairs += (double)(bq - n); /* the padding rows */
+    if (pairs < (double)bq)
+        pairs = (double)bq; /* a real row with no slot here reads one key too */
+    plan_attn at = attn_of(g, 1, (int64_t)ceil(pairs / (double)bq), g->hq, g->hkv, pairs);
+    at.batch = bq > 1 ? bq : 0; /* 0: one sequence */
     at.causal = 0;
     return layer_gqa_attend(&x->b, "ring_decode_attention", &at);
 }
@@ -1184,8 +1217,8 @@ static uint32_t decode_hop(bld *b, em_tensor *into, double msg, uint32_t after)
  * padded decode batch has the fixed shapes graph capture needs, and the
  * DCP merge this replaces is captured too, so the two compare on their
  * exchanges alone.  Pricing of the padding: qkv_proj, the hops, the
- * all-to-all, the merge and the all-gather carry the padded rows; the
- * attention calls only the real ones (decode_round). */
+ * all-to-all, the merge, the all-gather and the attention calls carry the
+ * padded rows (decode_round: every block, as Meta's). */
 static em_tensor ring_decode(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;

@@ -335,6 +335,35 @@ END_TEST
  * block read shifted in time and layer (a replayed copy), a tail cut back
  * (early starts a replay replaced) and replicas shifted in rank; memory
  * events come sorted by time and op whatever order they went in. */
+/* The run line's replay figures: layers replayed, and when most layers ran
+ * though their cuts came within the accepted tolerance (1 us), the
+ * tolerance that replays some, rounded up to two digits. */
+START_TEST(replay_hint_names_the_tolerance)
+{
+    rep_summary sm;
+    memset(&sm, 0, sizeof sm);
+    char buf[512];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    ck_assert_ptr_nonnull(f);
+    sm.iters_simulated = 125;
+    sm.replay_near_s = 7.78179e-10;
+    rep_print_replayed(&sm, f);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "the closest cuts are 0.000778 us apart") &&
+                  strstr(buf, "simulation.replay_tolerance_s: 7.8e-10 replays some"), "%s", buf);
+    /* replayed mostly, or too far apart for any tolerance accepted: no hint */
+    static const struct { long replayed; double near; } quiet[] = {{100, 7.8e-10}, {0, 6e-6}};
+    for (size_t i = 0; i < 2; i++) {
+        f = fmemopen(buf, sizeof buf, "w");
+        sm.iters_replayed = quiet[i].replayed;
+        sm.replay_near_s = quiet[i].near;
+        rep_print_replayed(&sm, f);
+        fclose(f);
+        ck_assert_msg(!strstr(buf, "replays some"), "%s", buf);
+    }
+}
+END_TEST
+
 START_TEST(records_read_through_spans)
 {
     eng_result r;
@@ -399,6 +428,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, tu_setup, NULL);
     tcase_add_test(tc, overlap_and_busy_times);
     tcase_add_test(tc, records_read_through_spans);
+    tcase_add_test(tc, replay_hint_names_the_tolerance);
     tcase_add_test(tc, fixed_point_matches_printf);
     tcase_add_test(tc, oom_verdict_names_rank_and_phase);
     tcase_add_test(tc, files_parse_and_are_atomic);

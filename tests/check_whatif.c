@@ -574,7 +574,9 @@ START_TEST(tcp_network_slower)
                "communication %.4f s, %.4f s\n", what[k], ttft(rdma), ttft(tcp), comm(rdma),
                comm(tcp));
         ck_assert_double_gt(ttft(tcp), ttft(rdma) * 1.02);
-        ck_assert_double_gt(comm(tcp), comm(rdma) * 1.5);
+        /* CP2's communication holds its TP8 all-reduces inside each node,
+         * the same on both networks: the hops alone run 4x slower */
+        ck_assert_double_gt(comm(tcp), comm(rdma) * (k == 0 ? 1.5 : 1.25));
     }
     for (int i = 0; i < N; i++)
         json_decref(sm[i]);

@@ -48,6 +48,7 @@ static const char *const ring_select_names[] = { "fixed", "rule", "simulate", NU
 static const char *const decode_names[] = { "dcp", "pass_q", "auto", NULL };
 static const char *const split_names[] = { "striped", "contiguous", "zigzag", NULL };
 static const char *const agt_names[] = { "qkv", "kv", NULL };
+static const char *const agm_names[] = { "all_rows", "own_rows", NULL };
 static const char *const graph_names[] = { "eager", "captured", "full", "decode_only",
                                             "piecewise", "full_and_piecewise", NULL };
 static const int graph_values[] = { GRAPH_EAGER, GRAPH_CAPTURED, GRAPH_CAPTURED, GRAPH_DECODE_ONLY,
@@ -118,6 +119,7 @@ static const wl_field parallel_fields[] = {
     { "min_tokens", F_I64, 0, INT64_MAX, 0, NULL, NULL, PAR(min_tokens) },
     { "split", F_ENUM, 0, 0, SPLIT_STRIPED, split_names, NULL, PAR(split) },
     { "all_gather_tensors", F_ENUM, 0, 0, AGT_QKV, agt_names, NULL, PAR(all_gather_tensors) },
+    { "all_gather_merge", F_ENUM, 0, 0, AGM_ALL_ROWS, agm_names, NULL, PAR(all_gather_merge) },
     { "ring_overlap", F_BOOL, 0, 1, 0, NULL, NULL, PAR(ring_overlap) },
     /* copied decode steps of a ring exchange (workload.h wl_decode) */
     { "decode", F_ENUM, 0, 0, DEC_DCP, decode_names, NULL, PAR(decode) },
@@ -1406,6 +1408,12 @@ static int check_exchange_keys(const scenario *s, cp_err *err)
                           "gathers; this node runs exchange %s with kv_storage %s (set "
                           "exchange: all_gather with kv_storage: by_position, or drop the key)",
                           ex, kv);
+    if (yio_key(par, "all_gather_merge") && p->all_gather_merge != AGM_ALL_ROWS &&
+        (p->exchange != EX_ALL_GATHER || p->all_gather_tensors != AGT_QKV))
+        return cp_fail_at(err, loc_of(s, "parallel", "all_gather_merge"),
+                          "parallel.all_gather_merge: says how the all_gather exchange of q, k "
+                          "and v merges its partials; this node runs exchange %s with "
+                          "all_gather_tensors %s", ex, agt_names[p->all_gather_tensors]);
     int ring = wl_exchange_is_ring(p->exchange);
     if (yio_key(par, "ring_overlap") && p->ring_overlap && !ring)
         return cp_fail_at(err, loc_of(s, "parallel", "ring_overlap"),
@@ -1820,6 +1828,24 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
         wl_warn(out, "parallel: tp*sp*dp = %lld uses %lld of the %d devices of platform %s; "
                 "the others stay idle (their memory and links are not simulated)", used, used,
                 plat_devices(&out->plat), out->plat.name);
+    /* cp-exchange.md "ring": "Ring runs eager only (no captured graph)":
+     * a prefill the graph mode captures runs copied (models/exchange.c
+     * ex_step_splits) */
+    const wl_parallel *pp = &out->par;
+    int captures_prefill = out->graph == GRAPH_CAPTURED || out->graph == GRAPH_PIECEWISE ||
+                           out->graph == GRAPH_FULL_AND_PIECEWISE;
+    if (rc == 0 && pp->sp > 1 && wl_exchange_is_ring(pp->exchange) && captures_prefill) {
+        if (out->kernels.ncapture > 0)
+            wl_warn(out, "parallel.exchange %s: the ring runs eager only (cp-exchange.md, "
+                    "\"ring\"); under engine.graph %s, steps of up to %d tokens (the largest "
+                    "capture size) run copied, longer ones split", exchange_names[pp->exchange],
+                    wl_graph_name(out->graph), out->kernels.capture[out->kernels.ncapture - 1]);
+        else
+            wl_warn(out, "parallel.exchange %s: the ring runs eager only (cp-exchange.md, "
+                    "\"ring\"); under engine.graph %s every step is captured, so every step "
+                    "runs copied (engine.graph: eager or decode_only lets prefills split)",
+                    exchange_names[pp->exchange], wl_graph_name(out->graph));
+    }
     if (rc < 0)
         wl_free(out);
     return rc;

@@ -8,10 +8,11 @@
  *   precision   scalar dtype or {weights, mlp_weights, activations, kv_cache,
  *                activation_quant, quant_description}
  *   parallel    {tp, sp, ep, dp, kv_storage, exchange, min_tokens, split,
- *                all_gather_tensors, ring_overlap, ring_select, sequence_parallel,
- *                dsa_cp, dsa_cp_layout, layer_sharding}
- *   engine      {graph: eager|captured, chunked_prefill, max_num_batched_tokens,
- *                max_num_seqs, router, memory}
+ *                all_gather_tensors, all_gather_merge, ring_overlap, ring_select,
+ *                sequence_parallel, dsa_cp, dsa_cp_layout, layer_sharding}
+ *   engine      {graph: eager|full|captured|decode_only|piecewise|full_and_piecewise,
+ *                kernels, chunked_prefill, max_num_batched_tokens, max_num_seqs, router,
+ *                memory}
  *   requests    list of sources: one request {prompt_tokens, arrival_s,
  *               decode_tokens, cached_tokens, name}, periodic {every_s,
  *               count}, Poisson {rate_per_s, count, seed}, closed loop
@@ -47,6 +48,11 @@ typedef enum { RS_FIXED, RS_RULE, RS_SIMULATE } wl_ring_select;
 typedef enum { DEC_DCP, DEC_PASS_Q, DEC_AUTO } wl_decode;
 typedef enum { SPLIT_STRIPED, SPLIT_CONTIGUOUS, SPLIT_ZIGZAG } wl_split;
 typedef enum { AGT_QKV, AGT_KV } wl_ag_tensors;
+/* How all_gather (qkv) merges the partials of a split step: every row on
+ * every rank, then its share sliced (the engine's copied path,
+ * cp-exchange.md "all_gather"), or only the rank's own rows after an
+ * all-to-all (a what-if the engine does not have). */
+typedef enum { AGM_ALL_ROWS, AGM_OWN_ROWS } wl_ag_merge;
 /* engine.graph (models/kset.h ks_graph, whose values these are): captured
  * is vLLM's FULL (every step in a graph; `full` is its alias). */
 typedef enum {
@@ -89,6 +95,7 @@ typedef struct wl_parallel {
     int64_t min_tokens;             /* default 0: every multi-token step splits */
     wl_split split;                 /* default striped */
     wl_ag_tensors all_gather_tensors; /* default qkv */
+    wl_ag_merge all_gather_merge;   /* default all_rows */
     int ring_overlap;               /* default 0 */
     wl_ring_select ring_select;     /* default fixed */
     wl_decode decode;               /* default dcp */

@@ -188,6 +188,9 @@ static void interfere_setup(const platform *pl, int nranks)
         if (!rs->links)
             abort();
         for (int i = 0; i < n; i++) {
+            /* the slowdowns were measured on NVLink: a rank's NIC keeps its rate */
+            if (strncmp(names[i], "nic_", 4) == 0)
+                continue;
             sg_link_t l = sg_link_by_name(names[i]);
             if (!l)
                 continue;
@@ -211,8 +214,23 @@ static void interfere_setup(const platform *pl, int nranks)
 
 /* ---- ops ---------------------------------------------------------------- */
 
-/* Run a collective or hop; returns the messages it sent. */
-static long run_coll(stream_st *ss, const plan_op *o)
+/* A transfer starts on stream s of its rank: the interference it causes
+ * and suffers (overlap.csv measured NVLink collectives and send/receive
+ * pairs inside one node beside kernels: a hop to another node crosses the
+ * NIC, which no row measured, and neither slows nor is slowed). */
+static void comm_begins(stream_st *ss, int s, const plan_op *o, int nic_hop)
+{
+    rank_st *rs = ss->rs;
+    rs->comm_bytes[s] = nic_hop ? 0 : o->comm_bytes > o->recv_bytes ? o->comm_bytes
+                                                                     : o->recv_bytes;
+    rs->comm_n[s] = plan_group_size(&eng.p->lay, (plan_group)o->group);
+    interfere(rs);
+    /* the fixed cost of the call stretches like its transfers */
+    ss->tctx.sleep_scale = nic_hop ? 1.0 : rs->fm;
+}
+
+/* Run a collective or hop on stream s; returns the messages it sent. */
+static long run_coll(stream_st *ss, int s, const plan_op *o)
 {
     rank_st *rs = ss->rs;
     int n = plan_group_size(&eng.p->lay, (plan_group)o->group);
@@ -233,12 +251,15 @@ static long run_coll(stream_st *ss, const plan_op *o)
                        .members = members, .n = n, .me = me,
                        .bytes = o->comm_bytes, .graph = eng.o->graph && !o->eager,
                        .cross_node = cross, .custom = o->impl == IMPL_CUSTOM};
+        /* a group across nodes still runs its in-node phases on NVLink */
+        comm_begins(ss, s, o, 0);
         msgs = coll_run(&port, eng.o->cm, &c);
     } else {
         int to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;
         int from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
         int cross = (to >= 0 && to / dpn != rs->rank / dpn) ||
                     (from >= 0 && from / dpn != rs->rank / dpn);
+        comm_begins(ss, s, o, cross);
         msgs = coll_sendrecv_in(&port, eng.o->cm, n, to, o->comm_bytes, from,
                                 eng.o->graph && !o->eager, cross);
     }
@@ -319,12 +340,7 @@ static void stream_main(int argc, char **argv)
             break;
         case OPK_COLL:
         case OPK_P2P:
-            rs->comm_bytes[s] = o->comm_bytes > o->recv_bytes ? o->comm_bytes : o->recv_bytes;
-            rs->comm_n[s] = plan_group_size(&eng.p->lay, (plan_group)o->group);
-            interfere(rs);
-            /* the fixed cost of the call stretches like its transfers */
-            ss->tctx.sleep_scale = rs->fm;
-            msgs = run_coll(ss, o);
+            msgs = run_coll(ss, s, o);
             rs->comm_bytes[s] = 0;
             interfere(rs);
             break;
