@@ -1357,6 +1357,40 @@ void cost_accuracy_print(const cost_check_row *rows, int n, FILE *out)
     free(acc);
 }
 
+/* The median of the |errors| of the rows that pick(row) accepts (-1: none). */
+static double median_where(const cost_check_row *rows, int n, int analytic, const char *table)
+{
+    double *v = calloc((size_t)n + 1, sizeof *v);
+    if (!v)
+        abort(); /* out of host memory: nothing sensible to report */
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!rows[i].refused && (!table || strcmp(rows[i].table, table) == 0))
+            v[m++] = rel_err(analytic ? rows[i].analytic_s : rows[i].table_s, rows[i].measured_s);
+    double med = m > 0 ? median(v, m) : -1;
+    free(v);
+    return med;
+}
+
+json_t *cost_source_errors(const platform *p, cp_err *err)
+{
+    cost_check_row *rows;
+    int n = cost_check_calibration(p, &rows, err);
+    if (n < 0)
+        return NULL;
+    json_t *j = json_object();
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "table:%s", rows[i].table);
+        if (!json_object_get(j, key))
+            json_object_set_new(j, key, json_real(median_where(rows, n, 0, rows[i].table)));
+    }
+    json_object_set_new(j, "roofline", json_real(median_where(rows, n, 1, NULL)));
+    json_object_set_new(j, "derived", json_real(median_where(rows, n, 0, "elementwise.csv")));
+    free(rows);
+    return j;
+}
+
 json_t *cost_accuracy_json(const cost_check_row *rows, int n)
 {
     json_t *j = json_object(), *jr = json_array(), *jc = json_array();

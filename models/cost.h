@@ -95,6 +95,13 @@ typedef struct cost_accuracy {
  * "" (all).  Returns the number of entries (caller frees *out). */
 int cost_accuracy_by_class(const cost_check_row *rows, int n, cost_accuracy **out);
 
+/* The accuracy of each cost source of the platform's profile, for the
+ * margins of a ranking: {"table:<file>": median |error| of the table model
+ * on that file's rows (leave-one-out), "roofline": the analytic model's
+ * median over every row, "derived": the elementwise.csv rows' (a fused
+ * kernel is priced at the copy rate)}.  NULL with *err on failure. */
+json_t *cost_source_errors(const platform *p, cp_err *err);
+
 /* The rows and per-class figures as text (validate --accuracy) or JSON. */
 void cost_accuracy_print(const cost_check_row *rows, int n, FILE *out);
 json_t *cost_accuracy_json(const cost_check_row *rows, int n);

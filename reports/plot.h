@@ -112,6 +112,7 @@ typedef struct plot_point {
     char shape[256];           /* the label without exchange and kv_storage */
     char rest[256];            /* the label's exchange and kv_storage only ("all":
                                   none) */
+    json_t *line;              /* the result line (borrowed) */
 } plot_point;
 
 void plot_point_of(json_t *line, plot_point *pt);

@@ -72,6 +72,7 @@ int plot_draw(const plot_figset *fs, const char *heading, cp_err *err);
 typedef struct plot_sweepset {
     const plot_point *p;
     size_t n;
+    json_t *errs;          /* the sweep's source_errors.json (NULL: none): ties */
     long long *L;          /* prompt lengths that ran, ascending */
     size_t nl;
     long long *tps, *sps;  /* TP and SP degrees, ascending */

@@ -25,6 +25,10 @@ typedef struct cell {
     int nex;                   /* exchanges with a point that fits */
     int ties;                  /* of them, those as fast as the winner, the winner's too */
     int nout;                  /* other exchanges with points but none that fits */
+    double unc;                /* fits: the uncertainty of the kernels that differ
+                                  between the winner and the runner-up, over the
+                                  winner's TTFT (rep_pair_uncertainty); -1 unknown */
+    int tie;                   /* the runner-up's margin is within unc: hatched */
 } cell;
 
 /* What competes in a cell: the exchange, else the rest of the label. */
@@ -88,6 +92,12 @@ static void fill_cell(const plot_sweepset *ss, long long L, long long tp, long l
             (!c->next || best->ttft_s < c->next->ttft_s))
             c->next = best;
     }
+    c->unc = -1;
+    if (c->next && ss->errs) {
+        double u = rep_pair_uncertainty(c->win->line, c->next->line, ss->errs);
+        c->unc = u >= 0 ? u / c->win->ttft_s : -1;
+        c->tie = c->unc >= 0 && c->next->ttft_s / c->win->ttft_s - 1 <= c->unc;
+    }
 }
 
 /* The margin of the runner-up over the winner, in % (how much slower). */
@@ -112,8 +122,10 @@ static void cell_text(const cell *c, char *buf, size_t len)
                  c->nout ? "\nthe others out of memory" : "");
     } else {
         double m = margin_pct(c);
-        snprintf(buf, len, "%s\n%.4g s\nnext: %s +%.*f%%", contender(c->win), c->win->ttft_s,
-                 contender(c->next), m < 1 ? 2 : 1, m);
+        int n = snprintf(buf, len, "%s\n%.4g s\nnext: %s +%.*f%%", contender(c->win),
+                         c->win->ttft_s, contender(c->next), m < 1 ? 2 : 1, m);
+        if (c->tie && n > 0 && (size_t)n < len)
+            snprintf(buf + n, len - (size_t)n, "\ntie: kernels +-%.1f%%", 100 * c->unc);
     }
 }
 
@@ -154,12 +166,14 @@ typedef struct map {
     int font;                  /* of the cell texts, pt */
 } map;
 
+/* block[CELL_NSTATES]: the tie cells (those that fit whose runner-up is
+ * within the kernels' uncertainty), drawn hatched over their colour. */
 static int write_map(plot_figset *fs, const map *m, int *block, cp_err *err)
 {
     static const int order[] = {CELL_FITS, CELL_OOM, CELL_FAILED, CELL_NONE};
     rep_file rf;
     int rc = plot_data_open(fs, m->name, &rf, err), nb = 0;
-    for (int st = 0; st < CELL_NSTATES; st++)
+    for (int st = 0; st <= CELL_NSTATES; st++)
         block[st] = -1;
     for (size_t o = 0; rc == 0 && o < sizeof order / sizeof order[0]; o++) {
         int st = order[o];
@@ -173,6 +187,16 @@ static int write_map(plot_figset *fs, const map *m, int *block, cp_err *err)
             }
             cell_row(rf.f, i % m->nx, i / m->nx, m->tp[i], m->sp[i], &m->c[i], m->value[i]);
         }
+    }
+    for (size_t i = 0; rc == 0 && i < m->nx * m->ny; i++) {
+        if (m->c[i].state != CELL_FITS || !m->c[i].tie)
+            continue;
+        if (block[CELL_NSTATES] < 0) {
+            fprintf(rf.f, "%s# tie: x y ttft_s tp sp winner next_ttft_s margin_pct next "
+                          "colour\n", nb ? "\n\n" : "");
+            block[CELL_NSTATES] = nb++;
+        }
+        cell_row(rf.f, i % m->nx, i / m->nx, m->tp[i], m->sp[i], &m->c[i], m->value[i]);
     }
     return rc == 0 ? rep_close(&rf, 1, err) : rc;
 }
@@ -224,9 +248,15 @@ static void map_body(FILE *b, const map *m, const int *block, double lo, double 
                    "\"#dddddd\" notitle", sep, m->name, block[CELL_FAILED]);
         sep = ", \\\n   ";
     }
-    if (block[CELL_NONE] >= 0)
+    if (block[CELL_NONE] >= 0) {
         fprintf(b, "%s \"%s.dat\" index %d using 1:2:(0.5):(0.5) with boxxyerror fc rgb "
                    "\"#f5f5f5\" notitle", sep, m->name, block[CELL_NONE]);
+        sep = ", \\\n   ";
+    }
+    if (block[CELL_NSTATES] >= 0) /* ties: grey hatching over their colour */
+        fprintf(b, "%s \"%s.dat\" index %d using 1:2:(0.5):(0.5) with boxxyerror fs "
+                   "transparent pattern 5 border lc rgb \"#ffffff\" lc rgb \"#555555\" notitle",
+                sep, m->name, block[CELL_NSTATES]);
     fputc('\n', b);
 }
 
@@ -273,8 +303,9 @@ static void axis_tics(FILE *b, const char *axis, const long long *v, size_t n)
 
 static const char *const desc_cells =
     "each cell names the winning exchange (the fastest point that fits, over min_tokens), its "
-    "TTFT and the runner-up exchange with how much slower it is; hatched: nothing fits in "
-    "memory";
+    "TTFT and the runner-up exchange with how much slower it is; hatched red: nothing fits in "
+    "memory; hatched grey: a tie, the runner-up within the uncertainty of the kernels that "
+    "differ (validate --accuracy)";
 
 /* heatmap-L: TP across, SP up. */
 static int tpsp_map(plot_figset *fs, const plot_sweepset *ss, long long L, cp_err *err)
@@ -291,7 +322,7 @@ static int tpsp_map(plot_figset *fs, const plot_sweepset *ss, long long L, cp_er
             m.sp[i] = ss->sps[y];
             m.value[i] = m.c[i].win ? m.c[i].win->ttft_s : 0;
         }
-    int block[CELL_NSTATES];
+    int block[CELL_NSTATES + 1];
     int rc = write_map(fs, &m, block, err);
     if (rc == 0 && (block[CELL_FITS] >= 0 || block[CELL_OOM] >= 0 || block[CELL_FAILED] >= 0)) {
         char title[128];
@@ -351,7 +382,7 @@ static int shape_map(plot_figset *fs, const plot_sweepset *ss, cp_err *err)
             m.value[i] = m.c[i].state == CELL_FITS ? m.c[i].win->ttft_s / best : 0;
         }
     }
-    int block[CELL_NSTATES];
+    int block[CELL_NSTATES + 1];
     int rc = write_map(fs, &m, block, err);
     if (rc == 0 && nsh > 0) {
         /* ~170 px per length holds a cell's widest line at 9 pt */

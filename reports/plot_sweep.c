@@ -93,6 +93,7 @@ static void param_str(json_t *params, const char *key, char *buf, size_t len)
 void plot_point_of(json_t *line, plot_point *pt)
 {
     memset(pt, 0, sizeof *pt);
+    pt->line = line;
     json_t *params = json_object_get(line, "params");
     json_t *s = json_object_get(line, "summary");
     pt->index = (int)json_integer_value(json_object_get(line, "index"));
@@ -293,6 +294,9 @@ int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err)
     plot_point *p = malloc((n + 1) * sizeof *p);
     const plot_point **first = malloc((n + 1) * sizeof *first);
     plot_sweepset ss = {.p = p, .n = n, .dir = dir};
+    char epath[4200];
+    snprintf(epath, sizeof epath, "%s/source_errors.json", dir);
+    ss.errs = json_load_file(epath, 0, NULL); /* absent: no tie is known */
     ss.L = malloc((n + 1) * sizeof *ss.L);
     ss.tps = malloc((n + 1) * sizeof *ss.tps);
     ss.sps = malloc((n + 1) * sizeof *ss.sps);
@@ -337,6 +341,7 @@ int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err)
     if (rc == 0)
         rc = plot_draw(&fs, heading, err);
     plot_figset_free(&fs);
+    json_decref(ss.errs);
     free(p);
     free(first);
     free(ss.L);

@@ -182,6 +182,17 @@ void rep_plan_text(const plan *p, FILE *out);
 int rep_sweep_tables(json_t *const *lines, size_t nlines, const char *dir, FILE *out,
                      cp_err *err);
 
+/* Rank the lines per prompt length (reports/sweep_rank.c): each line that
+ * ran and fits gets "ranking": {prompt_tokens, place, of, against_index,
+ * margin, uncertainty, tie}; margin: the relative TTFT gap to the first
+ * (to the second for the first); uncertainty: the kernels that differ
+ * between the two at their sources' accuracy (errs: cost_source_errors;
+ * NULL: unknown, uncertainty and tie null); tie: margin <= uncertainty. */
+void rep_sweep_rank(json_t *const *lines, size_t nlines, const json_t *errs);
+/* The uncertainty (s) of the kernels that differ between two result lines
+ * at their sources' accuracy; -1 when a source's is unknown. */
+double rep_pair_uncertainty(json_t *line_a, json_t *line_b, const json_t *errs);
+
 /* Walk every rank's memory timeline in time order: `fn` is called once per
  * rank and instant at which the allocation changed, with the bytes held per
  * category after all changes of that instant and its memory event of the

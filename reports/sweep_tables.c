@@ -132,15 +132,36 @@ static size_t prompts_of(const plot_point *pts, size_t n, long long **out)
     return m;
 }
 
-static int write_best(const plot_point *pts, size_t n, const char *path, FILE *out, cp_err *err)
+/* The best's margin over the second (ranking, rep_sweep_rank) as text: "+6.6 %
+ * over 2", with "(tie: the kernels that differ +-7.1 %)" or "(+-1.2 %)". */
+static void margin_text(json_t *line, char *buf, size_t len)
+{
+    json_t *r = json_object_get(line, "ranking"), *m = json_object_get(r, "margin");
+    if (!m) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    json_t *u = json_object_get(r, "uncertainty");
+    int n = snprintf(buf, len, "+%.1f %% over %lld", 100 * json_number_value(m),
+                     (long long)json_integer_value(json_object_get(r, "against_index")));
+    if (n > 0 && (size_t)n < len && json_is_number(u))
+        snprintf(buf + n, len - (size_t)n, json_is_true(json_object_get(r, "tie"))
+                                                ? " (tie: kernels that differ +-%.1f %%)"
+                                                : " (+-%.1f %%)",
+                 100 * json_number_value(u));
+}
+
+static int write_best(const rep_lines *l, const plot_point *pts, size_t n, const char *path,
+                      FILE *out, cp_err *err)
 {
     rep_file rf;
     if (rep_open(&rf, path, err) != 0)
         return -1;
     fputs("prompt_tokens,index,strategy,min_tokens,ttft_s,peak_bytes_max,capacity_bytes,"
-          "fitting_points,points\n", rf.f);
+          "fitting_points,points,margin,runner_up_index,uncertainty,tie\n", rf.f);
     if (out)
-        fprintf(out, "\nbest configuration per prompt length (fits in memory):\n"
+        fprintf(out, "\nbest configuration per prompt length (fits in memory; its margin "
+                     "over the next, +- the kernels that differ):\n"
                      "%14s %10s %9s  %s\n", "prompt_tokens", "ttft_s", "peak_GB",
                 "configuration");
     long long *prompts;
@@ -158,20 +179,32 @@ static int write_best(const plot_point *pts, size_t n, const char *path, FILE *o
             if (!best || pts[i].ttft_s < best->ttft_s)
                 best = &pts[i];
         }
+        json_t *rk = best ? json_object_get(l->line[best - pts], "ranking") : NULL;
         if (best) {
             fprintf(rf.f, "%lld,%d,", prompts[q], best->index);
             csv_field(rf.f, best->label);
-            fprintf(rf.f, ",%lld,%.10g,%.10g,%.10g,%d,%d\n", best->min_tokens, best->ttft_s,
+            fprintf(rf.f, ",%lld,%.10g,%.10g,%.10g,%d,%d,", best->min_tokens, best->ttft_s,
                     best->peak_bytes, best->capacity_bytes, fits, total);
+            csv_json(rf.f, json_object_get(rk, "margin"));
+            fputc(',', rf.f);
+            csv_json(rf.f, json_object_get(rk, "against_index"));
+            fputc(',', rf.f);
+            csv_json(rf.f, json_object_get(rk, "uncertainty"));
+            fputc(',', rf.f);
+            csv_json(rf.f, json_object_get(rk, "tie"));
+            fputc('\n', rf.f);
         } else {
-            fprintf(rf.f, "%lld,,,,,,,0,%d\n", prompts[q], total);
+            fprintf(rf.f, "%lld,,,,,,,0,%d,,,,\n", prompts[q], total);
         }
+        char margin[96] = "";
+        if (best)
+            margin_text(l->line[best - pts], margin, sizeof margin);
         if (out && best && best->sp > 1)   /* min_tokens matters on SP nodes only */
-            fprintf(out, "%14lld %10.4f %9.2f  %s min_tokens=%lld\n", prompts[q], best->ttft_s,
-                    best->peak_bytes / 1e9, best->label, best->min_tokens);
+            fprintf(out, "%14lld %10.4f %9.2f  %s min_tokens=%lld; %s\n", prompts[q],
+                    best->ttft_s, best->peak_bytes / 1e9, best->label, best->min_tokens, margin);
         else if (out && best)
-            fprintf(out, "%14lld %10.4f %9.2f  %s\n", prompts[q], best->ttft_s,
-                    best->peak_bytes / 1e9, best->label);
+            fprintf(out, "%14lld %10.4f %9.2f  %s; %s\n", prompts[q], best->ttft_s,
+                    best->peak_bytes / 1e9, best->label, margin);
         else if (out)
             fprintf(out, "%14lld %10s %9s  none of %d points fits\n", prompts[q], "-", "-",
                     total);
@@ -388,7 +421,7 @@ int rep_sweep_tables(json_t *const *lines, size_t nlines, const char *dir, FILE 
     int rc = write_results_csv(l, path, err);
     snprintf(path, sizeof path, "%s/best.csv", dir);
     if (rc == 0)
-        rc = write_best(pts, l->n, path, out, err);
+        rc = write_best(l, pts, l->n, path, out, err);
     snprintf(path, sizeof path, "%s/split.csv", dir);
     if (rc == 0)
         rc = write_split(pts, l->n, path, out, err);

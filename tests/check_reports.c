@@ -364,6 +364,53 @@ START_TEST(replay_hint_names_the_tolerance)
 }
 END_TEST
 
+/* A result line of a point at prompt L with TTFT t whose critical rank's
+ * compute is `a` s priced from gemm.csv and `b` s from attention.csv. */
+static json_t *rank_line(int index, double t, double a, double b)
+{
+    return json_pack("{s:i, s:s, s:{s:i}, s:{s:f, s:f, s:[{s:i}], s:f, s:b, s:f, s:f, "
+                     "s:{s:f, s:{s:{s:{s:f}}, s:{s:{s:f}}}}}}",
+                     "index", index, "status", "ok", "params", "parallel.tp", 8, "summary",
+                     "ttft_s", t, "peak_bytes_max", 1e9, "requests", "prompt_tokens", 65536,
+                     "compute_s_max", a + b, "oom", 0, "capacity_bytes", 8e10,
+                     "overlap_fraction", 0.0, "cost_sources", "compute_s", 8 * (a + b),
+                     "by_class", "gemm", "sources", "table:gemm.csv", 8 * a, "attention",
+                     "sources", "table:attention.csv[fa3]", 8 * b);
+}
+
+/* Rankings per prompt length: places, margins, and a tie where the margin
+ * lies within the kernels that differ at their tables' accuracy. */
+START_TEST(ranking_margins_and_ties)
+{
+    json_t *errs = json_pack("{s:f, s:f, s:f, s:f}", "table:gemm.csv", 0.05,
+                             "table:attention.csv", 0.02, "roofline", 0.15, "derived", 0.1);
+    /* 0: 1.00 s; 1: 1.01 s, its attention 0.5 s longer (+-1 % of 1.00 s),
+     * its GEMMs 0.2 s shorter (+-1 %): a tie; 2: 1.20 s, no tie */
+    json_t *l[3] = {rank_line(0, 1.00, 0.5, 0.3), rank_line(1, 1.01, 0.3, 0.8),
+                    rank_line(2, 1.20, 0.5, 0.3)};
+    rep_sweep_rank(l, 3, errs);
+    json_t *r0 = json_object_get(l[0], "ranking"), *r1 = json_object_get(l[1], "ranking"),
+           *r2 = json_object_get(l[2], "ranking");
+    ck_assert_int_eq(json_integer_value(json_object_get(r0, "place")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(r2, "place")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(r0, "against_index")), 1);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(r0, "margin")), 0.01, 1e-12);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(r0, "uncertainty")),
+                            0.2 * 0.05 + 0.5 * 0.02, 1e-12);
+    ck_assert(json_is_true(json_object_get(r0, "tie")));
+    ck_assert(json_is_true(json_object_get(r1, "tie")));
+    ck_assert_double_eq_tol(json_number_value(json_object_get(r2, "margin")), 0.2, 1e-12);
+    ck_assert(json_is_false(json_object_get(r2, "tie")));
+    /* no accuracies: margins, no verdict */
+    rep_sweep_rank(l, 3, NULL);
+    ck_assert(json_is_null(json_object_get(json_object_get(l[0], "ranking"), "tie")));
+    ck_assert(json_is_number(json_object_get(json_object_get(l[0], "ranking"), "margin")));
+    for (int i = 0; i < 3; i++)
+        json_decref(l[i]);
+    json_decref(errs);
+}
+END_TEST
+
 START_TEST(records_read_through_spans)
 {
     eng_result r;
@@ -429,6 +476,7 @@ static Suite *suite(void)
     tcase_add_test(tc, overlap_and_busy_times);
     tcase_add_test(tc, records_read_through_spans);
     tcase_add_test(tc, replay_hint_names_the_tolerance);
+    tcase_add_test(tc, ranking_margins_and_ties);
     tcase_add_test(tc, fixed_point_matches_printf);
     tcase_add_test(tc, oom_verdict_names_rank_and_phase);
     tcase_add_test(tc, files_parse_and_are_atomic);

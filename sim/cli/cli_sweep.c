@@ -116,12 +116,14 @@ static void list_points(const sweep_spec *sp, const sweep_points *pts, const cli
     }
 }
 
-/* The run's results sorted, the tables and the plots. */
+/* The run's results sorted and ranked, the tables and the plots. */
 static int conclude(const char *dir, const cli_opts *a, int plots, cp_err *err)
 {
     char path[4200];
     sweep_lines l = {0};
     int rc = sweep_load_dir(dir, &l, path, sizeof path, err);
+    if (rc == 0)
+        rc = sweep_rank_lines(&l, dir, err);
     /* a finished sweep leaves its lines in index order: deterministic files */
     if (rc == 0)
         rc = sweep_write_lines(path, &l, err);

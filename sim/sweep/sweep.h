@@ -27,7 +27,9 @@
  *    "scenario_hash": "41d0..." | null, "status": "ok" | "failed",
  *    "summary": {...}            (ok: summary.json without its ranks[], plus
  *                                 "rank_peak_bytes": [...])
- *    "error": "...", "exit": 2   (failed: the reason and the exit code) }
+ *    "error": "...", "exit": 2   (failed: the reason and the exit code),
+ *    "ranking": {...}            (added when the sweep concludes, to the lines
+ *                                 that ran and fit: rep_sweep_rank) }
  *
  * DIR/sweep.json describes the sweep (schema cpsim.sweep/1: name, file,
  * keys, total points, shard, and `spec_hash`, FNV-1a 64 of the base file's
@@ -189,6 +191,10 @@ json_t *sweep_result_line(const sweep_spec *sp, const sweep_point *pt, const cha
 
 /* Write lines (one compact JSON object each) atomically to path. */
 int sweep_write_lines(const char *path, const sweep_lines *l, cp_err *err);
+/* Rank the lines (rep_sweep_rank) with the accuracies of the cost sources
+ * of their platform's profile (cost_source_errors), and write those
+ * accuracies to DIR/source_errors.json (removed when unknown). */
+int sweep_rank_lines(sweep_lines *l, const char *dir, cp_err *err);
 
 /* Sort lines by index, keeping one line per id; -1 with err when two lines
  * of one id disagree. */

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "models/cost.h"
+#include "platforms/platform.h"
 #include "reports/plot.h"
 #include "reports/report.h"
 #include "sim/sweep/sweep.h"
@@ -175,6 +177,42 @@ int sweep_lines_normalize(sweep_lines *l, cp_err *err)
     return 0;
 }
 
+/* The accuracy of the cost sources of the lines' platform (the first that
+ * ran: a preset by name), NULL when it cannot be had (its ties then stay
+ * unknown). */
+static json_t *source_errors(const sweep_lines *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        json_t *sc = json_object_get(json_object_get(l->line[i], "summary"), "scenario");
+        const char *name = json_string_value(json_object_get(sc, "platform"));
+        if (!name)
+            continue;
+        platform p;
+        cp_err e = {0};
+        if (plat_load(name, NULL, NULL, &p, &e) != 0 || !p.calibration[0])
+            return NULL;
+        return cost_source_errors(&p, &e);
+    }
+    return NULL;
+}
+
+int sweep_rank_lines(sweep_lines *l, const char *dir, cp_err *err)
+{
+    /* the ranking's margins, and the accuracies they came from beside the
+     * results (the heat maps' ties read them) */
+    json_t *errs = source_errors(l);
+    rep_sweep_rank(l->line, l->n, errs);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/source_errors.json", dir);
+    int rc = 0;
+    if (errs)
+        rc = rep_write_json(errs, path, err);
+    else
+        unlink(path);
+    json_decref(errs);
+    return rc;
+}
+
 int sweep_write_lines(const char *path, const sweep_lines *l, cp_err *err)
 {
     rep_file rf;
@@ -290,6 +328,8 @@ int sweep_merge(char *const *dirs, int ndirs, const char *out_dir, FILE *log, cp
         snprintf(path, sizeof path, "%s/sweep.json", out_dir);
         rc = rep_write_json(first, path, err);
     }
+    if (rc == 0)
+        rc = sweep_rank_lines(&all, out_dir, err);
     if (rc == 0) {
         snprintf(path, sizeof path, "%s/results.jsonl", out_dir);
         rc = sweep_write_lines(path, &all, err);
