@@ -85,37 +85,62 @@ static cp_dtype gemm_dtype(const scenario *s)
     return s->a_dtype;
 }
 
-/* The KV pool of kv_pool: preallocate, as vLLM sizes it at start-up: the
- * share gpu_memory_utilization of the device less the weights, the
- * engine's reserved memory and workspace, and the activation peak of a
- * profiling pass (here the program's own activation and comm-buffer peak,
- * in program order); the requests' KV then lives inside the pool, so their
+/* The KV pool of kv_pool: preallocate, as vLLM sizes it at start-up
+ * (vllm/v1/worker/gpu_worker.py determine_available_memory): the share
+ * gpu_memory_utilization of the device less the weights, the engine's
+ * reserved memory and workspace, and the torch peak of a profiling run of
+ * max_num_batched_tokens tokens (build_profile_peak), not of the steps the
+ * workload will run: a step that needs more than the profile takes the
+ * device's remaining (1 - gpu_memory_utilization) share, and past it runs
+ * out of memory.  The requests' KV then lives inside the pool, so their
  * allocations take no memory of their own (zeroed) and the most they hold
  * at once is kept to check against the pool (plan_prog.kv_need).  A pool
  * below zero is kept at zero: the summary's verdict names the budget. */
 static void size_kv_pool(const scenario *s, plan_prog *pg, uint32_t pool_op, double weights)
 {
-    double act = 0, act_peak = 0, kv = 0, kv_peak = 0;
+    double kv = 0, kv_peak = 0;
     for (uint32_t i = pool_op + 1; i < pg->nops; i++) {
         plan_op *o = &pg->ops[i];
-        if (o->kind != OPK_MEM)
+        if (o->kind != OPK_MEM || o->mem_cat != MC_KV_CACHE)
             continue;
-        if (o->mem_cat == MC_ACTIVATIONS || o->mem_cat == MC_COMM_BUFFER) {
-            act += o->mem_bytes;
-            if (act > act_peak)
-                act_peak = act;
-        } else if (o->mem_cat == MC_KV_CACHE) {
-            kv += o->mem_bytes;
-            if (kv > kv_peak)
-                kv_peak = kv;
-            o->mem_bytes = 0;
-        }
+        kv += o->mem_bytes;
+        if (kv > kv_peak)
+            kv_peak = kv;
+        o->mem_bytes = 0;
     }
     double pool = s->mem.gpu_memory_utilization * s->plat.hbm_bytes - weights -
-                  s->mem.reserved_bytes - s->mem.workspace_bytes - act_peak;
+                  s->mem.reserved_bytes - s->mem.workspace_bytes - build_profile_peak(s);
     pg->kv_pool = pool;
     pg->kv_need = kv_peak;
     pg->ops[pool_op].mem_bytes = pool > 0 ? pool : 0;
+}
+
+double build_profile_peak(const scenario *s)
+{
+    scenario prof = *s;
+    prof.mem.kv_pool = KVP_ON_DEMAND; /* the profiling run comes before the pool */
+    prof.fold_at_build = 0;           /* walked in program order: every layer */
+    int64_t m = s->max_num_batched_tokens;
+    build_seq one = {m, 0, 1};
+    build_batch bt = {&one, 1, build_step_splits(s, m)};
+    plan p;
+    build_step_plan(&prof, &bt, 0, &p);
+    double act = 0, peak = 0;
+    for (int g = 0; g < p.nprogs; g++) {
+        act = 0;
+        const plan_prog *pg = &p.progs[g];
+        for (uint32_t i = 0; i < pg->nops; i++) {
+            const plan_op *o = &pg->ops[i];
+            if (o->kind != OPK_MEM || o->step < 0 ||
+                (o->mem_cat != MC_ACTIVATIONS && o->mem_cat != MC_COMM_BUFFER &&
+                 o->mem_cat != MC_KV_CACHE))
+                continue;
+            act += o->mem_bytes;
+            peak = act > peak ? act : peak;
+        }
+    }
+    plan_free(&p);
+    return peak;
 }
 
 /* A forward pass of one step; under the exchange scheme (x->P > 1 after

@@ -72,6 +72,12 @@ void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep
  * is padded to). */
 plan_launch build_step_launch(const scenario *s, int64_t t, int prefill, int64_t *padded);
 
+/* The torch memory peak (activations, buffers, the step's own KV) of the
+ * profiling run an engine makes before it sizes its KV pool: one step of
+ * engine.max_num_batched_tokens new tokens (vLLM profile_run), the most of
+ * any rank. */
+double build_profile_peak(const scenario *s);
+
 /* The KV bytes of a request of `positions` tokens on the replica's rank
  * that holds the most of it (SP index 0 of an uneven stripe). */
 double build_kv_bytes(const scenario *s, int64_t positions);

@@ -250,6 +250,55 @@ void em_free(bld *b, em_tensor *t)
     em_free_on(b, t, ST_COMPUTE);
 }
 
+int em_eager_locals(const bld *b)
+{
+    return b->s && b->s->kernels.eager_locals;
+}
+
+int em_locals_begin(bld *b)
+{
+    b->scopes++;
+    return b->nheld;
+}
+
+void em_local(bld *b, em_tensor *t)
+{
+    if (!em_eager_locals(b) || t->state != EMT_LIVE || b->scopes == 0) {
+        em_free(b, t);
+        return;
+    }
+    if (b->nheld == EM_MAX_HELD)
+        abort(); /* builder bug: more locals than a scope holds */
+    b->held[b->nheld++] = *t;
+    t->state = EMT_FREED; /* the caller's handle is spent; the scope frees it */
+}
+
+void em_locals_end(bld *b, int mark)
+{
+    while (b->nheld > mark)
+        em_free(b, &b->held[--b->nheld]);
+    b->scopes--;
+}
+
+em_tensor em_tmp(bld *b, double bytes)
+{
+    return em_eager_locals(b) && b->scopes > 0 ? em_act_alloc(b, bytes) : EM_TENSOR_NONE;
+}
+
+void em_tmp_end(bld *b, em_tensor *t)
+{
+    if (t->state == EMT_LIVE)
+        em_free(b, t);
+}
+
+void em_local_new(bld *b, double bytes)
+{
+    if (!em_eager_locals(b) || b->scopes == 0)
+        return;
+    em_tensor t = em_act_alloc(b, bytes);
+    em_local(b, &t);
+}
+
 em_tensor em_split(em_tensor *t, double bytes)
 {
     if (t->state != EMT_LIVE || bytes > t->bytes)

@@ -18,6 +18,7 @@
 #include "workloads/workload.h"
 
 #define EM_MAX_PENDING 16
+#define EM_MAX_HELD 48
 #define EM_NONE UINT32_MAX
 
 /* ---- tensor memory --------------------------------------------------------
@@ -101,6 +102,11 @@ typedef struct bld {
     /* layer sharding: posted by seqpar.c post_broadcasts, taken (with the
      * windows, which the layer's attention then frees) by take_broadcasts */
     em_bcasts bcasts;
+    /* Python locals (kernel set eager_locals): tensors whose last use came
+     * but whose function has not returned, freed at its end (em_locals_end) */
+    em_tensor held[EM_MAX_HELD];
+    int nheld;
+    int scopes;              /* open scopes: a local outside any is freed at once */
 } bld;
 
 static inline plan_shape shp(int nd, int64_t d0, int64_t d1, int64_t d2)
@@ -199,6 +205,26 @@ void em_free(bld *b, em_tensor *t);
 /* em_free with the memory op on `stream` (a tensor whose last reader is an
  * op of that stream). */
 void em_free_on(bld *b, em_tensor *t, int stream);
+/* Python's lifetimes (kernel set eager_locals: an eager engine of Python
+ * modules, models/kset.h).  A tensor bound to a local of a Python function
+ * lives until the function returns, not until its last kernel: the
+ * builders mark a function's scope (em_locals_begin / em_locals_end, the
+ * returned mark) and a local's last use with em_local, which frees it
+ * at once without eager_locals and at the scope's end with them. */
+int em_eager_locals(const bld *b);
+int em_locals_begin(bld *b);
+void em_local(bld *b, em_tensor *t);
+void em_locals_end(bld *b, int mark);
+/* A temporary of an eager chain (an intermediate of its kernels, an fp32
+ * upcast, a layout copy): allocated before the chain's op, freed by
+ * em_tmp_end right after it; both no-ops (EM_TENSOR_NONE) without
+ * eager_locals. */
+em_tensor em_tmp(bld *b, double bytes);
+void em_tmp_end(bld *b, em_tensor *t);
+/* A Python local of an eager engine (an output its function keeps bound):
+ * allocated now and held to the scope's end; nothing without eager_locals. */
+void em_local_new(bld *b, double bytes);
+
 /* Take `bytes` of the live allocation *t into a handle of their own, no
  * memory op (the part of one allocation freed before the rest: an
  * accumulator's LSE, the padding rows of a gathered tensor); *t keeps the

@@ -1300,6 +1300,20 @@ static em_tensor ex_attention(bld *b, int64_t t, int64_t prefix)
 static void ex_embed(bld *b, int64_t t)
 {
     ex_ctx *x = ctx_of(b);
+    /* parallel.embed: share: the step's tokens cut before the model, each
+     * rank embedding its own (Meta's CP, arXiv 2411.01783v3 3.1: the input
+     * is sharded over the CP ranks); whole, cp-exchange.md: "the MoE padding
+     * mask and layer-0 embeddings are computed over the whole step before
+     * the split" */
+    if (x->split && b->s->par.embed_share) {
+        b->layout = TL_LOCAL;
+        layer_embed(b, x->mine.n);
+        if (b->a->has_moe) /* derived: reads a token id (int32), writes a flag per token */
+            em_compute(b, "moe_padding_mask", KC_ELEMENTWISE, (double)x->mine.n,
+                       5.0 * (double)x->mine.n, shp(1, x->mine.n, 0, 0), shp(0, 0, 0, 0),
+                       shp(1, x->mine.n, 0, 0));
+        return;
+    }
     b->layout = TL_FULL;
     layer_embed(b, t);
     if (!x->split)
@@ -1329,7 +1343,8 @@ static void ex_layer(bld *b, int64_t t, int64_t prefix)
 }
 
 /* Split steps: final norm on the share, then the normalized shares are
- * all-gathered over G_SP (padded to the largest share) before the LM head. */
+ * all-gathered over G_SP (padded to the largest share) before the LM head;
+ * with parallel.embed: share, no gather (below). */
 static void ex_final(bld *b, int64_t t)
 {
     ex_ctx *x = ctx_of(b);
@@ -1341,6 +1356,25 @@ static void ex_final(bld *b, int64_t t)
     int64_t h = b->a->hidden, tm = x->mine.n;
     double bytes = (double)x->P * (double)x->most * (double)h * b->ab;
     b->layout = TL_LOCAL;
+    if (b->s->par.embed_share) {
+        /* the step stays sharded to its end: the final norm on the share and
+         * the LM head on the rank that holds the sampled (last) token, no
+         * gather of the sequence (Meta's CP samples from the last rank's
+         * share, arXiv 2411.01783v3 3.1) */
+        em_tensor normed = layer_final_norm(b, tm);
+        int64_t last = x->prefix + x->t - 1;
+        int mine = 0;
+        for (int i = 0; i < x->mine.nrun; i++) {
+            const ex_run *r = &x->mine.run[i];
+            mine |= last >= r->lo && last < r->lo + r->n * r->stride &&
+                    (last - r->lo) % r->stride == 0;
+        }
+        if (mine)
+            layer_lm_head(b);
+        em_free(b, &normed);
+        em_free(b, &b->residual);
+        return;
+    }
     em_tensor normed = layer_final_norm(b, tm);
     b->layout = TL_FULL;
     em_tensor gathered = em_act_alloc(b, bytes);

@@ -64,6 +64,7 @@ void ks_default(kset *k)
     for (int s = 0; s < KS_COUNT; s++)
         k->impl[s] = (uint8_t)impl_of(slot_names[s][0]);
     k->graph = -1;
+    k->eager_locals = 1; /* PyTorch modules run eagerly from Python */
     k->ncapture = 0; /* a loop of one's own captures the batches it runs */
 }
 
@@ -83,7 +84,8 @@ int ks_padded_batch(const kset *k, int b, int *captured)
 
 static const char *const file_keys[] = {"name", "attention", "lse_merge", "norm", "rope",
                                         "activation", "moe_routing", "allreduce", "gemm_fp8",
-                                        "varlen", "graph", "capture_sizes", NULL};
+                                        "varlen", "eager_locals", "graph", "capture_sizes",
+                                        NULL};
 
 static int read_sizes(const ynode *seq, kset *k, cp_err *err)
 {
@@ -127,6 +129,7 @@ static int read_set(ydoc *doc, kset *k, cp_err *err)
     }
     int graph = -1;
     if (yio_opt_bool(root, "", "varlen", &k->varlen, err) < 0 ||
+        yio_opt_bool(root, "", "eager_locals", &k->eager_locals, err) < 0 ||
         yio_opt_enum(root, "", "graph", ks_graph_names, &graph, err) < 0)
         return -1;
     k->graph = graph;

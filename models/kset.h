@@ -24,6 +24,10 @@
  *                    launches, unpermute)
  *   allreduce:       nccl | custom        (TP all-reduces inside a node)
  *   gemm_fp8:        scaled_mm            (the one measured: torch._scaled_mm)
+ *   eager_locals:    true | false         (the model runs as Python modules
+ *                    eagerly: a tensor bound to a local lives until its
+ *                    function returns; false: a compiled graph frees each
+ *                    buffer after its last use)
  *   varlen:          false | true         (a mixed step's attention as one
  *                    varlen call over every sequence)
  *   graph:           eager | full | decode_only | piecewise |
@@ -63,6 +67,7 @@ typedef struct kset {
     char path[1024];                 /* the file read ("" for the built-in pytorch) */
     uint8_t impl[KS_COUNT];          /* plan_impl per slot */
     int varlen;
+    int eager_locals;
     int graph;                       /* ks_graph, -1: not given */
     int capture[KS_MAX_CAPTURE];     /* ascending */
     int ncapture;

@@ -84,18 +84,25 @@ static em_tensor swiglu_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inte
     em_tensor gate_up = em_act_alloc(b, rows * 2.0 * inter * b->ab);
     mlp_linear(b, nm->gate_up, m, a->hidden, 2 * inter, g);
     em_tensor act = em_act_alloc(b, rows * inter * b->ab);
+    /* eager F.silu(g) * u: the silu output lives until the multiply ends */
+    em_tensor silu = em_impl(b, KS_ACTIVATION) == IMPL_TORCH ? em_tmp(b, rows * inter * b->ab)
+                                                            : EM_TENSOR_NONE;
     em_swiglu(b, nm->act, m, inter);
-    em_free(b, &gate_up);
+    em_tmp_end(b, &silu);
+    em_local(b, &gate_up); /* a local of the MLP function (engine_checks.py mlp, moe) */
     em_tensor out = em_act_alloc(b, rows * a->hidden * b->ab);
     mlp_linear(b, nm->down, m, inter, a->hidden, g);
-    em_free(b, &act);
+    em_local(b, &act);
     em_use_weights(b, other);
     return out;
 }
 
 em_tensor layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter)
 {
-    return swiglu_mlp(b, nm, m, inter, 0);
+    int mark = em_locals_begin(b); /* the MLP function's locals */
+    em_tensor out = swiglu_mlp(b, nm, m, inter, 0);
+    em_locals_end(b, mark);
+    return out;
 }
 
 /* ---- routing ------------------------------------------------------------------ */
@@ -129,8 +136,15 @@ void layer_moe_route(bld *b, int64_t m)
     double md = (double)m, E = (double)a->experts;
     em_tensor logits = em_act_alloc(b, md * E * b->ab);
     em_gemm_float(b, "router", m, a->hidden, a->experts);
+    /* eager: the fp32 softmax (4 B per logit), the top-k weights (bf16)
+     * and ids (int64) are locals of the MoE function */
+    if (em_impl(b, KS_MOE_ROUTING) == IMPL_TORCH) {
+        em_local_new(b, md * E * 4.0);
+        em_local_new(b, md * (double)a->top_k * 2.0);
+        em_local_new(b, md * (double)a->top_k * 8.0);
+    }
     layer_moe_topk(b, m);
-    em_free(b, &logits);
+    em_local(b, &logits);
 }
 
 /* Sort the m token rows by expert: [m, h] -> [m * k, h] (moe.csv permute:
@@ -150,6 +164,10 @@ static void moe_permute(bld *b, int64_t m)
         return;
     }
     double bytes = (double)R * 32.0 + ((double)m + (double)R) * (double)h * b->ab;
+    /* eager: the flat ids, the sorted ids and their order, tok, the inverse
+     * and the arange it scatters (int64, 8 B each: 6 R x 8) are locals */
+    for (int k = 0; k < 6; k++)
+        em_local_new(b, (double)R * 8.0);
     uint32_t i = em_compute(b, "moe_permute", KC_MOE_PERMUTE, 0, bytes, shp(2, m, h, 0),
                             shp(0, 0, 0, 0), shp(2, R, h, 0));
     /* the trace of engine_checks.py: up to 4096 ids torch.sort runs one
@@ -166,6 +184,12 @@ static void moe_unpermute(bld *b, int64_t m)
     const arch *a = b->a;
     int64_t h = a->hidden, R = m * a->top_k;
     double bytes = ((double)R + (double)m) * (double)h * b->ab;
+    /* eager (y * w).index_select(inv).view(T, k, h).sum(1): the weighted
+     * rows and their gather back to token order live until the sum ends */
+    int torch = em_impl(b, KS_MOE_ROUTING) == IMPL_TORCH;
+    em_tensor tmp[2] = {EM_TENSOR_NONE, EM_TENSOR_NONE};
+    for (int k = 0; torch && k < 2; k++)
+        tmp[k] = em_tmp(b, (double)R * (double)h * b->ab);
     /* derived: a multiply and an add per row element */
     uint32_t i = em_compute(b, "moe_unpermute", KC_MOE_UNPERMUTE, 2.0 * (double)R * (double)h,
                             bytes, shp(2, R, h, 0), shp(0, 0, 0, 0), shp(2, m, h, 0));
@@ -174,6 +198,8 @@ static void moe_unpermute(bld *b, int64_t m)
      * the down GEMM */
     plan_impl impl = em_impl(b, KS_MOE_ROUTING);
     em_stamp(b, i, impl, impl == IMPL_TORCH ? 4 : 1);
+    em_tmp_end(b, &tmp[1]);
+    em_tmp_end(b, &tmp[0]);
 }
 
 /* The expert MLPs on `rows` sorted rows over g local experts of width
@@ -191,10 +217,10 @@ em_tensor layer_moe_routed_local(bld *b, int64_t m, int64_t inter)
     em_tensor sorted = em_act_alloc(b, (double)R * row);
     moe_permute(b, m);
     em_tensor experts = moe_experts(b, R, a->experts, inter);
-    em_free(b, &sorted);
+    em_local(b, &sorted);
     em_tensor out = em_act_alloc(b, (double)m * row);
     moe_unpermute(b, m);
-    em_free(b, &experts);
+    em_local(b, &experts);
     return out;
 }
 
@@ -254,9 +280,11 @@ em_tensor layer_moe(bld *b, int64_t t)
     int64_t tl = ep > 1 ? (t + sharers - 1) / sharers : t;
     double row = (double)h * b->ab;
 
+    int mark = em_locals_begin(b); /* the MoE function's locals (engine_checks.py moe) */
     layer_moe_route(b, tl);
     em_tensor routed = ep > 1 ? layer_moe_routed_ep(b, tl)
                               : layer_moe_routed_local(b, tl, a->moe_intermediate / b->tp);
+    em_locals_end(b, mark);
     layer_moe_shared(b, tl, ep > 1 ? a->shared_intermediate : a->shared_intermediate / b->tp);
     if (ep <= 1) {
         em_coll(b, "moe_all_reduce", CK_ALL_REDUCE, G_TP, (double)t * row, shp(2, t, h, 0));

@@ -68,17 +68,27 @@ void layer_decoder(bld *b, int64_t tl, int64_t t, int64_t prefix, layer_attn_fn 
     int64_t h = b->a->hidden;
     double th = (double)tl * h * b->ab;
     b->phase = PH_ATTN;
+    /* an eager engine's layer function (engine_checks.py layer()): its
+     * caller holds the residual and the normalized input through the call,
+     * and the layer's locals (q, k, v, the attention output, the residual
+     * after attention, the FFN input) live until it returns */
+    int mark = em_locals_begin(b);
     em_tensor normed = em_act_alloc(b, th);
     em_rms_norm(b, "input_norm", tl, h, b->layer > 0);
-    em_free(b, &b->hidden); /* previous layer output (or embedding) */
+    /* the previous layer output (or embedding): the caller's residual
+     * (b->residual) is what an eager engine holds of it */
+    em_free(b, &b->hidden);
     em_tensor attn_out = attn(b, t, prefix);
-    em_free(b, &normed); /* normalized input, consumed by the projections */
+    em_local(b, &normed); /* normalized input, consumed by the projections */
     b->phase = PH_FFN;
+    if (em_impl(b, KS_NORM) == IMPL_TORCH)
+        em_local_new(b, th); /* res + o_proj: a new residual, not added in place */
     em_tensor ffn_in = em_act_alloc(b, th);
     em_rms_norm(b, "post_attn_norm", tl, h, 1);
-    em_free(b, &attn_out);
+    em_free(b, &attn_out); /* o_proj's output, added into the residual */
     b->hidden = layer_ffn(b, tl);
-    em_free(b, &ffn_in); /* normalized FFN input */
+    em_local(b, &ffn_in); /* normalized FFN input */
+    em_locals_end(b, mark);
     b->phase = PH_OTHER;
 }
 
@@ -97,17 +107,51 @@ em_tensor layer_gqa_qkv(bld *b, int64_t t)
     em_gemm(b, "qkv_proj", t, h, qkv_w, 1);
     int torch = em_impl(b, KS_NORM) == IMPL_TORCH;
     double qk = td * (double)(hq + hkv) * (double)d;
-    if (a->qk_norm && torch) /* q and k sliced out of qkv, made contiguous */
+    /* eager memory (em_tmp, em_local_new: nothing without eager_locals) as
+     * engine_checks.py layer() holds it: the contiguous copies live through
+     * the norms, the normed q and k until RoPE rebinds them, the cos/sin
+     * gathers and the rotated q and k to the layer's end; RoPE's neg, cat
+     * and two products (x*cos, rot*sin) beside its input and output at the
+     * add: 3 of the larger tensor at once */
+    double qb = td * (double)hq * (double)d * b->ab, kb = td * (double)hkv * (double)d * b->ab;
+    em_tensor contig[2] = {EM_TENSOR_NONE, EM_TENSOR_NONE};
+    em_tensor normed_qk[2] = {EM_TENSOR_NONE, EM_TENSOR_NONE};
+    if (a->qk_norm && torch) { /* q and k sliced out of qkv, made contiguous */
+        contig[0] = em_tmp(b, qb);
+        contig[1] = em_tmp(b, kb);
         em_stamp(b, em_copy(b, "qk_contiguous", qk * b->ab, shp(3, t, hq + hkv, d),
                             shp(3, t, hq + hkv, d)), IMPL_TORCH, 2);
-    if (a->qk_norm) /* per-head RMSNorm of q and of k, as em_rms_norm */
+    }
+    if (a->qk_norm) { /* per-head RMSNorm of q and of k, as em_rms_norm */
+        if (torch) {
+            normed_qk[0] = em_tmp(b, qb);
+            normed_qk[1] = em_tmp(b, kb);
+        }
         em_stamp(b, em_compute(b, "qk_norm", KC_NORM, 4.0 * qk, 2.0 * qk * b->ab,
                                shp(3, t, hq + hkv, d), shp(1, d, 0, 0), shp(3, t, hq + hkv, d)),
                  torch ? IMPL_TORCH : IMPL_FUSED, 2);
-    if (em_impl(b, KS_ROPE) == IMPL_TORCH) /* cos and sin gathered at the positions */
+        em_tmp_end(b, &contig[1]);
+        em_tmp_end(b, &contig[0]);
+    }
+    int torch_rope = em_impl(b, KS_ROPE) == IMPL_TORCH;
+    if (torch_rope) { /* cos and sin gathered at the positions */
+        em_local_new(b, td * (double)d * b->ab);
+        em_local_new(b, td * (double)d * b->ab);
         em_stamp(b, em_copy(b, "rope_cos_sin", 2.0 * td * (double)d * b->ab, shp(2, t, d, 0),
                             shp(2, t, d, 0)), IMPL_TORCH, 2);
+    }
+    em_tensor rope_tmp[3] = {EM_TENSOR_NONE, EM_TENSOR_NONE, EM_TENSOR_NONE};
+    for (int k = 0; torch_rope && k < 3; k++) /* rot, x cos, rot sin */
+        rope_tmp[k] = em_tmp(b, qb);
+    if (torch_rope) { /* the rotated q and k */
+        em_local_new(b, qb);
+        em_local_new(b, kb);
+    }
     em_rope(b, "rope", t, hq + hkv, d, 2);
+    for (int k = 3; k-- > 0;)
+        em_tmp_end(b, &rope_tmp[k]);
+    em_tmp_end(b, &normed_qk[1]);
+    em_tmp_end(b, &normed_qk[0]);
     if (em_impl(b, KS_ROPE) == IMPL_FUSED_KV_WRITE) { /* the K/V cache write inside */
         plan_op *r = &b->pg->ops[b->last_compute];
         r->bytes += td * 2.0 * (double)hkv * (double)d * (b->ab + b->kvb);
@@ -172,9 +216,12 @@ em_tensor layer_gqa_out(bld *b, int64_t t, em_tensor *attn)
     const arch *a = b->a;
     int64_t h = a->hidden, hq = a->heads / b->tp;
     double td = (double)t;
+    /* the attention's output, a local of an eager layer (o; the flash
+     * kernels write it token-major, so its heads-to-rows reshape is a view,
+     * no copy) */
     em_tensor out = em_act_alloc(b, td * h * b->ab);
     em_gemm(b, "o_proj", t, hq * a->head_dim, h, 1);
-    em_free(b, attn);
+    em_local(b, attn);
     em_coll(b, "attn_all_reduce", CK_ALL_REDUCE, G_TP, td * h * b->ab, shp(2, t, h, 0));
     return out;
 }
@@ -199,6 +246,6 @@ em_tensor layer_attention_gqa(bld *b, int64_t t, int64_t prefix)
         at[c].d_qk = at[c].d_v = d;
     }
     em_tensor out = layer_gqa_attend_out(b, at, n, t);
-    em_free(b, &qkv);
+    em_local(b, &qkv);
     return layer_gqa_out(b, t, &out);
 }

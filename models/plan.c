@@ -265,7 +265,7 @@ const char *plan_group_name(plan_group g)
 const char *plan_memcat_name(plan_memcat c)
 {
     static const char *const t[] = {"weights", "kv_cache", "activations",
-                                    "comm_buffer", "workspace", "reserved"};
+                                    "comm_buffer", "workspace", "reserved", "allocator_slack"};
     return NAME_OF(t, c);
 }
 

@@ -119,6 +119,8 @@ typedef enum {
  * the captured graphs' pool. */
 typedef enum {
     MC_WEIGHTS, MC_KV_CACHE, MC_ACTIVATIONS, MC_COMM_BUFFER, MC_WORKSPACE, MC_RESERVED,
+    MC_ALLOC_SLACK,   /* no op allocates it: what the caching allocator holds reserved
+                         beyond the live activations and buffers (reports/alloc.c) */
     MC_COUNT
 } plan_memcat;
 

@@ -24,14 +24,23 @@ typedef struct rep_rank {
     double compute_s;              /* time the compute stream was busy */
     double comm_s;                 /* time some communication stream was busy */
     double overlap_s;              /* time both were busy */
-    double peak_bytes;             /* maximum of the memory timeline */
-    double peak_t;                 /* when it was first reached */
+    double peak_bytes;             /* maximum of the memory timeline: the
+                                      allocator's reserved segments and the
+                                      engine's memory (peak_reserved_bytes +
+                                      engine_bytes) */
+    double peak_tensor_bytes;      /* the most the tensors held at once (weights, KV,
+                                      activations, buffers: torch.cuda's
+                                      max_memory_allocated) */
+    double peak_reserved_bytes;    /* the most the tensors and the allocator's cache
+                                      held (max_memory_reserved) */
+    double engine_bytes;           /* memory outside tensors (reserved, workspace) */
+    double peak_t;                 /* when the tensors first reached their peak */
     double peak_by_cat[MC_COUNT];  /* the categories at that moment */
     uint32_t peak_op;              /* first non-memory op after the peak */
-    double peak_by_phase[PH_COUNT];/* the highest memory while in each layer
-                                      phase (plan_phase: the phase of the op
-                                      whose memory event set it) */
-    int peak_phase;                /* the phase that set peak_bytes */
+    double peak_by_phase[PH_COUNT];/* the most the tensors and the engine held
+                                      while in each layer phase (plan_phase: the
+                                      phase of the op whose memory event set it) */
+    int peak_phase;                /* the phase of the tensors' peak */
 } rep_rank;
 
 /* Compute time by where its price came from (plan_op.cost_table), over
@@ -69,7 +78,8 @@ typedef struct rep_summary {
     double makespan_s;         /* end of the last event */
     double compute_s_max, comm_s_max, overlap_s_max;
     double overlap_fraction;   /* sum overlap / sum comm over ranks (0 if no comm) */
-    double peak_bytes_max;
+    double peak_bytes_max;     /* max over ranks of peak_bytes */
+    double peak_tensor_bytes_max, peak_reserved_bytes_max, engine_bytes_max;
     int peak_rank;
     double capacity_bytes;
     int oom;
@@ -202,7 +212,27 @@ double rep_pair_uncertainty(json_t *line_a, json_t *line_b, const json_t *errs);
 #define REP_SAME_INSTANT 1e-12
 typedef void (*rep_mem_fn)(void *ctx, int rank, double t, const double cur[MC_COUNT],
                            const eng_mem *last);
+/* The activations and communication buffers go through a model of the
+ * caching allocator (rep_alloc): cur[MC_ALLOC_SLACK] is what it holds
+ * reserved beyond them. */
 void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx);
+
+/* PyTorch's CUDA caching allocator over one rank's tensors (reports/alloc.c
+ * has the rules): reserved bytes (its segments) against allocated ones
+ * (its blocks in use, rounded to 512 B). */
+typedef struct rep_alloc {
+    struct rep_block *b;
+    int n, cap;
+    int *free_ix, nfree_ix;  /* unused slots of b */
+    int *seg_small;          /* per segment: of the small pool */
+    int nseg, segcap;
+    long clock;
+    double reserved, allocated;
+} rep_alloc;
+void rep_alloc_init(rep_alloc *a);
+void rep_alloc_malloc(rep_alloc *a, double bytes);
+void rep_alloc_release(rep_alloc *a, double bytes);
+void rep_alloc_free(rep_alloc *a);
 
 /* Atomic output: rep_open writes to a temporary sibling of path
  * (PATH.tmp-<pid>-XXXXXX); rep_close renames it over path (ok = 1) or

@@ -135,8 +135,18 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
         size_t n = eng_rank_mems(r, rank, &m, &cap);
         double cur[MC_COUNT] = {0};
         const eng_mem *top = NULL; /* the instant's event of the highest op */
+        rep_alloc al;
+        rep_alloc_init(&al);
         for (size_t i = 0; i < n; i++) {
             cur[m[i].cat] += m[i].delta;
+            if (m[i].cat == MC_ACTIVATIONS || m[i].cat == MC_COMM_BUFFER) {
+                if (m[i].delta > 0)
+                    rep_alloc_malloc(&al, m[i].delta);
+                else
+                    rep_alloc_release(&al, -m[i].delta);
+                double slack = al.reserved - cur[MC_ACTIVATIONS] - cur[MC_COMM_BUFFER];
+                cur[MC_ALLOC_SLACK] = slack > 0 ? slack : 0;
+            }
             if (!top || m[i].op > top->op)
                 top = &m[i];
             /* report an instant once all of its changes are applied: events
@@ -150,6 +160,7 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
             fn(ctx, rank, m[i].t, cur, every_event ? &m[i] : top);
             top = NULL;
         }
+        rep_alloc_free(&al);
     }
     free(m);
 }
@@ -173,16 +184,23 @@ static void peak_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
 {
     peak_ctx *pc = vctx;
     rep_summary *sm = pc->sm;
-    double tot = sum_categories(cur);
+    double tot = sum_categories(cur), engine = cur[MC_RESERVED] + cur[MC_WORKSPACE];
+    double tensors = tot - engine - cur[MC_ALLOC_SLACK];
     rep_rank *rr = &sm->ranks[rank];
     const plan_prog *pg = &pc->p->progs[pc->p->prog_of_rank[rank]];
     int ph = last->op < pg->nops ? pg->ops[last->op].phase : PH_OTHER;
     if (ph < 0 || ph >= PH_COUNT)
         ph = PH_OTHER;
-    if (tot > rr->peak_by_phase[ph])
-        rr->peak_by_phase[ph] = tot;
-    if (tot > rr->peak_bytes) {
+    if (tensors + engine > rr->peak_by_phase[ph])
+        rr->peak_by_phase[ph] = tensors + engine;
+    if (tot > rr->peak_bytes)
         rr->peak_bytes = tot;
+    if (tensors + cur[MC_ALLOC_SLACK] > rr->peak_reserved_bytes)
+        rr->peak_reserved_bytes = tensors + cur[MC_ALLOC_SLACK];
+    if (engine > rr->engine_bytes)
+        rr->engine_bytes = engine;
+    if (tensors > rr->peak_tensor_bytes || rr->peak_t < 0) {
+        rr->peak_tensor_bytes = tensors;
         rr->peak_t = t;
         memcpy(rr->peak_by_cat, cur, MC_COUNT * sizeof *cur);
         rr->peak_op = last->op;
@@ -196,7 +214,10 @@ static void oom_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
 {
     peak_ctx *pc = vctx;
     rep_summary *sm = pc->sm;
-    double tot = sum_categories(cur);
+    /* out of memory when the tensors and the engine exceed the device: a
+     * cudaMalloc that fails first releases the allocator's unused cached
+     * segments and retries (CUDACachingAllocator release_cached_blocks) */
+    double tot = sum_categories(cur) - cur[MC_ALLOC_SLACK];
     if (tot > sm->capacity_bytes && (pc->first_oom_t < 0 || t < pc->first_oom_t)) {
         pc->first_oom_t = t;
         sm->oom_rank = rank;
@@ -208,15 +229,24 @@ static void memory_peaks(const plan *p, const eng_result *r, rep_summary *sm)
 {
     peak_ctx pc = {sm, p, -1.0};
     sm->oom_rank = -1;
+    for (int rk = 0; rk < p->nranks; rk++)
+        sm->ranks[rk].peak_t = -1;
     rep_mem_walk(r, 0, peak_fn, &pc);
     rep_mem_walk(r, 1, oom_fn, &pc);
-    sm->peak_bytes_max = 0;
+    sm->peak_bytes_max = sm->peak_tensor_bytes_max = sm->peak_reserved_bytes_max = 0;
+    sm->engine_bytes_max = 0;
     sm->peak_rank = 0;
     for (int rk = 0; rk < p->nranks; rk++) {
-        if (sm->ranks[rk].peak_bytes > sm->peak_bytes_max) {
-            sm->peak_bytes_max = sm->ranks[rk].peak_bytes;
+        const rep_rank *rr = &sm->ranks[rk];
+        if (rr->peak_t < 0)
+            sm->ranks[rk].peak_t = 0;
+        if (rr->peak_bytes > sm->peak_bytes_max) {
+            sm->peak_bytes_max = rr->peak_bytes;
             sm->peak_rank = rk;
         }
+        sm->peak_tensor_bytes_max = fmax(sm->peak_tensor_bytes_max, rr->peak_tensor_bytes);
+        sm->peak_reserved_bytes_max = fmax(sm->peak_reserved_bytes_max, rr->peak_reserved_bytes);
+        sm->engine_bytes_max = fmax(sm->engine_bytes_max, rr->engine_bytes);
     }
 }
 
@@ -330,9 +360,15 @@ static void budgets(const scenario *s, const plan *p, rep_summary *sm)
             excess = need - pool;
         }
     }
-    if (!budget && sm->peak_bytes_max > sm->capacity_bytes) {
+    /* the tensors and the engine at once, the allocator's cache released
+     * (oom_fn) */
+    double held = 0;
+    for (int rk = 0; rk < sm->nranks; rk++)
+        for (int k = 0; k < PH_COUNT; k++)
+            held = fmax(held, sm->ranks[rk].peak_by_phase[k]);
+    if (!budget && held > sm->capacity_bytes) {
         budget = "capacity";
-        excess = sm->peak_bytes_max - sm->capacity_bytes;
+        excess = held - sm->capacity_bytes;
     }
     sm->oom = budget != NULL;
     if (budget) {
@@ -472,6 +508,9 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
         json_object_set_new(o, "comm_s", json_real(rr->comm_s));
         json_object_set_new(o, "overlap_s", json_real(rr->overlap_s));
         json_object_set_new(o, "peak_bytes", json_real(rr->peak_bytes));
+        json_object_set_new(o, "peak_tensor_bytes", json_real(rr->peak_tensor_bytes));
+        json_object_set_new(o, "peak_reserved_bytes", json_real(rr->peak_reserved_bytes));
+        json_object_set_new(o, "engine_bytes", json_real(rr->engine_bytes));
         json_object_set_new(o, "peak_t_s", json_real(rr->peak_t));
         json_t *cat = json_object();
         for (int c = 0; c < MC_COUNT; c++)
@@ -490,6 +529,9 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
     json_object_set_new(j, "overlap_s_max", json_real(sm->overlap_s_max));
     json_object_set_new(j, "overlap_fraction", json_real(sm->overlap_fraction));
     json_object_set_new(j, "peak_bytes_max", json_real(sm->peak_bytes_max));
+    json_object_set_new(j, "peak_tensor_bytes", json_real(sm->peak_tensor_bytes_max));
+    json_object_set_new(j, "peak_reserved_bytes", json_real(sm->peak_reserved_bytes_max));
+    json_object_set_new(j, "engine_bytes", json_real(sm->engine_bytes_max));
     json_object_set_new(j, "peak_rank", json_integer(sm->peak_rank));
     json_object_set_new(j, "capacity_bytes", json_real(sm->capacity_bytes));
     json_object_set_new(j, "oom", json_boolean(sm->oom));

@@ -271,6 +271,56 @@ START_TEST(custom_allreduce_up_to_8_mib)
 }
 END_TEST
 
+/* The activations' peak of program 0's first step, in program order. */
+static double act_peak(const plan *p)
+{
+    double cur = 0, peak = 0;
+    const plan_prog *pg = &p->progs[0];
+    for (uint32_t i = 0; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->kind == OPK_MEM && o->step == 0 && o->mem_cat == MC_ACTIVATIONS) {
+            cur += o->mem_bytes;
+            peak = cur > peak ? cur : peak;
+        }
+    }
+    return peak;
+}
+
+/* eager_locals: an eager engine holds its Python locals to their
+ * function's end and its chains' intermediates through them; a compiled
+ * one frees each buffer after its last use: the same kernels, a lower
+ * activation peak, and every allocation freed either way. */
+START_TEST(eager_locals_hold_memory)
+{
+    char path[256], sets[1][320];
+    set_file(path, sizeof path, "name: compiled\neager_locals: false\n");
+    snprintf(sets[0], sizeof sets[0], "engine.kernels=%s", path);
+    const char *set[] = {sets[0]};
+    scenario s;
+    plan eager, compiled;
+    tu_plan(&s, &eager, THINKER, NULL, 0);
+    wl_free(&s);
+    tu_plan(&s, &compiled, THINKER, set, 1);
+    ck_assert_int_eq(s.kernels.eager_locals, 0);
+    int ops_e, ops_c;
+    ck_assert_int_eq(layer_kernels(&eager, 3, 0, &ops_e), layer_kernels(&compiled, 3, 0, &ops_c));
+    double pe = act_peak(&eager), pc = act_peak(&compiled);
+    ck_assert_msg(pe > 1.5 * pc, "eager activation peak %g B, compiled %g B", pe, pc);
+    for (int k = 0; k < 2; k++) { /* the step's activations all freed */
+        const plan_prog *pg = &(k ? compiled : eager).progs[0];
+        double cur = 0;
+        for (uint32_t i = 0; i < pg->nops; i++)
+            if (pg->ops[i].kind == OPK_MEM && pg->ops[i].mem_cat == MC_ACTIVATIONS)
+                cur += pg->ops[i].mem_bytes;
+        ck_assert_double_eq_tol(cur, 0, 1e-3);
+    }
+    plan_free(&eager);
+    plan_free(&compiled);
+    wl_free(&s);
+    unlink(path);
+}
+END_TEST
+
 /* A fused implementation is never slower than the unfused chain it
  * replaces, on every preset, prefill and decode, eager and graph. */
 START_TEST(fused_never_slower_on_every_preset)
@@ -324,6 +374,7 @@ int main(void)
     tcase_add_test(tc, varlen_mixed_step_is_one_launch);
     tcase_add_test(tc, custom_allreduce_up_to_8_mib);
     tcase_add_test(tc, fused_never_slower_on_every_preset);
+    tcase_add_test(tc, eager_locals_hold_memory);
     suite_add_tcase(s, tc);
     return tu_main(s);
 }

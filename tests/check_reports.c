@@ -102,7 +102,11 @@ START_TEST(overlap_and_busy_times)
     ck_assert_double_eq_tol(sm.overlap_fraction, 8.0 / 14.0, 1e-12);
     /* TTFT: the last rank to finish the prefill step, minus the arrival */
     ck_assert_double_eq(sm.ttft_s, 22.0);
-    ck_assert_double_eq(sm.ranks[0].peak_bytes, 9);
+    ck_assert_double_eq(sm.ranks[0].peak_tensor_bytes, 9);
+    /* the activations' 3 and 4 B in one 2 MiB segment of the small pool,
+     * the 3 B block reused (rounded to 512 B) for the 4 */
+    ck_assert_double_eq(sm.ranks[0].peak_reserved_bytes, 5 + 2097152);
+    ck_assert_double_eq(sm.ranks[0].peak_bytes, 5 + 2097152);
     ck_assert_double_eq(sm.ranks[0].peak_t, 3);
     ck_assert_double_eq(sm.ranks[0].peak_by_cat[MC_ACTIVATIONS], 4);
     ck_assert_int_eq(sm.oom, 0);

@@ -49,6 +49,7 @@ static const char *const decode_names[] = { "dcp", "pass_q", "auto", NULL };
 static const char *const split_names[] = { "striped", "contiguous", "zigzag", NULL };
 static const char *const agt_names[] = { "qkv", "kv", NULL };
 static const char *const agm_names[] = { "all_rows", "own_rows", NULL };
+static const char *const embed_names[] = { "whole", "share", NULL };
 static const char *const graph_names[] = { "eager", "captured", "full", "decode_only",
                                             "piecewise", "full_and_piecewise", NULL };
 static const int graph_values[] = { GRAPH_EAGER, GRAPH_CAPTURED, GRAPH_CAPTURED, GRAPH_DECODE_ONLY,
@@ -121,6 +122,8 @@ static const wl_field parallel_fields[] = {
     { "all_gather_tensors", F_ENUM, 0, 0, AGT_QKV, agt_names, NULL, PAR(all_gather_tensors) },
     { "all_gather_merge", F_ENUM, 0, 0, AGM_ALL_ROWS, agm_names, NULL, PAR(all_gather_merge) },
     { "ring_overlap", F_BOOL, 0, 1, 0, NULL, NULL, PAR(ring_overlap) },
+    /* where a split step's tokens are cut (models/exchange.c ex_embed) */
+    { "embed", F_ENUM, 0, 0, 0, embed_names, NULL, PAR(embed_share) },
     /* copied decode steps of a ring exchange (workload.h wl_decode) */
     { "decode", F_ENUM, 0, 0, DEC_DCP, decode_names, NULL, PAR(decode) },
     /* rank numbering (models/plan.h): TP fastest, or SP fastest */
@@ -1414,6 +1417,13 @@ static int check_exchange_keys(const scenario *s, cp_err *err)
                           "parallel.all_gather_merge: says how the all_gather exchange of q, k "
                           "and v merges its partials; this node runs exchange %s with "
                           "all_gather_tensors %s", ex, agt_names[p->all_gather_tensors]);
+    if (yio_key(par, "embed") && p->embed_share &&
+        !(p->kv_storage == KV_BY_HEAD || p->exchange == EX_ALL_GATHER ||
+          wl_exchange_is_ring(p->exchange)))
+        return cp_fail_at(err, loc_of(s, "parallel", "embed"),
+                          "parallel.embed: share cuts a split step's tokens before the "
+                          "embedding; exchange %s with kv_storage %s never splits a step", ex,
+                          kv);
     int ring = wl_exchange_is_ring(p->exchange);
     if (yio_key(par, "ring_overlap") && p->ring_overlap && !ring)
         return cp_fail_at(err, loc_of(s, "parallel", "ring_overlap"),
@@ -1832,6 +1842,9 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
      * a prefill the graph mode captures runs copied (models/exchange.c
      * ex_step_splits) */
     const wl_parallel *pp = &out->par;
+    if (rc == 0 && pp->embed_share && pp->sp <= 1)
+        wl_warn(out, "parallel.embed: share: with sp 1 no step is split, so nothing is shared "
+                "(set parallel.sp and platform.nodes for context parallelism)");
     int captures_prefill = out->graph == GRAPH_CAPTURED || out->graph == GRAPH_PIECEWISE ||
                            out->graph == GRAPH_FULL_AND_PIECEWISE;
     if (rc == 0 && pp->sp > 1 && wl_exchange_is_ring(pp->exchange) && captures_prefill) {
@@ -2037,6 +2050,7 @@ json_t *wl_resolved(const scenario *s)
         json_object_set_new(ks, ks_slot_key((ks_slot)k),
                             json_string(plan_impl_name((plan_impl)s->kernels.impl[k])));
     json_object_set_new(ks, "varlen", json_boolean(s->kernels.varlen));
+    json_object_set_new(ks, "eager_locals", json_boolean(s->kernels.eager_locals));
     json_object_set_new(json_object_get(j, "engine"), "kernels", ks);
     json_t *rq = json_array();
     for (int i = 0; i < s->nreqs; i++) {

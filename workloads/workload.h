@@ -8,7 +8,7 @@
  *   precision   scalar dtype or {weights, mlp_weights, activations, kv_cache,
  *                activation_quant, quant_description}
  *   parallel    {tp, sp, ep, dp, kv_storage, exchange, min_tokens, split,
- *                all_gather_tensors, all_gather_merge, ring_overlap, ring_select,
+ *                all_gather_tensors, all_gather_merge, ring_overlap, embed, ring_select,
  *                sequence_parallel, dsa_cp, dsa_cp_layout, layer_sharding}
  *   engine      {graph: eager|full|captured|decode_only|piecewise|full_and_piecewise,
  *                kernels, chunked_prefill, max_num_batched_tokens, max_num_seqs, router,
@@ -97,6 +97,7 @@ typedef struct wl_parallel {
     wl_ag_tensors all_gather_tensors; /* default qkv */
     wl_ag_merge all_gather_merge;   /* default all_rows */
     int ring_overlap;               /* default 0 */
+    int embed_share;                /* embed: share (1) | whole (0, default) */
     wl_ring_select ring_select;     /* default fixed */
     wl_decode decode;               /* default dcp */
     int sequence_parallel;          /* RFC SP over the TP group, default 0 */

@@ -561,7 +561,8 @@ static int run_loop(sched *S, cp_err *err)
 /* The KV budget of a replica's rank: the device (or the preallocated
  * pool's share of it) less the weights, the engine's reserved memory and
  * workspace, and the activation peak of the largest step the workload can
- * run (vLLM's profiling pass), walked from that step's plan; the resident
+ * run, walked from that step's plan (preallocated: of vLLM's profiling run
+ * of max_num_batched_tokens, build_profile_peak); the resident
  * memory by category (what a rank holds outside any step) into resident[]
  * when not NULL. */
 double srv_kv_budget(const scenario *s, double resident[MC_COUNT])
@@ -603,6 +604,10 @@ double srv_kv_budget(const scenario *s, double resident[MC_COUNT])
         }
     }
     plan_free(&p);
+    /* a preallocated pool is sized as the engine sizes it: from its
+     * profiling run of max_num_batched_tokens (build_profile_peak) */
+    if (s->mem.kv_pool == KVP_PREALLOCATE)
+        peak = build_profile_peak(s);
     double device = s->mem.kv_pool == KVP_PREALLOCATE
                         ? s->mem.gpu_memory_utilization * s->plat.hbm_bytes
                         : s->plat.hbm_bytes;

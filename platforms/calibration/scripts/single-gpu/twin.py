@@ -19,13 +19,14 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 MODEL = os.path.join(ROOT, "tests", "configs", "thinker-4l.json")
+MODELS = {"thinker": MODEL, "dense": os.path.join(ROOT, "tests", "configs", "qwen3-32b-4l.json")}
 CUDNN_SET = "name: pytorch-cudnn\nattention: cudnn\n"
 
 
-def run(cpsim, tmp, name, body, sets=()):
+def run(cpsim, tmp, name, body, sets=(), model=MODEL, parallel="{tp: 1}"):
     w = os.path.join(tmp, name + ".yaml")
     with open(w, "w") as f:
-        f.write("model: %s\nplatform: h200-sxm-8\nparallel: {tp: 1}\n%s" % (MODEL, body))
+        f.write("model: %s\nplatform: h200-sxm-8\nparallel: %s\n%s" % (model, parallel, body))
     out = os.path.join(tmp, name)
     cmd = [cpsim, "run", w, "--quiet", "--trace", "none", "--out", out]
     for s in sets:
@@ -109,6 +110,28 @@ def main():
           "(p10 %+.1f%%, p90 %+.1f%%)" % ("serving 8 x (512 + 32), 6 rounds", len(real), len(st),
                                          statistics.median(pre), statistics.median(dec),
                                          sorted(dec)[len(dec) // 10], sorted(dec)[9 * len(dec) // 10]))
+    # memory: the step's tensors (max_memory_allocated) and the allocator's segments
+    # (max_memory_reserved) above what the engine held before it (weights, its
+    # preallocated KV cache and tables), against cpsim's peak_tensor_bytes and
+    # peak_reserved_bytes less the weights and the KV; ring_kv_sp2_rank0 is rank 0 of
+    # TP1 x SP2 pass-KV
+    with open(os.path.join(a.checks, "memory_e2e.csv")) as f:
+        for r in csv.DictReader(f):
+            L, ring = int(r["prompt_tokens"]), r["strategy"] != "none"
+            par = "{tp: 1, sp: 2, kv_storage: by_position, exchange: ring_kv}" if ring else "{tp: 1}"
+            sm, _ = run(a.cpsim, tmp, "mem_%s_%d_%s" % (r["model"], L, r["strategy"]),
+                        "engine: {graph: eager}\nrequests: [{prompt_tokens: %d}]\n" % L,
+                        model=MODELS[r["model"]], parallel=par)
+            rk = sm["ranks"][0]
+            base = rk["peak_by_category"]["weights"] + rk["peak_by_category"]["kv_cache"]
+            for what, sim, real in (
+                    ("allocated", rk["peak_tensor_bytes"] - base,
+                     int(r["peak_allocated"]) - int(r["allocated_before"])),
+                    ("reserved", rk["peak_reserved_bytes"] - base,
+                     int(r["peak_reserved"]) - int(r["reserved_before"]))):
+                errs.setdefault("memory_" + what, []).append(err(sim, real))
+                print("%-44s %12.3f %12.3f %7.1f%%" % ("memory %s %d %s %s (GB)" % (
+                    r["model"], L, r["strategy"], what), real / 1e9, sim / 1e9, err(sim, real)))
     for k, v in errs.items():
         print("median |error| %-12s %5.1f%% over %d" % (k, statistics.median([abs(x) for x in v]), len(v)))
     return 0
