@@ -32,7 +32,7 @@
 #include "collectives/transport.h"
 #include "models/plan.h"
 #include "platforms/platform.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 #define COLL_MAX_POINTS 32
 

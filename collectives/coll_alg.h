@@ -14,7 +14,7 @@
 #define CP_COLL_ALG_H
 
 #include "collectives/coll.h"
-#include "models/calib.h"
+#include "base/calib.h"
 
 /* One member's view of its group. */
 typedef struct coll_group {

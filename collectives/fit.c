@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "collectives/coll_alg.h"
-#include "workloads/datadir.h"
+#include "base/datadir.h"
 
 /* Operation names of the nccl tables, by coll kind (CK_COUNT: sendrecv). */
 static const char *const op_names[] = {"all_reduce", "all_gather", "reduce_scatter",

@@ -20,7 +20,7 @@
 #include <simgrid/engine.h>
 #include <simgrid/mailbox.h>
 
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 typedef struct sgt_slot {
     uint64_t key;          /* triple id + 1; 0 = empty */

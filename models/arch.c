@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "workloads/datadir.h"
+#include "base/datadir.h"
 
 const char *const arch_bundled[] = {
     "qwen3-omni-30b-a3b-thinker", "qwen3-32b", "qwen3-30b-a3b", "llama-3.1-70b", "llama-3.1-405b",

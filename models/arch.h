@@ -23,7 +23,7 @@
 #define CP_ARCH_H
 
 #include <stdint.h>
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 #define ARCH_MAX_LAYERS 1024
 #define ARCH_MAX_WARN 16    /* warning lines kept per model */

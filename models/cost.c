@@ -83,7 +83,7 @@
 #include <string.h>
 
 #include "models/cost_profile.h"
-#include "workloads/datadir.h"
+#include "base/datadir.h"
 
 /* ---- constants (fitted on platforms/calibration/h200) ------------------- */
 

@@ -28,7 +28,7 @@
 
 #include "models/plan.h"
 #include "platforms/platform.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 typedef struct cost_model cost_model;
 

@@ -30,8 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "models/calib.h"
-#include "workloads/datadir.h"
+#include "base/calib.h"
+#include "base/datadir.h"
 
 /* ---- reading cells ---------------------------------------------------------- */
 

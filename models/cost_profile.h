@@ -17,7 +17,7 @@
 #define CP_COST_PROFILE_H
 
 #include "models/plan.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 /* Extra device time per eagerly launched kernel: eager minus CUDA-graph
  * replay time of the same GEMM, median over the kernels of 15-100 us

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "models/calib.h"
-#include "workloads/datadir.h"
+#include "base/calib.h"
+#include "base/datadir.h"
 
 int interf_kind(plan_kclass kc)
 {

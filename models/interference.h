@@ -23,7 +23,7 @@
 
 #include "models/plan.h"
 #include "platforms/platform.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 enum { IK_GEMM = 0, IK_ATTENTION = 1, IK_COUNT = 2 };
 

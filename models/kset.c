@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "workloads/datadir.h"
-#include "workloads/yamlio.h"
+#include "base/datadir.h"
+#include "base/yamlio.h"
 
 const char *const ks_bundled[] = {"pytorch", "vllm", "sglang", "meta", NULL};
 

@@ -44,7 +44,7 @@
 #include <stdint.h>
 
 #include "models/plan.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 /* The slots of a set; each holds a plan_impl. */
 typedef enum {

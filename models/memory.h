@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 #include "models/arch.h"
-#include "models/dtype.h"
+#include "base/dtype.h"
 
 typedef enum {
     WF_EMBEDDING, WF_LM_HEAD, WF_NORMS, WF_ATTENTION, WF_INDEXER,

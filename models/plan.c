@@ -5,18 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
+
+/* cp_grow for the plan's 32-bit counts */
 static void *grow(void *ptr, uint32_t *cap, uint32_t need, size_t elem)
 {
-    if (need <= *cap)
-        return ptr;
-    uint32_t ncap = *cap ? *cap : 64;
-    while (ncap < need)
-        ncap *= 2;
-    void *np = realloc(ptr, (size_t)ncap * elem);
-    if (!np)
-        abort(); /* out of host memory: nothing sensible to report */
-    *cap = ncap;
-    return np;
+    size_t c = *cap;
+    ptr = cp_grow(ptr, &c, need, elem);
+    *cap = (uint32_t)c;
+    return ptr;
 }
 
 void plan_init(plan *p, const plan_layout_cfg *lay)

@@ -20,8 +20,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "models/dtype.h"
-#include "workloads/diag.h"
+#include "base/dtype.h"
+#include "base/diag.h"
 
 enum plan_stream { ST_COMPUTE = 0, ST_COMM = 1, ST_COMM2 = 2, ST_COUNT = 3 };
 

@@ -53,7 +53,7 @@
 #include <stdint.h>
 
 #include "models/memory.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 struct scenario;
 

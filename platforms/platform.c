@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "platforms/platform_xml.h"
-#include "workloads/datadir.h"
+#include "base/datadir.h"
 
 const char *const plat_bundled[] = {
     "ascend-910b-8", "ascend-a3-16", "b200-8", "h100-sxm-8", "h100-sxm-8-500w", "h200-sxm-8",

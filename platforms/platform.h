@@ -22,9 +22,9 @@
 #define CP_PLATFORM_H
 
 #include <stdio.h>
-#include "models/dtype.h"
-#include "workloads/diag.h"
-#include "workloads/yamlio.h"
+#include "base/dtype.h"
+#include "base/diag.h"
+#include "base/yamlio.h"
 
 typedef enum { FAB_SWITCH, FAB_MESH } plat_fabric_kind;
 

@@ -22,7 +22,8 @@
 #include <xbt/dynar.h>
 #include <xbt/log.h>
 
-#include "workloads/datadir.h"
+#include "base/datadir.h"
+#include "base/proc.h"
 
 /* ---- raw XML: probe in a child ---------------------------------------- */
 
@@ -135,28 +136,6 @@ static void first_error(FILE *log, char *buf, size_t len)
     }
 }
 
-/* Read everything the child writes on fd (malloc'ed, NUL-terminated). */
-static char *slurp_fd(int fd, size_t *len_out)
-{
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (len + 1 >= cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-        }
-        ssize_t r = read(fd, buf + len, cap - len - 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        len += (size_t)r;
-    }
-    buf[len] = '\0';
-    *len_out = len;
-    return buf;
-}
-
 typedef struct probe {
     char *data;       /* records (malloc'ed), complete when ok */
     size_t len;
@@ -193,10 +172,8 @@ static int run_probe(const char *path, probe *pr, cp_err *err)
                      strerror(errno));
     } else {
         close(fds[1]);
-        pr->data = slurp_fd(fds[0], &pr->len);
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            continue;
+        pr->data = cp_read_all(fds[0], &pr->len);
+        int status = cp_wait(pid);
         /* Success is the end marker: under valgrind the child's exit status
          * can report SimGrid's own leaks. */
         pr->ok = pr->len > 0 && pr->data[pr->len - 1] == 'E';

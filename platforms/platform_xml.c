@@ -37,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/xmlesc.h"
+
 const char *const plat_peak_prop[DT_COUNT] = {
     "peak_bf16_flops", "peak_fp16_flops", "peak_fp8_flops",
     "peak_int8_flops", "peak_fp32_flops", "peak_int4_flops"};
@@ -60,33 +62,11 @@ char *plat_num(char *buf, size_t len, double v)
  * depend on it. */
 #define GROUP_NODES 64
 
-/* s as XML attribute text. */
-static void put_escaped(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&':
-            fputs("&amp;", out);
-            break;
-        case '<':
-            fputs("&lt;", out);
-            break;
-        case '>':
-            fputs("&gt;", out);
-            break;
-        case '"':
-            fputs("&quot;", out);
-            break;
-        default:
-            fputc(*s, out);
-        }
-    }
-}
 
 static void write_str_prop(FILE *out, int ind, const char *id, const char *v)
 {
     fprintf(out, "%*s<prop id=\"%s\" value=\"", ind, "", id);
-    put_escaped(out, v);
+    cp_xml_escape(out, v);
     fputs("\"/>\n", out);
 }
 

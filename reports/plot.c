@@ -12,6 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/grow.h"
+#include "base/proc.h"
+#include "base/xmlesc.h"
+
 /* ---- styles ------------------------------------------------------------------------ */
 
 const char *const plot_colors[PLOT_NCOLORS] = {"#4477aa", "#ee7733", "#228833", "#aa3377",
@@ -26,12 +30,7 @@ const int plot_markers[PLOT_NMARKERS] = {7, 5, 9, 11, 13, 15, 6, 4, 8, 10, 12, 1
 plot_figure *plot_fig_add(plot_figset *fs, const char *name, const char *data,
                           const char *title, int w, int h)
 {
-    if (fs->n == fs->cap) {
-        fs->cap = fs->cap ? 2 * fs->cap : 8;
-        fs->fig = realloc(fs->fig, (size_t)fs->cap * sizeof *fs->fig);
-        if (!fs->fig)
-            abort();
-    }
+    fs->fig = cp_grow(fs->fig, &fs->cap, (size_t)fs->n + 1, sizeof *fs->fig);
     plot_figure *f = &fs->fig[fs->n++];
     memset(f, 0, sizeof *f);
     snprintf(f->name, sizeof f->name, "%s", name);
@@ -142,28 +141,6 @@ static void write_script(const plot_figset *fs, FILE *f)
     }
 }
 
-/* Text for HTML: &, <, > and " escaped. */
-static void html_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
-}
 
 /* Every figure with its caption (title, the workload and platform, what it
  * shows) and links to its PNG, SVG and data files: every link names a file
@@ -171,15 +148,15 @@ static void html_text(FILE *f, const char *s)
 static void write_index(const plot_figset *fs, const char *heading, FILE *f)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>", f);
-    html_text(f, heading);
+    cp_xml_escape(f, heading);
     fputs("</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:1700px}"
           "img{max-width:100%;height:auto;border:1px solid #ccc}figure{margin:2em 0}"
           "figcaption{margin-top:.4em;color:#333}</style></head>\n<body>\n<h1>", f);
-    html_text(f, heading);
+    cp_xml_escape(f, heading);
     fputs("</h1>\n", f);
     for (int i = 0; i < fs->nnote; i++) {
         fputs("<p class=\"note\">", f);
-        html_text(f, fs->note[i]);
+        cp_xml_escape(f, fs->note[i]);
         fputs("</p>\n", f);
     }
     if (fs->n == 0)
@@ -187,17 +164,17 @@ static void write_index(const plot_figset *fs, const char *heading, FILE *f)
     for (int i = 0; i < fs->n; i++) {
         const plot_figure *fg = &fs->fig[i];
         fprintf(f, "<figure id=\"%s\">\n<h2>", fg->name);
-        html_text(f, fg->title);
+        cp_xml_escape(f, fg->title);
         fprintf(f, "</h2>\n<a href=\"%s.svg\"><img src=\"%s.png\" width=\"%d\" height=\"%d\" "
                    "alt=\"", fg->name, fg->name, fg->w, fg->h);
-        html_text(f, fg->title);
+        cp_xml_escape(f, fg->title);
         fputs("\"></a>\n<figcaption><b>", f);
-        html_text(f, fg->title);
+        cp_xml_escape(f, fg->title);
         fputs("</b>: ", f);
-        html_text(f, fs->what);
+        cp_xml_escape(f, fs->what);
         if (fg->desc[0]) {
             fputs(". ", f);
-            html_text(f, fg->desc);
+            cp_xml_escape(f, fg->desc);
         }
         fprintf(f, "<br>\n<a href=\"%s.png\">PNG</a> &middot; <a href=\"%s.svg\">SVG</a>",
                 fg->name, fg->name);
@@ -271,9 +248,7 @@ static int run_gnuplot(const char *dir, cp_err *err)
         execl(exe, "gnuplot", "plots.gp", (char *)NULL);
         _exit(127);
     }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    int status = cp_wait(pid);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
     char msg[600];

@@ -64,7 +64,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 /* Picture sizes in pixels (PNG) and SVG units. */
 #define PLOT_WIDTH 1200

@@ -34,7 +34,8 @@ typedef struct plot_figset {
     char dir[4096];        /* the plots folder */
     char what[512];        /* the workload and platform, in every caption */
     plot_figure *fig;
-    int n, cap;
+    int n;
+    size_t cap;
     char **note;           /* lines index.html shows above the figures */
     int nnote;
 } plot_figset;

@@ -3,6 +3,7 @@
  * category over time, the capacity line and the point where the run ran
  * out of memory (see plot.h). */
 #include "reports/plot_fig.h"
+#include "base/grow.h"
 
 #include <errno.h>
 #include <math.h>
@@ -38,12 +39,7 @@ static int read_memory(const char *path, memtab *m, cp_err *err)
     }
     size_t cap = 0, width = 2 + (size_t)m->ncat;
     for (int ln = 2; rc == 0 && fgets(line, sizeof line, f); ln++) {
-        if (m->rows == cap) {
-            cap = cap ? 2 * cap : 1024;
-            m->v = realloc(m->v, cap * width * sizeof *m->v);
-            if (!m->v)
-                abort();
-        }
+        m->v = cp_grow(m->v, &cap, (m->rows + 1), width * sizeof *m->v);
         char *p = line;
         for (size_t c = 0; c < width && rc == 0; c++) {
             char *end;

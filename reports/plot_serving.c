@@ -17,6 +17,7 @@
  * figures (sim/serve/serve_report.c): the value at rank ceil(p n) of the n
  * sorted values; the CDFs cross the dotted p50 and p99 lines at them. */
 #include "reports/plot_fig.h"
+#include "base/grow.h"
 
 #include <errno.h>
 #include <math.h>
@@ -44,12 +45,7 @@ int plot_read_steps(const char *dir, plot_steps *st, cp_err *err)
                      head);
     size_t cap = 0;
     for (int ln = 2; rc == 0 && fgets(line, sizeof line, f); ln++) {
-        if (st->n == cap) {
-            cap = cap ? 2 * cap : 1024;
-            st->v = realloc(st->v, cap * sizeof *st->v);
-            if (!st->v)
-                abort();
-        }
+        st->v = cp_grow(st->v, &cap, (size_t)st->n + 1, sizeof *st->v);
         plot_step *s = &st->v[st->n];
         if (sscanf(line, "%d,%d,%lf,%lf,%d,%d,%lld", &s->step, &s->replica, &s->t0, &s->t1,
                    &s->decodes, &s->prefills, &s->tokens) != 7 || s->replica < 0 ||

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include "models/plan.h"
 #include "sim/engine/events.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 #include "workloads/workload.h"
 
 typedef struct rep_rank {

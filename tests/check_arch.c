@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "models/arch.h"
-#include "workloads/datadir.h"
+#include "base/datadir.h"
 
 #ifndef CP_SRCDIR
 #define CP_SRCDIR "."

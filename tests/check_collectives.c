@@ -25,9 +25,9 @@
 #include "collectives/coll.h"
 #include "collectives/coll_alg.h"
 #include "collectives/sg_transport.h"
-#include "models/calib.h"
+#include "base/calib.h"
 #include "platforms/platform.h"
-#include "workloads/yamlio.h"
+#include "base/yamlio.h"
 
 #define MAX_RANKS 16
 

@@ -1,5 +1,5 @@
 /* check_cost: the compute cost model (models/cost.c) and the calibration
- * table reader (models/calib.c), against the H200 profile. */
+ * table reader (base/calib.c), against the H200 profile. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "models/build.h"
-#include "models/calib.h"
+#include "base/calib.h"
 #include "models/cost.h"
 #include "models/quant.h"
 #include "workloads/workload.h"

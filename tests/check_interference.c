@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "collectives/coll.h"
-#include "models/calib.h"
+#include "base/calib.h"
 #include "models/interference.h"
 #include "sim/engine/engine.h"
 #include "tests/testutil.h"
-#include "workloads/yamlio.h"
+#include "base/yamlio.h"
 
 /* Per-row relative errors, written by each forked iteration to a file so
  * that the summary test can see them all. */

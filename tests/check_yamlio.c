@@ -1,4 +1,4 @@
-/* check_yamlio: the YAML adapter (workloads/yamlio.c): parsing with
+/* check_yamlio: the YAML adapter (base/yamlio.c): parsing with
  * locations, typed accessors and their messages, --set, merge, dump. */
 #include <check.h>
 #include <limits.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "workloads/yamlio.h"
+#include "base/yamlio.h"
 
 /* Parse text (origin "t.yaml"); the test fails on a parse error. */
 static ydoc *parse(const char *text)

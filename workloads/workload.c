@@ -20,7 +20,7 @@
 #include "models/plan.h"
 #include "models/quant.h"
 #include "platforms/platform_xml.h"
-#include "workloads/datadir.h"
+#include "base/datadir.h"
 
 /* Bounds of the workload format (our own sanity limits, far beyond any
  * bundled model or preset, chosen so that sizes never overflow int64):

@@ -25,11 +25,11 @@
 
 #include <stdint.h>
 #include "models/arch.h"
-#include "models/dtype.h"
+#include "base/dtype.h"
 #include "models/kset.h"
 #include "platforms/platform.h"
-#include "workloads/diag.h"
-#include "workloads/yamlio.h"
+#include "base/diag.h"
+#include "base/yamlio.h"
 
 typedef enum { KV_BY_HEAD, KV_BY_POSITION } wl_kv_storage;
 /* ring: pass-Q (the queries travel, K/V stay); ring_kv: pass-KV (the K/V

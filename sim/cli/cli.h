@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 /* The commands, in the order cpsim --help lists them. */
 typedef enum {
@@ -133,7 +133,7 @@ void cli_opts_free(cli_opts *o);
  * workloads/examples/platform-mi300x.yaml) work from an installed copy too:
  * a relative workload, sweep file or --platform path that does not exist
  * from the current directory but does in the data directory
- * (workloads/datadir.h) is taken from there.  cli_main calls it. */
+ * (base/datadir.h) is taken from there.  cli_main calls it. */
 void cli_locate(cli_opts *o);
 
 /* The row of an option by its long name ("--out") or short form ("-j");

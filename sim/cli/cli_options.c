@@ -12,7 +12,7 @@
 
 #include "reports/report.h"
 #include "sim/sweep/sweep.h"
-#include "workloads/datadir.h"
+#include "base/datadir.h"
 
 /* ---- the setters of compound values ------------------------------------------------------ */
 

@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "models/plan.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 #include "workloads/workload.h"
 
 typedef struct drv_req {

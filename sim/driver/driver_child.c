@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/proc.h"
 #include "sim/engine/engine.h"
 
 /* Write all of buf to fd. */
@@ -94,39 +95,12 @@ int drv_spawn_prepared(const drv_req *rq, const scenario *s, const plan *p, drv_
     return spawn(rq, s, p, cp, err);
 }
 
-/* Everything the child wrote (NUL-terminated, caller frees). */
-static char *read_all(int fd)
-{
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    if (!buf)
-        abort();
-    for (;;) {
-        if (len + 1 == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            if (!buf)
-                abort();
-        }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
 int drv_finish(drv_child *cp, json_t **summary, cp_err *err)
 {
     *summary = NULL;
-    char *text = read_all(cp->fd);
+    char *text = cp_read_all(cp->fd, NULL);
     close(cp->fd);
-    int status = 0;
-    while (waitpid(cp->pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    int status = cp_wait(cp->pid);
     json_error_t je;
     json_t *j = text[0] ? json_loads(text, 0, &je) : NULL;
     free(text);

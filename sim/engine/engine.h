@@ -34,7 +34,7 @@
 #include "models/interference.h"
 #include "models/plan.h"
 #include "platforms/platform.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 typedef struct eng_opts {
     const platform *plat;

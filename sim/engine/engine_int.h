@@ -4,6 +4,8 @@
 #ifndef CP_ENGINE_INT_H
 #define CP_ENGINE_INT_H
 
+#include "base/grow.h"
+
 #include <simgrid/forward.h>
 #include <stdint.h>
 #include "collectives/sg_transport.h"
@@ -91,9 +93,7 @@ typedef struct eng_state {
 
 extern eng_state eng;
 
-/* v (*cap elements of `size` bytes, n used) with room for one more:
- * doubled when full (out of memory aborts). */
-void *eng_grow(void *v, size_t *cap, size_t n, size_t size);
+
 
 /* Record an event of its rank (eng_add_event) and move the run's end
  * (memory events go straight to eng_add_mem). */

@@ -5,17 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void *eng_grow(void *v, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return v;
-    *cap = *cap ? 2 * *cap : 16;
-    v = realloc(v, *cap * size);
-    if (!v)
-        abort();
-    return v;
-}
-
 void eng_result_init(eng_result *r, int nranks)
 {
     memset(r, 0, sizeof *r);
@@ -39,7 +28,7 @@ static void seq_extend(eng_span **v, size_t *nv, size_t *cv, uint32_t b, size_t 
             return;
         }
     }
-    *v = eng_grow(*v, cv, *nv, sizeof **v);
+    *v = cp_grow(*v, cv, *nv + 1, sizeof **v);
     (*v)[(*nv)++] = (eng_span){.block = b, .lo = (uint32_t)lo, .n = 1};
 }
 
@@ -48,7 +37,7 @@ void eng_add_event(eng_result *r, const eng_event *e)
     if (e->rank < 0 || (uint32_t)e->rank >= r->nown)
         abort(); /* a record of a rank that is not simulated: a caller bug */
     eng_block *b = &r->blk[e->rank];
-    b->ev = eng_grow(b->ev, &b->cap, b->nev, sizeof *b->ev);
+    b->ev = cp_grow(b->ev, &b->cap, b->nev + 1, sizeof *b->ev);
     b->ev[b->nev] = *e;
     eng_seq *q = &r->seq[e->rank];
     seq_extend(&q->es, &q->nes, &q->ces, (uint32_t)e->rank, b->nev++);
@@ -60,7 +49,7 @@ void eng_add_mem(eng_result *r, const eng_mem *m)
     if (m->rank < 0 || (uint32_t)m->rank >= r->nown)
         abort();
     eng_block *b = &r->blk[m->rank];
-    b->mem = eng_grow(b->mem, &b->mcap, b->nmem, sizeof *b->mem);
+    b->mem = cp_grow(b->mem, &b->mcap, b->nmem + 1, sizeof *b->mem);
     b->mem[b->nmem] = *m;
     eng_seq *q = &r->seq[m->rank];
     seq_extend(&q->ms, &q->nms, &q->cms, (uint32_t)m->rank, b->nmem++);
@@ -70,7 +59,7 @@ void eng_add_mem(eng_result *r, const eng_mem *m)
 uint32_t eng_new_block(eng_result *r)
 {
     size_t cap = r->cblk;
-    r->blk = eng_grow(r->blk, &cap, r->nblk, sizeof *r->blk);
+    r->blk = cp_grow(r->blk, &cap, r->nblk + 1, sizeof *r->blk);
     r->cblk = (uint32_t)cap;
     memset(&r->blk[r->nblk], 0, sizeof *r->blk);
     return r->nblk++;
@@ -79,14 +68,14 @@ uint32_t eng_new_block(eng_result *r)
 void eng_block_event(eng_result *r, uint32_t b, const eng_event *e)
 {
     eng_block *k = &r->blk[b];
-    k->ev = eng_grow(k->ev, &k->cap, k->nev, sizeof *k->ev);
+    k->ev = cp_grow(k->ev, &k->cap, k->nev + 1, sizeof *k->ev);
     k->ev[k->nev++] = *e;
 }
 
 void eng_block_mem(eng_result *r, uint32_t b, const eng_mem *m)
 {
     eng_block *k = &r->blk[b];
-    k->mem = eng_grow(k->mem, &k->mcap, k->nmem, sizeof *k->mem);
+    k->mem = cp_grow(k->mem, &k->mcap, k->nmem + 1, sizeof *k->mem);
     k->mem[k->nmem++] = *m;
 }
 
@@ -96,11 +85,11 @@ void eng_add_span(eng_result *r, int rank, int mem, eng_span s)
         return;
     eng_seq *q = &r->seq[rank];
     if (mem) {
-        q->ms = eng_grow(q->ms, &q->cms, q->nms, sizeof *q->ms);
+        q->ms = cp_grow(q->ms, &q->cms, q->nms + 1, sizeof *q->ms);
         q->ms[q->nms++] = s;
         r->nmem += s.n;
     } else {
-        q->es = eng_grow(q->es, &q->ces, q->nes, sizeof *q->es);
+        q->es = cp_grow(q->es, &q->ces, q->nes + 1, sizeof *q->es);
         q->es[q->nes++] = s;
         r->nev += s.n;
     }

@@ -399,10 +399,10 @@ int rp_started(rank_st *rs, uint32_t i, double t)
     if (i >= a + q->len || (o->kind != OPK_COMPUTE && o->kind != OPK_MEM))
         rp.bad = 1;
     if (o->kind == OPK_COMPUTE && o->cost_s > 0) {
-        rp.xend = eng_grow(rp.xend, &rp.cx, rp.nx, sizeof *rp.xend);
+        rp.xend = cp_grow(rp.xend, &rp.cx, rp.nx + 1, sizeof *rp.xend);
         rp.xend[rp.nx++] = t + o->cost_s;
     }
-    rp.cur = eng_grow(rp.cur, &rp.ccur, rp.ncur, sizeof *rp.cur);
+    rp.cur = cp_grow(rp.cur, &rp.ccur, rp.ncur + 1, sizeof *rp.cur);
     rp.cur[rp.ncur++] = (rp_sig){rs->rank, i - a, t, INFINITY, rp.serial};
     return (int)rp.ncur;
 }
@@ -434,7 +434,7 @@ void rp_ended(rank_st *rs, uint32_t i, double t, long msgs, int execs, int early
     }
     if (early && (size_t)early <= rp.ncur && rp.cur[early - 1].serial == rp.serial) {
         rp.cur[early - 1].e = t;
-        rp.er = eng_grow(rp.er, &rp.cer, rp.ner, sizeof *rp.er);
+        rp.er = cp_grow(rp.er, &rp.cer, rp.ner + 1, sizeof *rp.er);
         rp.er[rp.ner++] = (rp_early){rs->rank, mem, rec, execs};
     }
 }
@@ -510,7 +510,7 @@ static void build_ref(int R, uint32_t j)
                 if (e.t1 > last->t1)
                     last->t1 = e.t1;
             } else {
-                c->se = eng_grow(c->se, &cse, c->nse, sizeof *c->se);
+                c->se = cp_grow(c->se, &cse, c->nse + 1, sizeof *c->se);
                 c->se[c->nse++] = (rp_stepend){r, step, e.t1};
             }
         }

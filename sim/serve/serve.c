@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/grow.h"
 #include "models/build.h"
 #include "models/plan.h"
 
@@ -151,12 +152,7 @@ static int new_req(sched *S, int64_t prompt, int64_t decode, int64_t cached, int
                    double arrival, int stream)
 {
     srv_run_st *R = S->R;
-    if (R->nreq == R->rcap) {
-        R->rcap = R->rcap ? 2 * R->rcap : 64;
-        R->req = realloc(R->req, (size_t)R->rcap * sizeof *R->req);
-        if (!R->req)
-            abort();
-    }
+    R->req = cp_grow(R->req, &R->rcap, (size_t)R->nreq + 1, sizeof *R->req);
     srv_req *q = &R->req[R->nreq];
     memset(q, 0, sizeof *q);
     q->id = R->nreq;
@@ -368,12 +364,7 @@ static void apply(sched *S, replica *r, double t1)
 static void record(sched *S, int d, int step, double t0, double t1, double kv_before)
 {
     srv_run_st *R = S->R;
-    if (R->ninst == R->icap) {
-        R->icap = R->icap ? 2 * R->icap : 256;
-        R->inst = realloc(R->inst, (size_t)R->icap * sizeof *R->inst);
-        if (!R->inst)
-            abort();
-    }
+    R->inst = cp_grow(R->inst, &R->icap, (size_t)R->ninst + 1, sizeof *R->inst);
     srv_inst *in = &R->inst[R->ninst++];
     memset(in, 0, sizeof *in);
     in->replica = d;

@@ -57,7 +57,8 @@ typedef struct srv_steps {
     scenario one;            /* s with one request, for the step summaries */
     wl_request one_req;
     srv_step *v;
-    int n, cap;
+    int n;
+    size_t cap;
     long reused;             /* lookups answered by a step within the bound */
     double wall_s;           /* inside SimGrid */
 } srv_steps;
@@ -100,9 +101,11 @@ typedef struct srv_run_st {
     const scenario *s;
     srv_steps steps;
     srv_req *req;
-    int nreq, rcap;
+    int nreq;
+    size_t rcap;
     srv_inst *inst;
-    int ninst, icap;
+    int ninst;
+    size_t icap;
     double gaps;                    /* inter-token times held, all requests */
     FILE *progress;                 /* a line every SRV_PROGRESS_S of wall time (NULL: none) */
     double wall0, wall_last;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "models/build.h"
 #include "models/cost.h"
 #include "reports/report.h"
@@ -207,12 +208,7 @@ int srv_step_get(srv_steps *st, const build_batch *bt, cp_err *err)
     }
     if (rc != 0)
         return -1;
-    if (st->n == st->cap) {
-        st->cap = st->cap ? 2 * st->cap : 64;
-        st->v = realloc(st->v, (size_t)st->cap * sizeof *st->v);
-        if (!st->v)
-            abort();
-    }
+    st->v = cp_grow(st->v, &st->cap, (size_t)st->n + 1, sizeof *st->v);
     srv_step *e = &st->v[st->n++];
     memset(e, 0, sizeof *e);
     e->shape = shape;

@@ -47,7 +47,7 @@
 
 #include "models/plan.h"
 #include "sim/sweep/sweep_expr.h"
-#include "workloads/diag.h"
+#include "base/diag.h"
 #include "workloads/workload.h"
 
 #define SWEEP_FNV_INIT 0xcbf29ce484222325ULL

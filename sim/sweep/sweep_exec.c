@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "models/build.h"
+#include "base/grow.h"
 #include "models/cost.h"
 #include "reports/report.h"
 #include "sim/driver/driver.h"
@@ -90,7 +91,8 @@ typedef struct sim {
     json_t *summary;       /* SIM_DONE */
     cp_err why;            /* SIM_FAILED */
     waiter *w;
-    int nw, cap;
+    int nw;
+    size_t cap;
 } sim;
 
 /* Open addressing on the key; the table doubles at half full. */
@@ -275,12 +277,7 @@ static int join(runner *r, sim *e, const sweep_point *pt, const char *hash, cons
         json_decref(w.scenario);
         return rc;
     }
-    if (e->nw == e->cap) {
-        e->cap = e->cap ? 2 * e->cap : 8;
-        e->w = realloc(e->w, (size_t)e->cap * sizeof *e->w);
-        if (!e->w)
-            abort();
-    }
+    e->w = cp_grow(e->w, &e->cap, (size_t)e->nw + 1, sizeof *e->w);
     e->w[e->nw++] = w;
     return 0;
 }

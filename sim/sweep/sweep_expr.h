@@ -25,7 +25,7 @@
 #ifndef CP_SWEEP_EXPR_H
 #define CP_SWEEP_EXPR_H
 
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 typedef struct sweep_expr sweep_expr;
 

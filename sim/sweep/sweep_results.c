@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "models/cost.h"
+#include "base/grow.h"
 #include "platforms/platform.h"
 #include "reports/plot.h"
 #include "reports/report.h"
@@ -15,12 +16,7 @@
 
 void sweep_lines_add(sweep_lines *l, json_t *line)
 {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 256;
-        l->line = realloc(l->line, l->cap * sizeof *l->line);
-        if (!l->line)
-            abort();
-    }
+    l->line = cp_grow(l->line, &l->cap, l->n + 1, sizeof *l->line);
     l->line[l->n++] = line;
 }
 

@@ -10,8 +10,8 @@
 
 #include <jansson.h>
 
-#include "workloads/datadir.h"
-#include "workloads/yamlio.h"
+#include "base/datadir.h"
+#include "base/yamlio.h"
 
 /* Upper bound on grid size before `where`: our own sanity limit, far beyond
  * the thousands of points a sweep of this simulator runs (issue 5 asks for

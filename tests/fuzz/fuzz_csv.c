@@ -2,7 +2,7 @@
  * readers. */
 #include "tests/fuzz/fuzz.h"
 
-#include "models/calib.h"
+#include "base/calib.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

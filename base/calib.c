@@ -1,5 +1,5 @@
 /* calib: calibration CSV tables (see calib.h). */
-#include "models/calib.h"
+#include "base/calib.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "workloads/datadir.h"
+#include "base/datadir.h"
 
 typedef struct calib_cell {
     size_t text;        /* offset of the NUL-terminated text in calib_table.text */

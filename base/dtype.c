@@ -1,5 +1,5 @@
 /* dtype: element sizes and names (see dtype.h). */
-#include "models/dtype.h"
+#include "base/dtype.h"
 
 #include <stddef.h>
 

@@ -3,7 +3,7 @@
  * yamlio.h).  This is the only file that includes <yaml.h>; libyaml's
  * 1-on-success convention stops here.
  */
-#include "workloads/yamlio.h"
+#include "base/yamlio.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -13,7 +13,7 @@
 #define CP_YAMLIO_H
 
 #include <stdio.h>
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 typedef enum { YN_NULL, YN_SCALAR, YN_SEQ, YN_MAP } yn_kind;
 

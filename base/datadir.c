@@ -1,5 +1,5 @@
 /* datadir: locating bundled data (see datadir.h). */
-#include "workloads/datadir.h"
+#include "base/datadir.h"
 
 #include <limits.h>
 #include <stdio.h>

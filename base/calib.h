@@ -12,7 +12,7 @@
 #ifndef CP_CALIB_H
 #define CP_CALIB_H
 
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 typedef struct calib_table calib_table;
 

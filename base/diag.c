@@ -1,5 +1,5 @@
 /* diag: error reports (see diag.h). */
-#include "workloads/diag.h"
+#include "base/diag.h"
 
 #include <stdarg.h>
 #include <stdio.h>
