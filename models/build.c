@@ -288,7 +288,7 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
         /* the prefill, in chunks of max_num_batched_tokens with chunked
          * prefill: each chunk a full pass whose attention covers the cached
          * prefix and the chunks before it; only the last samples a token */
-        int64_t chunk = wl_prefill_chunk(s, q);
+        int64_t chunk = sc_prefill_chunk(s, q);
         for (int64_t done = 0; done < rq->prompt_tokens; done += chunk) {
             int64_t n = rq->prompt_tokens - done < chunk ? rq->prompt_tokens - done : chunk;
             b->step = step++;
@@ -445,7 +445,7 @@ void build_plan_ring(const scenario *s, plan_ring ring, plan *out)
     out->prefill_steps = cp_xcalloc((size_t)s->nreqs + 1, sizeof *out->prefill_steps);
     int64_t steps = 0;
     for (int q = 0; q < s->nreqs; q++) {
-        out->prefill_steps[q] = (int)wl_prefill_steps(s, q);
+        out->prefill_steps[q] = (int)sc_prefill_steps(s, q);
         steps += out->prefill_steps[q] + s->reqs[q].decode_tokens;
     }
     /* every program takes the same split decisions (ex_step_splits depends

@@ -9,7 +9,7 @@
 #define CP_BUILD_H
 
 #include "models/plan.h"
-#include "workloads/workload.h"
+#include "models/scenario.h"
 
 /* The plan of s into *out (plan_free it).  s must come from wl_load, whose
  * validation refuses every layout the schemes cannot build, so building

@@ -15,7 +15,7 @@
 #include "models/build.h"
 #include "models/memory.h"
 #include "models/plan.h"
-#include "workloads/workload.h"
+#include "models/scenario.h"
 
 #define EM_MAX_PENDING 16
 #define EM_MAX_HELD 48

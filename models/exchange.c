@@ -288,7 +288,7 @@ static int64_t keys_most(const ex_ctx *x)
 int ex_step_splits(const scenario *s, int64_t t)
 {
     const wl_parallel *p = &s->par;
-    int ring = wl_exchange_is_ring(p->exchange);
+    int ring = sc_exchange_is_ring(p->exchange);
     int splits = p->kv_storage == KV_BY_HEAD || p->exchange == EX_ALL_GATHER || ring;
     if (!(p->sp > 1 && splits && t >= p->min_tokens && t >= p->sp))
         return 0;
@@ -1061,7 +1061,7 @@ plan_ring ex_step_ring(const scenario *s, int64_t t, int64_t prefix, int split, 
 {
     const wl_parallel *p = &s->par;
     if (!split || p->sp <= 1 || p->kv_storage != KV_BY_POSITION ||
-        !wl_exchange_is_ring(p->exchange))
+        !sc_exchange_is_ring(p->exchange))
         return PR_NONE;
     if (force == PR_PASS_Q || force == PR_PASS_KV)
         return force;
@@ -1097,7 +1097,7 @@ int ex_step_ring_decode(const bld *b, int64_t t, int split)
 {
     const wl_parallel *p = &b->s->par;
     if (split || p->sp <= 1 || p->kv_storage != KV_BY_POSITION ||
-        !wl_exchange_is_ring(p->exchange) || !ex_step_all_decode(b, t) ||
+        !sc_exchange_is_ring(p->exchange) || !ex_step_all_decode(b, t) ||
         p->decode == DEC_DCP)
         return 0;
     /* auto: when every rank's block holds a real query (B >= N); with fewer

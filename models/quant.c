@@ -1,20 +1,14 @@
 /* quant: quantization types of the checkpoint's tensors and the static
- * weight accounting of one rank (see quant.h). */
+ * weight accounting of one rank (see quant.h; the description file is read
+ * and checked in quant_desc.c). */
 #include "models/quant.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "models/seqpar.h"
-#include "workloads/workload.h"
-
-struct quant_desc {
-    json_t *map;          /* name -> type string */
-    char path[1024];
-};
+#include "models/scenario.h"
 
 static const char *const type_names[QT_COUNT] = {"FLOAT", "W8A8", "W8A8_DYNAMIC", "FP8_BLOCK",
                                                  "PLAIN"};
@@ -44,114 +38,6 @@ const char *quant_step_name(quant_step st)
         "+ layer sharding (weights of the sharded projections: 1 layer in K kept)",
     };
     return (unsigned)st < QS_COUNT ? t[st] : "?";
-}
-
-/* ---- the description ------------------------------------------------------ */
-
-quant_desc *quant_desc_load(const char *path, cp_err *err)
-{
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        cp_fail(err, CP_EXIT_INPUT, "%s: a folder; quant_description names the "
-                "quant_model_description.json file inside it", path);
-        return NULL;
-    }
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    if (!j) {
-        if (je.line > 0)
-            cp_fail(err, CP_EXIT_INPUT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-        else
-            cp_fail(err, CP_EXIT_INPUT, "%s: %s", path, je.text);
-        return NULL;
-    }
-    if (!json_is_object(j)) {
-        json_decref(j);
-        cp_fail(err, CP_EXIT_INPUT,
-                "%s: a quant_model_description.json is a JSON object (tensor name -> quant type)",
-                path);
-        return NULL;
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach(j, key, v) {
-        if (!json_is_string(v)) {
-            json_decref(j);
-            cp_fail(err, CP_EXIT_INPUT, "%s: \"%s\": expected a quant type string", path, key);
-            return NULL;
-        }
-    }
-    quant_desc *d = calloc(1, sizeof *d);
-    if (!d) {
-        json_decref(j);
-        cp_fail(err, CP_EXIT_INTERNAL, "out of memory reading %s", path);
-        return NULL;
-    }
-    d->map = j;
-    snprintf(d->path, sizeof d->path, "%s", path);
-    return d;
-}
-
-void quant_desc_free(quant_desc *d)
-{
-    if (!d)
-        return;
-    json_decref(d->map);
-    free(d);
-}
-
-const char *quant_desc_path(const quant_desc *d)
-{
-    return d->path;
-}
-
-/* The description's type of a linear weight: QT_COUNT when the entry is
- * missing, -1 when its type is not modelled. */
-static int desc_type(const quant_desc *d, const char *name)
-{
-    const char *v = json_string_value(json_object_get(d->map, name));
-    if (!v)
-        return QT_COUNT;
-    for (int t = QT_FLOAT; t <= QT_W8A8_DYNAMIC; t++)
-        if (strcmp(v, type_names[t]) == 0)
-            return t;
-    return -1;
-}
-
-typedef struct check_ctx {
-    const quant_desc *d;
-    const arch *a;
-    cp_err *err;
-    int rc;
-} check_ctx;
-
-static void check_tensor(void *ctx, const mem_tensor *t)
-{
-    check_ctx *c = ctx;
-    if (c->rc < 0 || !t->linear)
-        return;
-    int ty = desc_type(c->d, t->name);
-    if (ty == QT_COUNT)
-        c->rc = cp_fail(c->err, CP_EXIT_INPUT,
-                        "%s: no entry for %s (is it the description of %s?)", c->d->path,
-                        t->name, c->a->name);
-    else if (ty < 0)
-        c->rc = cp_fail(c->err, CP_EXIT_INPUT,
-                        "%s: %s: quant type \"%s\" is not modelled (cpsim knows FLOAT, W8A8, "
-                        "W8A8_DYNAMIC)", c->d->path, t->name,
-                        json_string_value(json_object_get(c->d->map, t->name)));
-    else if (ty != QT_FLOAT && t->proj == MP_KV_B && c->a->has_dsa)
-        c->rc = cp_fail(c->err, CP_EXIT_INPUT,
-                        "%s: %s is %s, but the sparse-attention path needs kv_b_proj "
-                        "unquantized (vllm-ascend sfa_v1.py asserts it)", c->d->path, t->name,
-                        type_names[ty]);
-}
-
-int quant_desc_check(const quant_desc *d, const arch *a, cp_err *err)
-{
-    check_ctx c = {d, a, err, 0};
-    mem_each_tensor(a, MEM_ALL_LAYERS, 1, check_tensor, &c);
-    return c.rc;
 }
 
 /* ---- accounting ------------------------------------------------------------- */
@@ -207,7 +93,7 @@ static quant_type type_of(const qpass *q, const mem_tensor *t)
     if (!t->linear || t->keep_float)
         return QT_FLOAT;
     if (q->d)
-        return (quant_type)desc_type(q->d, t->name); /* checked: known */
+        return (quant_type)quant_desc_type(q->d, t->name); /* checked: known */
     cp_dtype w = wdtype_of(q, t);
     if (dtype_bytes(w) >= 2.0)
         return QT_FLOAT;

@@ -102,6 +102,9 @@ const char *quant_desc_path(const quant_desc *d);
 /* Every linear weight of the model has an entry of a modelled type, and a
  * DSA model keeps kv_b_proj FLOAT (vLLM-Ascend's SFA asserts it). */
 int quant_desc_check(const quant_desc *d, const arch *a, cp_err *err);
+/* The description's type of a linear weight (a quant_type): QT_COUNT when
+ * the entry is missing, -1 when its type is not modelled. */
+int quant_desc_type(const quant_desc *d, const char *name);
 
 typedef struct quant_report {
     mem_shard shard;                 /* the scheme's sharding */

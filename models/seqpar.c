@@ -23,7 +23,7 @@ int64_t seqpar_local_tokens(int64_t t, int tp)
 /* Either scheme of this module applies (parallel.sp aside). */
 static int seqpar_on(const scenario *s)
 {
-    return s->par.sequence_parallel || wl_dsa_cp(s);
+    return s->par.sequence_parallel || sc_dsa_cp(s);
 }
 
 mem_shard seqpar_mem_shard(const scenario *s)
@@ -31,14 +31,14 @@ mem_shard seqpar_mem_shard(const scenario *s)
     mem_shard sh = {.tp = s->par.tp, .ep = s->par.ep};
     if (s->par.sp > 1 || !seqpar_on(s))
         return sh;
-    sh.full_attn = wl_dsa_cp(s);
+    sh.full_attn = sc_dsa_cp(s);
     sh.shared_tp = 1;
     return sh;
 }
 
 uint32_t seqpar_sharded(const scenario *s)
 {
-    if (s->par.tp <= 1 || s->par.sp > 1 || !wl_dsa_cp(s))
+    if (s->par.tp <= 1 || s->par.sp > 1 || !sc_dsa_cp(s))
         return 0;
     uint32_t bits = 0;
     for (int i = 0; i < s->par.n_layer_sharding; i++)
@@ -352,7 +352,7 @@ static em_tensor ffn_decode(bld *b, int64_t t)
 static void seqpar_layer(bld *b, int64_t t, int64_t prefix)
 {
     const arch *a = b->a;
-    int split = split_step(b), cp = wl_dsa_cp(b->s);
+    int split = split_step(b), cp = sc_dsa_cp(b->s);
     int64_t n = rows_of(b, t), h = a->hidden;
     uint8_t local = split ? TL_LOCAL : TL_FULL;
     mla_cp c = {.t = t, .prefix = prefix, .tl = n, .split = split,
@@ -420,5 +420,5 @@ const layer_scheme *seqpar_scheme(const scenario *s)
 {
     if (s->par.sp > 1 || !seqpar_on(s))
         return NULL;
-    return wl_dsa_cp(s) ? &SEQPAR_DSA_CP_SCHEME : &SEQPAR_SCHEME;
+    return sc_dsa_cp(s) ? &SEQPAR_DSA_CP_SCHEME : &SEQPAR_SCHEME;
 }

@@ -39,7 +39,7 @@
 #include "models/memory.h"
 
 /* The scheme to build s with, or NULL when neither sequence parallelism
- * nor DSA CP (wl_dsa_cp) applies (the plain tensor-parallel scheme is used)
+ * nor DSA CP (sc_dsa_cp) applies (the plain tensor-parallel scheme is used)
  * or when parallel.sp > 1 (the exchange strategies; workload validation
  * refuses the combination of the two). */
 const layer_scheme *seqpar_scheme(const scenario *s);

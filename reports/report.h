@@ -17,7 +17,7 @@
 #include "models/plan.h"
 #include "sim/engine/events.h"
 #include "base/diag.h"
-#include "workloads/workload.h"
+#include "models/scenario.h"
 
 typedef struct rep_rank {
     int rank;

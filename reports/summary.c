@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reports/report.h"
+#include "workloads/workload.h"
 
 /* Events of one rank and stream class sorted by start time. */
 typedef struct span {

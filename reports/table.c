@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "reports/report.h"
+#include "workloads/workload.h"
 
 static const char *parallel_label(const scenario *s, char *buf, size_t len)
 {

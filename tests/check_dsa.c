@@ -102,7 +102,7 @@ START_TEST(token_layout_contract)
     scenario s;
     plan p;
     tu_plan(&s, &p, GLM, NULL, 0);
-    ck_assert(wl_dsa_cp(&s));
+    ck_assert(sc_dsa_cp(&s));
     ck_assert_str_eq(seqpar_scheme(&s)->name, "dsa_cp");
     ck_assert_int_eq(p.step_split[0], 1); /* the prefill's tokens split over TP16 */
     ck_assert_int_eq(tu_count(&p, 0, "mla_sparse_attention", -2), 78);
@@ -273,7 +273,7 @@ START_TEST(dsa_cp_what_ifs)
     plan p;
     const char *off[] = {"parallel.dsa_cp=off"};
     tu_plan(&s, &p, GLM, off, 1);
-    ck_assert(!wl_dsa_cp(&s));
+    ck_assert(!sc_dsa_cp(&s));
     ck_assert_str_eq(seqpar_scheme(&s)->name, "sequence_parallel");
     ck_assert_int_eq(tu_find(&p, 0, "mla_sparse_attention", 5)->attn.heads, 4);
     ck_assert_ptr_nonnull(tu_find(&p, 0, "attn_reduce_scatter", 5));

@@ -39,7 +39,7 @@ static json_t *serve(const char *yaml, const char *const *sets, int nsets, doubl
     scenario s;
     tu_load(&s, yaml, sets, nsets);
     ck_assert(s.serving);
-    drv_req rq = {0};
+    srv_out rq = {0};
     json_t *sum = NULL;
     cp_err err = {0};
     ck_assert_msg(srv_run(&rq, &s, reuse, &sum, NULL, &err) == 0, "%s", err.msg);
@@ -176,7 +176,7 @@ START_TEST(test_serve_reuse_bound)
         scenario m;
         cp_err err = {0};
         ck_assert_msg(wl_load(path, sets, 1, NULL, &m, &err) == 0, "%s", err.msg);
-        drv_req rq = {0};
+        srv_out rq = {0};
         ck_assert_msg(srv_run(&rq, &m, k == 0 ? 0.0 : m.decode_reuse, &sum[k], NULL, &err) == 0,
                       "%s", err.msg);
         wl_free(&m);
@@ -305,7 +305,7 @@ START_TEST(test_serve_router_pad_slice)
     ck_assert_int_eq(rs->out.d[0], 3);
     plan_free(&p);
     /* and the run takes that step: 9 decodes per replica */
-    drv_req rq = {0};
+    srv_out rq = {0};
     json_t *sum = NULL;
     ck_assert_msg(srv_run(&rq, &s, s.decode_reuse, &sum, NULL, &err) == 0, "%s", err.msg);
     ck_assert(json_is_true(json_object_get(json_object_get(sum, "serving"), "lockstep")));
@@ -348,7 +348,7 @@ static const char *refused(const char *yaml, const char *const *sets, int nsets)
     memset(&err, 0, sizeof err);
     scenario s;
     tu_load(&s, yaml, sets, nsets);
-    drv_req rq = {0};
+    srv_out rq = {0};
     json_t *sum = NULL;
     ck_assert_int_eq(srv_run(&rq, &s, 0.005, &sum, NULL, &err), -1);
     ck_assert_ptr_null(sum);

@@ -620,8 +620,8 @@ START_TEST(test_workload_names)
     ck_assert_str_eq(wl_ring_select_name(RS_RULE), "rule");
     ck_assert_str_eq(wl_ring_select_name(RS_SIMULATE), "simulate");
     ck_assert_str_eq(wl_ring_select_name((wl_ring_select)3), "?");
-    ck_assert(wl_exchange_is_ring(EX_RING) && wl_exchange_is_ring(EX_RING_KV));
-    ck_assert(!wl_exchange_is_ring(EX_ALL_GATHER) && !wl_exchange_is_ring(EX_NONE));
+    ck_assert(sc_exchange_is_ring(EX_RING) && sc_exchange_is_ring(EX_RING_KV));
+    ck_assert(!sc_exchange_is_ring(EX_ALL_GATHER) && !sc_exchange_is_ring(EX_NONE));
     ck_assert_str_eq(wl_kv_storage_name(KV_BY_HEAD), "by_head");
     ck_assert_str_eq(wl_kv_storage_name(KV_BY_POSITION), "by_position");
     ck_assert_str_eq(wl_kv_storage_name((wl_kv_storage)2), "?");

@@ -1332,7 +1332,7 @@ static int check_exchange(const scenario *s, cp_err *err)
     wl_exchange ex = p->exchange;
     int by_head = p->kv_storage == KV_BY_HEAD;
     int ok = ex == EX_AUTO || (ex == EX_ULYSSES && by_head) ||
-             ((ex == EX_ALL_GATHER || wl_exchange_is_ring(ex)) && !by_head) ||
+             ((ex == EX_ALL_GATHER || sc_exchange_is_ring(ex)) && !by_head) ||
              (ex == EX_NONE && (!by_head || p->sp == 1));
     if (ok)
         return 0;
@@ -1419,12 +1419,12 @@ static int check_exchange_keys(const scenario *s, cp_err *err)
                           "all_gather_tensors %s", ex, agt_names[p->all_gather_tensors]);
     if (yio_key(par, "embed") && p->embed_share &&
         !(p->kv_storage == KV_BY_HEAD || p->exchange == EX_ALL_GATHER ||
-          wl_exchange_is_ring(p->exchange)))
+          sc_exchange_is_ring(p->exchange)))
         return cp_fail_at(err, loc_of(s, "parallel", "embed"),
                           "parallel.embed: share cuts a split step's tokens before the "
                           "embedding; exchange %s with kv_storage %s never splits a step", ex,
                           kv);
-    int ring = wl_exchange_is_ring(p->exchange);
+    int ring = sc_exchange_is_ring(p->exchange);
     if (yio_key(par, "ring_overlap") && p->ring_overlap && !ring)
         return cp_fail_at(err, loc_of(s, "parallel", "ring_overlap"),
                           "parallel.ring_overlap: overlaps the hops of the ring exchanges "
@@ -1494,30 +1494,12 @@ static int check_split_prefix(const scenario *s, cp_err *err)
                       "prompt", who, cached, prompt);
 }
 
-int64_t wl_prefill_chunk(const scenario *s, int q)
-{
-    return s->chunked_prefill ? s->max_num_batched_tokens : s->reqs[q].prompt_tokens;
-}
-
-int64_t wl_prefill_steps(const scenario *s, int q)
-{
-    int64_t chunk = wl_prefill_chunk(s, q);
-    return (s->reqs[q].prompt_tokens + chunk - 1) / chunk;
-}
-
-int wl_dsa_cp(const scenario *s)
-{
-    if (s->par.dsa_cp >= 0)
-        return s->par.dsa_cp == 1;
-    return s->par.sequence_parallel && s->model.has_dsa;
-}
-
 /* Sequence parallelism over the TP group (and DSA CP) runs with sp = 1;
  * layer sharding needs DSA CP, which alone gives every rank the listed
  * projections' full layout. */
 static int check_seqpar(const scenario *s, cp_err *err)
 {
-    int cp = wl_dsa_cp(s);
+    int cp = sc_dsa_cp(s);
     if ((s->par.sequence_parallel || cp) && s->par.sp > 1)
         return cp_fail_at(err, loc_of(s, "parallel", "sp"),
                           "parallel.sp: sequence parallelism over the TP group%s runs with "
@@ -1538,14 +1520,14 @@ static int check_seqpar(const scenario *s, cp_err *err)
 static int check_sp_attention(const scenario *s, cp_err *err)
 {
     const wl_parallel *p = &s->par;
-    if (p->sp <= 1 || s->par.sequence_parallel || wl_dsa_cp(s))
+    if (p->sp <= 1 || s->par.sequence_parallel || sc_dsa_cp(s))
         return 0;
     if (s->model.attn == ATTN_MLA)
         return cp_fail_at(err, loc_of(s, "parallel", "sp"),
                           "parallel.sp = %d: the sequence-parallel exchange strategies "
                           "(cp-exchange.md) split GQA attention; %s uses MLA (use sp: 1)",
                           p->sp, s->model.name);
-    if (wl_exchange_is_ring(p->exchange) && p->sp > 128)
+    if (sc_exchange_is_ring(p->exchange) && p->sp > 128)
         return cp_fail_at(err, loc_of(s, "parallel", "sp"),
                           "parallel.sp = %d: the ring exchanges address at most 128 SP ranks",
                           p->sp);
@@ -1607,14 +1589,14 @@ static int check_plan_size(const scenario *s, cp_err *err)
     if (s->serving)
         return 0;               /* the serving scheduler builds one step at a time */
     const wl_parallel *p = &s->par;
-    int nprogs = p->sp > 1 && !p->sequence_parallel && !wl_dsa_cp(s) ? p->sp : 1;
+    int nprogs = p->sp > 1 && !p->sequence_parallel && !sc_dsa_cp(s) ? p->sp : 1;
     double ranks = (double)p->tp * p->sp * p->dp;
     double per_layer = s->model.attn == ATTN_MLA ? PLAN_OPS_PER_LAYER_MLA : PLAN_OPS_PER_LAYER_GQA;
     double step_ops = (double)s->model.layers * per_layer + PLAN_OPS_PER_STEP;
     double steps = 0, most_decode = 0, most_chunks = 0;
     int decode_req = 0, chunk_req = 0;
     for (int q = 0; q < s->nreqs; q++) {
-        double chunks = (double)wl_prefill_steps(s, q);
+        double chunks = (double)sc_prefill_steps(s, q);
         double decode = (double)s->reqs[q].decode_tokens;
         steps += chunks + decode;
         if (decode > most_decode) {
@@ -1847,7 +1829,7 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
                 "(set parallel.sp and platform.nodes for context parallelism)");
     int captures_prefill = out->graph == GRAPH_CAPTURED || out->graph == GRAPH_PIECEWISE ||
                            out->graph == GRAPH_FULL_AND_PIECEWISE;
-    if (rc == 0 && pp->sp > 1 && wl_exchange_is_ring(pp->exchange) && captures_prefill) {
+    if (rc == 0 && pp->sp > 1 && sc_exchange_is_ring(pp->exchange) && captures_prefill) {
         if (out->kernels.ncapture > 0)
             wl_warn(out, "parallel.exchange %s: the ring runs eager only (cp-exchange.md, "
                     "\"ring\"); under engine.graph %s, steps of up to %d tokens (the largest "
@@ -1896,11 +1878,6 @@ const char *wl_mlp_weights_name(const scenario *s)
 const char *wl_exchange_name(wl_exchange e)
 {
     return (unsigned)e < COUNT(exchange_names) - 1 ? exchange_names[e] : "?";
-}
-
-int wl_exchange_is_ring(wl_exchange e)
-{
-    return e == EX_RING || e == EX_RING_KV;
 }
 
 const char *wl_ring_select_name(wl_ring_select r)

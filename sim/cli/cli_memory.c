@@ -11,6 +11,7 @@
 #include "reports/report.h"
 #include "sim/cli/cli.h"
 #include "sim/cli/cli_commands.h"
+#include "workloads/workload.h"
 
 /* Load the scenario and the description to account (--quant or the
  * workload's own); *own set when the caller must free *d. */

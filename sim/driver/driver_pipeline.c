@@ -155,8 +155,10 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
      * finish leaves none of another scenario's outputs (rep_clear_outputs) */
     if (rq->out_dir)
         rep_clear_outputs(rq->out_dir);
-    if (s->serving)
-        return srv_run(rq, s, s->decode_reuse, summary, table, err);
+    if (s->serving) {
+        srv_out o = {rq->out_dir, rq->warn, rq->trace_gz, rq->trace};
+        return srv_run(&o, s, s->decode_reuse, summary, table, err);
+    }
     if (s->par.ring_select == RS_SIMULATE && !rq->picked && has_ring_step(p)) {
         plan win;
         double took[2];
@@ -183,10 +185,7 @@ int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p, json_t
     if (rc == 0)
         rc = interf_load(&im, &s->plat, err);
     if (rc == 0) {
-        eng_opts eo = {.plat = &s->plat, .cm = &cm, .graph = s->graph != GRAPH_EAGER,
-                       .l07 = s->net_model == NET_L07, .im = &im,
-                       .share_replicas = s->share_replicas, .replay = s->replay,
-                       .replay_tol_s = s->replay_tol_s};
+        eng_opts eo = eng_opts_of(s, &cm, &im);
         rc = eng_run(p, &eo, &r, err);
     }
     if (rc == 0)

@@ -783,3 +783,11 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
     }
     return rc;
 }
+
+eng_opts eng_opts_of(const scenario *s, const coll_model *cm, const interf_model *im)
+{
+    return (eng_opts){.plat = &s->plat, .cm = cm, .graph = s->graph != GRAPH_EAGER,
+                      .l07 = s->net_model == NET_L07, .im = im,
+                      .share_replicas = s->share_replicas, .replay = s->replay,
+                      .replay_tol_s = s->replay_tol_s};
+}

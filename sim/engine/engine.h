@@ -33,6 +33,7 @@
 #include "sim/engine/events.h"
 #include "models/interference.h"
 #include "models/plan.h"
+#include "models/scenario.h"
 #include "platforms/platform.h"
 #include "base/diag.h"
 
@@ -56,6 +57,12 @@ typedef struct eng_opts {
                            the check that the results do not depend on it) */
 } eng_opts;
 
+
+/* The options a scenario's simulation runs under (engine.graph,
+ * simulation.network_model, share_replicas, replay, replay_tolerance_s),
+ * with its collective and interference models: one place for the driver's
+ * runs and serving's steps. */
+eng_opts eng_opts_of(const scenario *s, const coll_model *cm, const interf_model *im);
 
 /* Initialise SimGrid once per process; consumes --cfg= and --log= options
  * from argv.  Quiet (warnings only) unless the user passed --log=. */

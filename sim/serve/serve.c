@@ -106,7 +106,7 @@ static int steps_fit(const scenario *s, int rpr, cp_err *err)
 {
     double most = 0, tokens = 0, chunk = (double)s->max_num_batched_tokens;
     for (int q = 0; q < s->nreqs; q++) {
-        double one = (double)wl_prefill_steps(s, q) + (double)s->reqs[q].decode_tokens;
+        double one = (double)sc_prefill_steps(s, q) + (double)s->reqs[q].decode_tokens;
         most = one > most ? one : most;
         tokens += (double)(s->reqs[q].prompt_tokens + s->reqs[q].decode_tokens);
     }
@@ -606,7 +606,7 @@ double srv_kv_budget(const scenario *s, double resident[MC_COUNT])
     return b > 0 ? b : 0;
 }
 
-int srv_run(const drv_req *rq, const scenario *s, double reuse, json_t **summary, FILE *table,
+int srv_run(const srv_out *rq, const scenario *s, double reuse, json_t **summary, FILE *table,
             cp_err *err)
 {
     *summary = NULL;

@@ -44,8 +44,15 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "sim/driver/driver.h"
 #include "workloads/workload.h"
+
+/* Where a serving run's outputs go (the driver's request passes its own). */
+typedef struct srv_out {
+    const char *out_dir;           /* summary.json, trace, memory.csv, steps.csv; NULL: none */
+    FILE *warn;                    /* warnings (NULL: nowhere) */
+    int trace_gz;                  /* 1: trace.json.gz */
+    const struct rep_trace_opts *trace; /* what the trace holds (NULL: every op) */
+} srv_out;
 
 /* Steps whose every op trace.json holds (the rest: one span per rank): our
  * choice, enough for the first prefill and decodes of a run at a trace of
@@ -55,7 +62,7 @@
 /* Run the serving scenario s (s->serving) and write its outputs as
  * drv_simulate does.  reuse: the decode-reuse bound (s->decode_reuse; 0:
  * the exact run). */
-int srv_run(const drv_req *rq, const scenario *s, double reuse, json_t **summary,
+int srv_run(const srv_out *rq, const scenario *s, double reuse, json_t **summary,
             FILE *table, cp_err *err);
 
 #endif

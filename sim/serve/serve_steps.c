@@ -57,10 +57,7 @@ int srv_steps_init(srv_steps *st, const scenario *s, int lockstep, double reuse,
         return -1;
     if (coll_model_init(&st->cm, &s->plat, err) != 0 || interf_load(&st->im, &s->plat, err) != 0)
         return -1;
-    st->eo = (eng_opts){.plat = &s->plat, .cm = &st->cm, .graph = s->graph != GRAPH_EAGER,
-                        .l07 = s->net_model == NET_L07, .im = &st->im,
-                        .share_replicas = s->share_replicas, .replay = s->replay,
-                        .replay_tol_s = s->replay_tol_s};
+    st->eo = eng_opts_of(s, &st->cm, &st->im);
     /* the scenario the step summaries see: one request */
     st->one = *s;
     st->one.nreqs = 1;

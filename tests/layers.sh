@@ -1,0 +1,35 @@
+#!/bin/sh
+# layers.sh: the library's floors (README "Layout of the repository"): a file
+# includes its own folder and the floors below it, never one above.
+#   base < platforms < models < collectives < workloads < sim/engine < reports
+#        < sim/serve < sim/driver < sim/sweep < sim/cli
+: "${top_srcdir:=.}"
+cd "$top_srcdir" || exit 1
+floors="base platforms models collectives workloads sim/engine reports sim/serve sim/driver
+sim/sweep sim/cli"
+floor_of() { # the floor index of a path (folder/...), -1 when not a library floor
+    i=0
+    for f in $floors; do
+        case $1 in "$f"/*) echo $i; return ;; esac
+        i=$((i + 1))
+    done
+    echo -1
+}
+bad=0
+for src in $(find base platforms models collectives workloads sim reports \
+    -name '*.[ch]' | sort); do
+    mine=$(floor_of "$src")
+    [ "$mine" -ge 0 ] || continue
+    for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$src"); do
+        theirs=$(floor_of "$inc")
+        if [ "$theirs" -gt "$mine" ]; then
+            echo "$src includes $inc, a floor above its own"
+            bad=$((bad + 1))
+        fi
+    done
+done
+if [ "$bad" -gt 0 ]; then
+    echo "layers.sh: $bad includes go up"
+    exit 1
+fi
+echo "layers.sh: every include goes down or sideways"
