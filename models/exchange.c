@@ -14,7 +14,7 @@
  * layer is thus what the timeline shows between the input norm and
  * o_proj, the MLP/MoE phase what it shows after the post-attention norm.
  */
-#include "models/exchange.h"
+#include "models/exchange_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,315 +25,6 @@
 #include "models/interference.h"
 #include "models/memory.h"
 
-/* The scheme's callbacks get &ctx->b, the first member of an ex_ctx. */
-static ex_ctx *ctx_of(bld *b)
-{
-    return (ex_ctx *)b;
-}
-
-/* ---- positions ------------------------------------------------------------- */
-
-int64_t ex_stripe_below(int64_t n, int r, int P)
-{
-    return n > r ? (n - r + P - 1) / P : 0;
-}
-
-/* Positions of stripe r in [lo, hi). */
-static int64_t stripe_count(int64_t lo, int64_t hi, int r, int P)
-{
-    return ex_stripe_below(hi, r, P) - ex_stripe_below(lo, r, P);
-}
-
-/* Pairs of the queries at positions 0 .. n-1 against the keys of stripe r:
- * key y = r + jP (y < n) is seen by the n - y queries at or after it, so
- * sum_j (n - r - jP) over the m keys = m (n - r) - P m (m - 1) / 2. */
-static double stripe_pairs_below(int64_t n, int r, int P)
-{
-    double m = (double)ex_stripe_below(n, r, P);
-    return m * (double)(n - r) - (double)P * m * (m - 1.0) / 2.0;
-}
-
-double ex_pairs(const ex_run *q, int stripe, int P)
-{
-    double n = (double)q->n;
-    if (q->n <= 0)
-        return 0;
-    if (stripe < 0) /* query x sees x + 1 keys */
-        return n * (double)(q->lo + 1) + (double)q->stride * n * (n - 1.0) / 2.0;
-    if (q->stride == 1)
-        return stripe_pairs_below(q->lo + q->n, stripe, P) - stripe_pairs_below(q->lo, stripe, P);
-    /* stride P: each next query sees exactly one more key of every stripe */
-    double k0 = (double)ex_stripe_below(q->lo + 1, stripe, P);
-    return n * k0 + n * (n - 1.0) / 2.0;
-}
-
-/* floor(a / b) for b > 0 */
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-/* ceil(a / b) for b > 0 */
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-    return -floor_div(-a, b);
-}
-
-/* Query i of q (position q.lo + i q.stride) sees clamp(c0 + i a, 0, K) keys
- * of k: with k of stride 1, c0 = q.lo - k.lo + 1 and a = q.stride; with
- * both of stride S, c0 = floor((q.lo - k.lo) / S) + 1 and a = 1.  The sum
- * over i: zero below i0 (the first i with a count >= 1), K from i1 (the
- * first with a count >= K), the arithmetic series between. */
-double ex_run_pairs(const ex_run *q, const ex_run *k)
-{
-    if (q->n <= 0 || k->n <= 0)
-        return 0;
-    int64_t c0, a;
-    if (k->stride == 1) {
-        c0 = q->lo - k->lo + 1;
-        a = q->stride;
-    } else if (q->stride == k->stride) {
-        c0 = floor_div(q->lo - k->lo, k->stride) + 1;
-        a = 1;
-    } else {
-        abort(); /* builder bug: no split pairs these strides */
-    }
-    int64_t K = k->n, n = q->n;
-    int64_t i0 = c0 >= 1 ? 0 : ceil_div(1 - c0, a);
-    int64_t i1 = c0 >= K ? 0 : ceil_div(K - c0, a);
-    i0 = i0 < n ? i0 : n;
-    i1 = i1 < n ? i1 : n;
-    i1 = i1 > i0 ? i1 : i0;
-    double d0 = (double)i0, d1 = (double)i1;
-    double series = (d1 - d0) * (double)c0 + (double)a * (d1 * (d1 - 1.0) - d0 * (d0 - 1.0)) / 2.0;
-    return series + (double)(n - i1) * (double)K;
-}
-
-/* ---- attention calls of a batched step ---------------------------------------- */
-
-/* Pairs and keys of one sequence (ex_step_calls). */
-static void seq_work(int64_t t, int64_t prefix, int64_t cap, int win_kv, int stripe, int P,
-                     double *pairs, int64_t *keys)
-{
-    if (stripe >= 0) {
-        ex_run all = {prefix, t, 1};
-        *pairs = ex_pairs(&all, stripe, P);
-        *keys = ex_stripe_below(prefix + t, stripe, P);
-        return;
-    }
-    *pairs = em_causal_pairs(t, prefix, cap);
-    *keys = win_kv && cap > 0 && t <= 16 && prefix + t > cap + t ? cap + t : prefix + t;
-}
-
-int ex_step_calls(const bld *b, int64_t t, int64_t prefix, int64_t cap, int win_kv, int stripe,
-                  int P, plan_attn *out)
-{
-    double pairs;
-    int64_t keys;
-    if (!b->seqs) {
-        seq_work(t, prefix, cap, win_kv, stripe, P, &pairs, &keys);
-        out[0] = (plan_attn){.q_len = t, .kv_len = keys, .pairs = pairs, .causal = 1};
-        return 1;
-    }
-    int n = 0, dec = -1;
-    int64_t cnt[EX_MAX_CALLS] = {0}, kmax[EX_MAX_CALLS] = {0};
-    double qs[EX_MAX_CALLS] = {0};
-    for (int i = 0; i < b->nseqs; i++) {
-        const build_seq *q = &b->seqs[i];
-        seq_work(q->tokens, q->prefix, cap, win_kv, stripe, P, &pairs, &keys);
-        int c = q->tokens == 1 && dec >= 0 ? dec : n < EX_MAX_CALLS ? n++ : EX_MAX_CALLS - 1;
-        if (q->tokens == 1 && dec < 0)
-            dec = c;
-        if (cnt[c] == 0)
-            out[c] = (plan_attn){.causal = 1};
-        cnt[c]++;
-        qs[c] += (double)q->tokens;
-        kmax[c] = keys > kmax[c] ? keys : kmax[c];
-        out[c].pairs += pairs;
-    }
-    for (int c = 0; c < n; c++) {
-        out[c].batch = cnt[c] > 1 ? cnt[c] : 0; /* 0: one sequence */
-        out[c].q_len = (int64_t)ceil(qs[c] / (double)cnt[c]);
-        out[c].kv_len = kmax[c];
-        /* a batched decode call: FA2 sizes its split of the keys for the
-         * longest request and every CTA of the grid waits for it, so the
-         * call costs the longest request's keys on every request (issue
-         * "Decode steps": a batch of 33 with one 32K request spends 6 ms) */
-        if (cnt[c] > 1 && out[c].q_len == 1)
-            out[c].pairs = (double)cnt[c] * (double)kmax[c];
-    }
-    return n;
-}
-
-plan_attn ex_step_merged(const bld *b, int64_t t, int64_t prefix, int64_t cap)
-{
-    plan_attn calls[EX_MAX_CALLS], m = {0};
-    int n = ex_step_calls(b, t, prefix, cap, 0, -1, 1, calls);
-    double qs = 0, ks = 0, pairs = 0;
-    int64_t seqs = 0;
-    for (int c = 0; c < n; c++) {
-        int64_t bt = calls[c].batch > 0 ? calls[c].batch : 1;
-        seqs += bt;
-        qs += (double)(calls[c].q_len * bt);
-        ks += (double)(calls[c].kv_len * bt);
-        pairs += calls[c].pairs;
-    }
-    m.batch = seqs > 1 ? seqs : 0;
-    m.q_len = (int64_t)ceil(qs / (double)seqs);
-    m.kv_len = (int64_t)ceil(ks / (double)seqs);
-    m.pairs = pairs;
-    m.causal = 1;
-    return m;
-}
-
-int ex_step_all_decode(const bld *b, int64_t t)
-{
-    if (!b->seqs)
-        return t == 1;
-    for (int i = 0; i < b->nseqs; i++)
-        if (b->seqs[i].tokens != 1)
-            return 0;
-    return 1;
-}
-
-/* Chunk c of a step of t tokens after `prefix` cut into `parts` chunks,
- * the first t % parts chunks one token longer. */
-static ex_run chunk(int64_t t, int64_t prefix, int parts, int c)
-{
-    int64_t q = t / parts, rem = t % parts;
-    int64_t lo = prefix + (int64_t)c * q + (c < rem ? c : rem);
-    return (ex_run){lo, q + (c < rem), 1};
-}
-
-/* The positions of SP rank r's tokens in the current (split) step. */
-static ex_share share_of(const ex_ctx *x, int r)
-{
-    ex_share s = {0};
-    int P = x->P;
-    switch (x->split_kind) {
-    case SPLIT_STRIPED: {
-        int64_t first = x->prefix + ((r - x->prefix % P) % P + P) % P;
-        s.run[s.nrun++] = (ex_run){first, stripe_count(x->prefix, x->prefix + x->t, r, P), P};
-        break;
-    }
-    case SPLIT_CONTIGUOUS:
-        s.run[s.nrun++] = chunk(x->t, x->prefix, P, r);
-        break;
-    case SPLIT_ZIGZAG:
-        s.run[s.nrun++] = chunk(x->t, x->prefix, 2 * P, r);
-        s.run[s.nrun++] = chunk(x->t, x->prefix, 2 * P, 2 * P - 1 - r);
-        break;
-    }
-    for (int i = 0; i < s.nrun; i++)
-        s.n += s.run[i].n;
-    return s;
-}
-
-/* Causal pairs of a share's queries against all keys (stripe < 0) or the
- * keys of one stripe. */
-static double share_pairs(const ex_share *s, int stripe, int P)
-{
-    double p = 0;
-    for (int i = 0; i < s->nrun; i++)
-        p += ex_pairs(&s->run[i], stripe, P);
-    return p;
-}
-
-/* The KV positions SP rank r stores of the current split step's sequence
- * [0, prefix + t) under a ring (exchange.h "KV ownership"): one stripe, or
- * the zigzag chunks of the cached prefix and of the step. */
-static ex_share keys_of(const ex_ctx *x, int r)
-{
-    ex_share k = {0};
-    int P = x->P;
-    if (x->split_kind != SPLIT_ZIGZAG) {
-        k.run[k.nrun++] = (ex_run){r, ex_stripe_below(x->prefix + x->t, r, P), P};
-    } else {
-        ex_share step = share_of(x, r);
-        ex_run pre[2] = {chunk(x->prefix, 0, 2 * P, r), chunk(x->prefix, 0, 2 * P, 2 * P - 1 - r)};
-        for (int i = 0; i < 2; i++)
-            if (pre[i].n > 0)
-                k.run[k.nrun++] = pre[i];
-        for (int i = 0; i < step.nrun; i++)
-            k.run[k.nrun++] = step.run[i];
-    }
-    for (int i = 0; i < k.nrun; i++)
-        k.n += k.run[i].n;
-    return k;
-}
-
-/* Causal pairs of the queries of share q against the keys of key set k. */
-static double keys_pairs(const ex_share *q, const ex_share *k)
-{
-    double p = 0;
-    for (int i = 0; i < q->nrun; i++)
-        for (int j = 0; j < k->nrun; j++)
-            p += ex_run_pairs(&q->run[i], &k->run[j]);
-    return p;
-}
-
-/* The most KV positions an SP rank stores of the current step's sequence. */
-static int64_t keys_most(const ex_ctx *x)
-{
-    int64_t most = 0;
-    for (int r = 0; r < x->P; r++) {
-        int64_t n = keys_of(x, r).n;
-        most = n > most ? n : most;
-    }
-    return most;
-}
-
-/* ---- set-up ------------------------------------------------------------------ */
-
-int ex_step_splits(const scenario *s, int64_t t)
-{
-    const wl_parallel *p = &s->par;
-    int ring = sc_exchange_is_ring(p->exchange);
-    int splits = p->kv_storage == KV_BY_HEAD || p->exchange == EX_ALL_GATHER || ring;
-    if (!(p->sp > 1 && splits && t >= p->min_tokens && t >= p->sp))
-        return 0;
-    /* "Ring runs eager only (no captured graph)" (cp-exchange.md, "ring"):
-     * a step the graph mode launches from a graph runs copied instead
-     * (wl_load warns) */
-    int64_t padded;
-    return !ring || build_step_launch(s, t, 1, &padded) == PL_EAGER;
-}
-
-void ex_init(ex_ctx *x, int me)
-{
-    x->P = x->b.s->par.sp;
-    x->me = me;
-}
-
-void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split, plan_ring ring)
-{
-    x->t = t;
-    x->prefix = prefix;
-    x->split = split;
-    x->split_kind = x->b.s->par.split;
-    x->ring = split ? ring : PR_NONE;
-    memset(&x->mine, 0, sizeof x->mine);
-    x->most = 0;
-    if (!split)
-        return;
-    x->mine = share_of(x, x->me);
-    for (int r = 0; r < x->P; r++) {
-        int64_t n = share_of(x, r).n;
-        if (n > x->most)
-            x->most = n;
-    }
-}
-
-double ex_kv_bytes(const ex_ctx *x, int64_t positions)
-{
-    const arch *a = x->b.a;
-    /* K and V (2) of one head per position and layer, kv_cache dtype */
-    double per_head = (double)a->layers * 2.0 * (double)a->head_dim * x->b.kvb;
-    if (x->b.s->par.kv_storage == KV_BY_HEAD)
-        return (double)positions * (double)mem_kv_heads_per_rank(a, x->b.tp * x->P) * per_head;
-    return (double)ex_stripe_below(positions, x->me, x->P) *
-           (double)mem_kv_heads_per_rank(a, x->b.tp) * per_head;
-}
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -548,7 +239,7 @@ static em_tensor all_gather_qkv(ex_ctx *x, int64_t t, int64_t prefix)
     em_coll(b, "sp_qkv_all_gather", CK_ALL_GATHER, G_SP, bytes,
             shp(2, P * x->most, g.qkv_w, 0));
     em_free(b, &qkv); /* all of it is in the gathered buffer */
-    layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
+    layer_gqa_kv_write(b, ex_stripe_count(prefix, prefix + t, x->me, P), g.hkv);
     em_tensor part = dcp_attention(x, &g, t, prefix);
     em_free(b, &gathered);
     em_tensor out;
@@ -606,7 +297,7 @@ static em_tensor all_gather_kv(ex_ctx *x, int64_t t, int64_t prefix)
     b->layout = TL_FULL;
     em_tensor gathered = em_buf_alloc(b, bytes);
     em_coll(b, "sp_kv_all_gather", CK_ALL_GATHER, G_SP, bytes, shp(2, P * x->most, width, 0));
-    layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, P), g.hkv);
+    layer_gqa_kv_write(b, ex_stripe_count(prefix, prefix + t, x->me, P), g.hkv);
     if (x->split_kind == SPLIT_ZIGZAG)
         repack(b, "sp_kv_reorder", &gathered, shp(2, P * x->most, width, 0),
                shp(2, prefix + t, width, 0));
@@ -628,10 +319,10 @@ static em_tensor all_gather_kv(ex_ctx *x, int64_t t, int64_t prefix)
         out = em_act_alloc(b, out_bytes + lse); /* accumulator */
         int first = 1;
         for (int s = 0; s < P; s++) {
-            double pairs = share_pairs(&x->mine, s, P);
+            double pairs = ex_share_pairs(&x->mine, s, P);
             if (pairs <= 0)
                 continue;
-            int64_t keys = stripe_count(prefix, prefix + t, s, P);
+            int64_t keys = ex_stripe_count(prefix, prefix + t, s, P);
             plan_attn at = attn_of(&g, tm, keys, g.hq, g.hkv, pairs);
             em_tensor part = first ? EM_TENSOR_NONE : em_act_alloc(b, out_bytes + lse);
             layer_gqa_attend(b, "stripe_attention", &at);
@@ -702,7 +393,7 @@ static int stripe_of_round(const ring *rg, int j)
 /* Rows of block j. */
 static int64_t block_rows(const ring *rg, int j)
 {
-    return share_of(rg->x, stripe_of_round(rg, j)).n;
+    return ex_share_of(rg->x, stripe_of_round(rg, j)).n;
 }
 
 /* Post hop j after op `after` (the attention that last read the buffer it
@@ -724,8 +415,8 @@ static uint32_t ring_hop(ring *rg, int j, uint32_t after)
 static uint32_t ring_round(ring *rg, int j)
 {
     bld *b = &rg->x->b;
-    ex_share blk = share_of(rg->x, stripe_of_round(rg, j));
-    double pairs = keys_pairs(&blk, &rg->kv);
+    ex_share blk = ex_share_of(rg->x, stripe_of_round(rg, j));
+    double pairs = ex_keys_pairs(&blk, &rg->kv);
     if (pairs <= 0)
         return EM_NONE;
     plan_attn at = attn_of(&rg->g, blk.n, rg->keys, rg->g.hq, rg->g.hkv, pairs);
@@ -770,7 +461,7 @@ static em_tensor ring_attention(ex_ctx *x, int64_t t, int64_t prefix)
     ring rg = {.x = x, .g = gqa_of(b)};
     (void)t;
     (void)prefix; /* in x, which keys_of and share_of read */
-    rg.kv = keys_of(x, x->me);
+    rg.kv = ex_keys_of(x, x->me);
     rg.keys = rg.kv.n;
     rg.q_row = (double)(rg.g.hq * rg.g.d) * b->ab;
     rg.p_row = (double)rg.g.hq * ((double)rg.g.d * b->ab + 4.0); /* + fp32 LSE, 4 B */
@@ -854,8 +545,8 @@ static em_tensor ring_kv_attention(ex_ctx *x)
     bld *b = &x->b;
     int P = x->P, overlap = b->s->par.ring_overlap;
     gqa g = gqa_of(b);
-    int64_t tm = x->mine.n, most = keys_most(x), width = 2 * g.hkv * g.d; /* k and v */
-    ex_share own = keys_of(x, x->me);
+    int64_t tm = x->mine.n, most = ex_keys_most(x), width = 2 * g.hkv * g.d; /* k and v */
+    ex_share own = ex_keys_of(x, x->me);
     double msg = (double)most * kv_row_bytes(&g, b->ab);
     double out_bytes = (double)tm * (double)(g.hq * g.d) * b->ab;
     double lse = em_lse_bytes(tm, g.hq);
@@ -883,8 +574,8 @@ static em_tensor ring_kv_attention(ex_ctx *x)
                 next = kv_hop(b, &block[(j + 1) % 2], msg, prev);
         }
         int src = ((x->me - j) % P + P) % P;
-        ex_share blk = keys_of(x, src);
-        double pairs = keys_pairs(&x->mine, &blk);
+        ex_share blk = ex_keys_of(x, src);
+        double pairs = ex_keys_pairs(&x->mine, &blk);
         if (pairs <= 0) /* every key of the block after every query (j > 0) */
             continue;
         em_tensor part = j > 0 ? em_act_alloc(b, out_bytes + lse) : EM_TENSOR_NONE;
@@ -905,172 +596,6 @@ static em_tensor ring_kv_attention(ex_ctx *x)
     return layer_gqa_out(b, tm, &acc);
 }
 
-/* ---- which ring (parallel.ring_select) ---------------------------------------------- */
-
-/* The SP ring's link: the NICs when an SP group spans nodes (some group's
- * members on two nodes, plan.h rank numbering and parallel.order), else the
- * node's fabric (a mesh: one pair's link, bandwidth / (devices - 1),
- * platform.h); the latency of the tiers crossed. */
-static int ring_link(const scenario *s, double *rate, double *latency)
-{
-    const platform *pl = &s->plat;
-    plan_layout_cfg lay = {.tp = s->par.tp, .sp = s->par.sp, .ep = s->par.ep, .dp = s->par.dp,
-                           .devices_per_node = pl->devices_per_node, .order = s->par.order};
-    int dpn = pl->devices_per_node > 0 ? pl->devices_per_node : 1, spans = 0;
-    for (int r = 0; r < lay.tp * lay.sp * lay.dp && !spans; r++) {
-        int tp_i, sp_i, dp_i;
-        plan_rank_coords(&lay, r, &tp_i, &sp_i, &dp_i);
-        spans = plan_rank_of(&lay, tp_i, 0, dp_i) / dpn != r / dpn;
-    }
-    if (spans) {
-        *rate = plat_link_rate(pl, &pl->nic);
-        *latency = pl->nic.latency + pl->spine.latency;
-        return 1;
-    }
-    *rate = plat_link_rate(pl, &pl->intra);
-    if (pl->fabric == FAB_MESH && pl->devices_per_node > 1)
-        *rate /= (double)(pl->devices_per_node - 1);
-    *latency = pl->intra.latency;
-    return 0;
-}
-
-/* Kernel time of one ring block's attention on the platform: an op built
- * as layer_gqa_attend builds it, priced by the cost model (the profile's
- * attention tables, else the analytic model); without a cost model, the
- * attention roofline (flops / (peak * eff_attention)). */
-static double block_attention_s(const scenario *s, int64_t q, int64_t kv, double pairs)
-{
-    const arch *a = &s->model;
-    int64_t hq = a->heads / s->par.tp, hkv = mem_kv_heads_per_rank(a, s->par.tp);
-    int64_t d = a->head_dim;
-    double ab = dtype_bytes(s->a_dtype);
-    plan_op o = {0};
-    o.name = "ring_attention";
-    o.kind = OPK_COMPUTE;
-    o.stream = ST_COMPUTE;
-    o.kclass = KC_ATTENTION;
-    o.dtype = (uint8_t)s->a_dtype;
-    o.layout = TL_LOCAL;
-    o.g = 1;
-    o.eager = 1;
-    o.attn = (plan_attn){.q_len = q, .kv_len = kv, .heads = hq, .kv_heads = hkv, .d_qk = d,
-                         .d_v = d, .pairs = pairs, .causal = 1};
-    /* layer_gqa_attend's counts: 2 flops per multiply-add of q.k and p.v;
-     * q, the output, k and v read or written once */
-    o.flops = 2.0 * pairs * (double)hq * (double)(2 * d);
-    o.bytes = ((double)q * (double)(hq * 2 * d) + (double)kv * (double)(hkv * 2 * d)) * ab;
-    o.in = shp(3, q, hq, d);
-    o.w = shp(3, kv, hkv, d);
-    o.out = shp(3, q, hq, d);
-    cp_err err = {0};
-    cost_model *cm = cost_new(&s->plat, &err);
-    double peak = s->plat.peak_flops[DT_BF16] * s->plat.eff_attention;
-    double t = cm ? cost_kernel_s(cm, &o) : peak > 0 ? o.flops / peak : 0;
-    cost_free(cm);
-    return t;
-}
-
-/* The part of a hop of h seconds alone (a message of `bytes`) that an
- * attention of A seconds alone running beside it leaves exposed, both
- * slowed while they overlap (interference.h): ex_ring_rule's x(h, A). */
-static double exposed_hop(const interf_model *im, double h, double A, double bytes)
-{
-    double fc, fm;
-    interf_factors(im, IK_ATTENTION, bytes, &fc, &fm);
-    double end = h * fm <= A * fc ? A + h * fm * (1.0 - 1.0 / fc) : h + A * fc * (1.0 - 1.0 / fm);
-    return end - A;
-}
-
-/* The rule of ring_select: rule, per split step and layer, from the bytes
- * each ring moves over the SP ring's link (rate R, latency L; ring_link) and
- * the time A of one block's attention (the rank's most queries over its
- * most keys with the mean block's pairs, 1/N^2 of the step's causal pairs,
- * priced by the cost model):
- *   pass-KV  N - 1 hops of the padded K/V block, B_kv = most keys x 2 hkv d
- *            x activation bytes;
- *   pass-Q   N - 1 hops of the query block, B_q = most new tokens x hq d x
- *            activation bytes, and the partials' returns, B_o = most new
- *            tokens x hq (d x activation bytes + 4 B of fp32 LSE), all but
- *            the last under the later rounds (the second comm stream), the
- *            last on the critical path.
- * With h(B) = C + L + B / R (C: the fixed cost of an eager call,
- * device.collective_latency.eager), a hop is exposed whole without
- * ring_overlap; with
- * it, the hop runs under the previous block's attention and is exposed by
- * x(h, A) = end - A, where the pair of a hop and an attention slowed by the
- * platform's interference factors fc (compute) and fm (communication) of
- * a message of B bytes (interference.h, 1 without an overlap table, and 1
- * for a ring across nodes: the factors were measured on NVLink) ends at
- * A + h fm (1 - 1/fc) when the hop finishes first, else h + A fc (1 - 1/fm)
- * (without interference: max(0, h - A)):
- *   exposed_kv = (N - 1) x(h(B_kv), A)
- *   exposed_q  = (N - 1) x(h(B_q), A) + h(B_o)
- * and the step runs pass-KV when exposed_kv <= exposed_q (the attention and
- * the N - 1 merges are the same work either way).  B_kv grows with the
- * cached prefix (cached + new keys), B_q and B_o with the new tokens only,
- * so a high prefix-cache hit rate turns the choice to pass-Q; with GQA
- * (2 hkv < hq) a prefill without cache picks pass-KV.  Not in the rule:
- * the earlier returns' interference, contention of the hops and returns
- * for one link, launch gaps; ring_select: simulate measures them. */
-plan_ring ex_ring_rule(const scenario *s, int64_t t, int64_t prefix, ex_ring_est *e)
-{
-    ex_ctx x;
-    memset(&x, 0, sizeof x);
-    memset(e, 0, sizeof *e);
-    x.b.s = s;
-    x.P = s->par.sp;
-    x.t = t;
-    x.prefix = prefix;
-    x.split_kind = s->par.split;
-    int N = x.P;
-    int64_t q_most = 0;
-    for (int r = 0; r < N; r++) {
-        int64_t n = share_of(&x, r).n;
-        q_most = n > q_most ? n : q_most;
-    }
-    int64_t kv_most = keys_most(&x);
-    const arch *a = &s->model;
-    double hq = (double)(a->heads / s->par.tp), d = (double)a->head_dim;
-    double hkv = (double)mem_kv_heads_per_rank(a, s->par.tp), ab = dtype_bytes(s->a_dtype);
-    e->kv_bytes = (double)kv_most * 2.0 * hkv * d * ab;
-    e->q_bytes = (double)q_most * hq * d * ab;
-    e->ret_bytes = (double)q_most * hq * (d * ab + 4.0); /* + fp32 LSE, 4 B */
-    int nic = ring_link(s, &e->rate, &e->latency);
-    double pairs = em_causal_pairs(t, prefix, 0) / ((double)N * (double)N);
-    e->attn_s = block_attention_s(s, q_most, kv_most, pairs);
-    /* each hop and return is a call with the fixed cost of an eager call
-     * (the rings launch eagerly): device.collective_latency.eager, the
-     * small-message floor of nccl.csv on the calibrated presets */
-    double call = s->plat.coll_latency_eager + e->latency;
-    double hop_kv = call + e->kv_bytes / e->rate, hop_q = call + e->q_bytes / e->rate;
-    double ret = call + e->ret_bytes / e->rate;
-    if (s->par.ring_overlap) {
-        interf_model im;
-        cp_err err = {0};
-        if (nic || interf_load(&im, &s->plat, &err) != 0)
-            memset(&im, 0, sizeof im); /* no table read, or NICs: no interference */
-        hop_kv = exposed_hop(&im, hop_kv, e->attn_s, e->kv_bytes);
-        hop_q = exposed_hop(&im, hop_q, e->attn_s, e->q_bytes);
-    }
-    e->exposed_kv_s = (double)(N - 1) * hop_kv;
-    e->exposed_q_s = (double)(N - 1) * hop_q + ret;
-    return e->exposed_kv_s <= e->exposed_q_s ? PR_PASS_KV : PR_PASS_Q;
-}
-
-plan_ring ex_step_ring(const scenario *s, int64_t t, int64_t prefix, int split, plan_ring force)
-{
-    const wl_parallel *p = &s->par;
-    if (!split || p->sp <= 1 || p->kv_storage != KV_BY_POSITION ||
-        !sc_exchange_is_ring(p->exchange))
-        return PR_NONE;
-    if (force == PR_PASS_Q || force == PR_PASS_KV)
-        return force;
-    if (p->ring_select == RS_FIXED)
-        return p->exchange == EX_RING_KV ? PR_PASS_KV : PR_PASS_Q;
-    ex_ring_est e;
-    return ex_ring_rule(s, t, prefix, &e);
-}
-
 /* ---- DCP merge (copied steps on by-position storage) ----------------------------- */
 
 /* Every SP rank runs the whole step's projections, writes the new positions
@@ -1084,7 +609,7 @@ static em_tensor dcp(ex_ctx *x, int64_t t, int64_t prefix)
 
     b->layout = TL_FULL;
     em_tensor qkv = layer_gqa_qkv(b, t);
-    layer_gqa_kv_write(b, stripe_count(prefix, prefix + t, x->me, x->P), g.hkv);
+    layer_gqa_kv_write(b, ex_stripe_count(prefix, prefix + t, x->me, x->P), g.hkv);
     em_tensor part = dcp_attention(x, &g, t, prefix);
     em_free(b, &qkv);
     em_tensor out = dcp_merge(x, &g, t, t, 0, &part);
@@ -1272,7 +797,7 @@ static em_tensor ring_decode(ex_ctx *x, int64_t t, int64_t prefix)
 
 static em_tensor ex_attention(bld *b, int64_t t, int64_t prefix)
 {
-    ex_ctx *x = ctx_of(b);
+    ex_ctx *x = ex_ctx_of(b);
     const wl_parallel *p = &b->s->par;
     em_tensor out;
     if (p->kv_storage == KV_BY_HEAD && x->split)
@@ -1299,7 +824,7 @@ static em_tensor ex_attention(bld *b, int64_t t, int64_t prefix)
  * tokens) over the whole step; a split step then keeps the rank's rows. */
 static void ex_embed(bld *b, int64_t t)
 {
-    ex_ctx *x = ctx_of(b);
+    ex_ctx *x = ex_ctx_of(b);
     /* parallel.embed: share: the step's tokens cut before the model, each
      * rank embedding its own (Meta's CP, arXiv 2411.01783v3 3.1: the input
      * is sharded over the CP ranks); whole, cp-exchange.md: "the MoE padding
@@ -1337,7 +862,7 @@ static void ex_embed(bld *b, int64_t t)
 
 static void ex_layer(bld *b, int64_t t, int64_t prefix)
 {
-    ex_ctx *x = ctx_of(b);
+    ex_ctx *x = ex_ctx_of(b);
     b->layout = x->split ? TL_LOCAL : TL_FULL;
     layer_decoder(b, x->split ? x->mine.n : t, t, prefix, ex_attention);
 }
@@ -1347,7 +872,7 @@ static void ex_layer(bld *b, int64_t t, int64_t prefix)
  * with parallel.embed: share, no gather (below). */
 static void ex_final(bld *b, int64_t t)
 {
-    ex_ctx *x = ctx_of(b);
+    ex_ctx *x = ex_ctx_of(b);
     if (!x->split) {
         b->layout = TL_FULL;
         layer_final(b, t);
@@ -1396,3 +921,4 @@ const layer_scheme *ex_scheme(void)
 {
     return &EX_SCHEME;
 }
+
