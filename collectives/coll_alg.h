@@ -61,6 +61,10 @@ long coll_hier_run(const tr_port *tp, const coll_call *c, int node_size, double 
 /* pairwise.c: n-1 steps; step s: chunk_wire to me+s, receive from me-s. */
 long coll_pairwise_all_to_all(const coll_group *g, double chunk_wire);
 
+/* curve.c: the measured curve of `kind` in a mode at the smallest group
+ * size; NULL for an unmeasured or unknown kind (platform defaults). */
+const coll_curve *coll_curve_of(const coll_model *m, int kind, int graph);
+
 /* fit.c: the curves of launch mode `graph` of out (cleared first), fitted
  * from an NCCL table (columns op, size_bytes, time_us and optionally P, the
  * group size, default 2) on the fabric p->intra with m's algorithm choice

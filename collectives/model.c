@@ -1,90 +1,9 @@
-/* model: efficiency and overhead lookup, algorithm choice, closed-form times
- * and the coll_run dispatcher (see coll.h).  Fitting the model from a
- * platform and its calibration tables lives in fit.c. */
+/* model: algorithm choice, closed-form times and the coll_run dispatcher
+ * (see coll.h).  The curves' lookups live in curve.c, their fit from a
+ * platform and its calibration tables in fit.c. */
 #include <math.h>
 
 #include "collectives/coll_alg.h"
-
-/* The measured curve of `kind` in a mode; NULL for an unmeasured or
- * unknown kind (platform defaults). */
-static const coll_curve *curve_of(const coll_model *m, int kind, int graph)
-{
-    if (kind < 0 || kind >= COLL_CURVES)
-        return NULL;
-    const coll_curve *c = &m->curve[graph != 0][kind];
-    return c->n > 0 ? c : NULL;
-}
-
-/* The measured curves of `kind` bracketing group size n: *a and *b (equal
- * outside the sizes measured) and the weight f of *b, linear in log(n). */
-static void bracket(const coll_model *m, const coll_curve *first, int kind, int n, int graph,
-                    const coll_curve **a, const coll_curve **b, double *f)
-{
-    *a = *b = first;
-    *f = 0;
-    int nw = m->nwider[graph != 0][kind];
-    const coll_curve *w = m->wider[graph != 0][kind];
-    if (n <= first->procs || nw == 0)
-        return;
-    for (int i = 0; i < nw; i++) {
-        *b = &w[i];
-        if (n <= w[i].procs) {
-            if (n < w[i].procs)
-                *f = (log(n) - log((*a)->procs)) / (log(w[i].procs) - log((*a)->procs));
-            else
-                *a = *b;
-            return;
-        }
-        *a = *b;
-    }
-}
-
-double coll_efficiency_at(const coll_model *m, int kind, int n, int graph)
-{
-    const coll_curve *c = curve_of(m, kind, graph), *a, *b;
-    if (!c)
-        return m->eff_default;
-    double f;
-    bracket(m, c, kind, n, graph, &a, &b, &f);
-    return a->eff + f * (b->eff - a->eff);
-}
-
-double coll_efficiency(const coll_model *m, int kind, int graph)
-{
-    return coll_efficiency_at(m, kind, 0, graph);
-}
-
-/* Linear in log(bytes) between measured sizes, clamped at both ends (NaN
- * bytes: the first point). */
-static double curve_overhead(const coll_curve *c, double bytes)
-{
-    if (!(bytes > c->size[0]))
-        return c->overhead[0];
-    if (bytes >= c->size[c->n - 1])
-        return c->overhead[c->n - 1];
-    int i = 0;
-    while (bytes >= c->size[i + 1])
-        i++;
-    double f = (log(bytes) - log(c->size[i])) / (log(c->size[i + 1]) - log(c->size[i]));
-    return c->overhead[i] + f * (c->overhead[i + 1] - c->overhead[i]);
-}
-
-/* Scaled by the platform's collective latency over the calibrated one. */
-double coll_overhead_at(const coll_model *m, int kind, int n, double bytes, int graph)
-{
-    const coll_curve *c = curve_of(m, kind, graph), *a, *b;
-    if (!c)
-        return graph ? m->latency_graph : m->latency_eager;
-    double scale = m->lat_scale[graph != 0] > 0 ? m->lat_scale[graph != 0] : 1.0, f;
-    bracket(m, c, kind, n, graph, &a, &b, &f);
-    double oa = curve_overhead(a, bytes);
-    return scale * (b == a ? oa : oa + f * (curve_overhead(b, bytes) - oa));
-}
-
-double coll_overhead(const coll_model *m, int kind, double bytes, int graph)
-{
-    return coll_overhead_at(m, kind, 0, bytes, graph);
-}
 
 /* Whether collective `kind` has an implementation of algorithm `alg`. */
 static int alg_exists(plan_coll kind, plan_alg alg)
@@ -212,7 +131,7 @@ long coll_run(const tr_port *tp, const coll_model *m, const coll_call *c)
     /* the custom all-reduce: its own fit, one node only (vLLM disables it
      * for a group that spans nodes) */
     int curve = c->custom && c->kind == CK_ALL_REDUCE && !c->cross_node &&
-                        curve_of(m, COLL_CUSTOM_AR, c->graph)
+                        coll_curve_of(m, COLL_CUSTOM_AR, c->graph)
                     ? COLL_CUSTOM_AR : (int)c->kind;
     double eff = c->cross_node ? 1.0 : coll_efficiency_at(m, curve, c->n, c->graph);
     double overhead = hier_overhead(m, c);

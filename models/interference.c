@@ -63,6 +63,113 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The columns of overlap.csv a fit reads (calib_group_col: P or nranks,
+ * -1 without one). */
+typedef struct ov_cols {
+    int kind, size, ca, ma, cc, mc, p;
+} ov_cols;
+
+static int find_cols(const calib_table *t, ov_cols *c, cp_err *err)
+{
+    c->kind = calib_col(t, "compute", err);
+    c->size = c->kind < 0 ? -1 : calib_num_col(t, "comm_size_bytes", err);
+    c->ca = c->size < 0 ? -1 : calib_num_col(t, "compute_ms_alone", err);
+    c->ma = c->ca < 0 ? -1 : calib_num_col(t, "comm_ms_alone", err);
+    c->cc = c->ma < 0 ? -1 : calib_num_col(t, "compute_ms_concurrent", err);
+    c->mc = c->cc < 0 ? -1 : calib_num_col(t, "comm_ms_concurrent", err);
+    if (c->mc < 0)
+        return -1;
+    const char *pname;
+    c->p = calib_group_col(t, &pname, err);
+    return pname && c->p < 0 ? -1 : 0;
+}
+
+/* Every used cell in bounds: a group size in [2, 65536] (platform.c
+ * DEVICES_MAX), a size of up to 1e15 bytes, times of up to 1e6 ms (bounds
+ * of our own; beyond, a cell is a typo); at least one row. */
+static int check_rows(const calib_table *t, const ov_cols *c, cp_err *err)
+{
+    const int cols[] = {c->size, c->ca, c->ma, c->cc, c->mc};
+    const char *pname = NULL;
+    cp_err ignore = {0};
+    calib_group_col(t, &pname, &ignore);
+    for (int i = 0; i < calib_rows(t); i++) {
+        double q = c->p < 0 ? 2 : calib_num(t, i, c->p);
+        if (!(q >= 2 && q <= 65536) || q != floor(q))
+            return cp_fail_at(err, calib_loc(t, i, c->p), "%s: expected an integer in [2, "
+                              "65536], got %g", pname, q);
+        for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) {
+            double v = calib_num(t, i, cols[k]), hi = k == 0 ? 1e15 : 1e6;
+            if (!(v > 0 && v <= hi))
+                return cp_fail_at(err, calib_loc(t, i, cols[k]), "expected a number in (0, "
+                                  "%g], got %g", hi, v);
+        }
+    }
+    if (calib_rows(t) == 0)
+        return cp_fail(err, CP_EXIT_INPUT, "calibration table %s has no data rows",
+                       calib_path(t));
+    return 0;
+}
+
+/* The curve of compute kind k at group size `procs`: its message sizes
+ * ascending, each the median of its rows' factors (fc, fm: scratch of a
+ * row each). */
+static int fit_curve(const calib_table *t, const ov_cols *c, int k, int procs,
+                     interf_curve *cv, double *fc, double *fm, cp_err *err)
+{
+    int rows = calib_rows(t);
+    cv->procs = procs;
+    for (;;) {
+        double next = INFINITY, last = cv->n ? cv->size[cv->n - 1] : 0;
+        for (int i = 0; i < rows; i++) {
+            double s = calib_num(t, i, c->size);
+            if (row_kind(t, i, c->kind) == k && row_procs(t, i, c->p) == procs && s > last &&
+                s < next)
+                next = s;
+        }
+        if (isinf(next))
+            return 0;
+        if (cv->n == INTERF_MAX_SIZES)
+            return cp_fail(err, CP_EXIT_INPUT, "%s: more than %d message sizes for one "
+                           "compute kind", calib_path(t), INTERF_MAX_SIZES);
+        int n = 0;
+        for (int i = 0; i < rows; i++) {
+            if (row_kind(t, i, c->kind) != k || row_procs(t, i, c->p) != procs ||
+                calib_num(t, i, c->size) != next)
+                continue;
+            row_factors(calib_num(t, i, c->ca), calib_num(t, i, c->ma), calib_num(t, i, c->cc),
+                        calib_num(t, i, c->mc), &fc[n], &fm[n]);
+            n++;
+        }
+        int j = cv->n++;
+        cv->size[j] = next;
+        cv->fc[j] = median(fc, n);
+        cv->fm[j] = median(fm, n);
+    }
+}
+
+/* The curves of compute kind k, one per group size, ascending. */
+static int fit_kind(const calib_table *t, const ov_cols *c, int k, interf_model *m,
+                    double *fc, double *fm, cp_err *err)
+{
+    for (int last_p = 0;;) {
+        int procs = INT_MAX;
+        for (int i = 0; i < calib_rows(t); i++) {
+            int q = row_procs(t, i, c->p);
+            if (row_kind(t, i, c->kind) == k && q > last_p && q < procs)
+                procs = q;
+        }
+        if (procs == INT_MAX)
+            return 0;
+        if (m->ngroups[k] == INTERF_MAX_GROUPS)
+            return cp_fail(err, CP_EXIT_INPUT, "%s: more than %d group sizes for one compute "
+                           "kind", calib_path(t), INTERF_MAX_GROUPS);
+        if (fit_curve(t, c, k, procs, &m->c[k][m->ngroups[k]++], fc, fm, err) < 0)
+            return -1;
+        last_p = procs;
+    }
+}
+
 int interf_load(interf_model *m, const platform *p, cp_err *err)
 {
     memset(m, 0, sizeof *m);
@@ -73,103 +180,14 @@ int interf_load(interf_model *m, const platform *p, cp_err *err)
     calib_table *t = calib_load(p->calibration, "overlap", err);
     if (!t)
         return -1;
-    int c_kind = calib_col(t, "compute", err);
-    int c_size = c_kind < 0 ? -1 : calib_num_col(t, "comm_size_bytes", err);
-    int c_ca = c_size < 0 ? -1 : calib_num_col(t, "compute_ms_alone", err);
-    int c_ma = c_ca < 0 ? -1 : calib_num_col(t, "comm_ms_alone", err);
-    int c_cc = c_ma < 0 ? -1 : calib_num_col(t, "compute_ms_concurrent", err);
-    int c_mc = c_cc < 0 ? -1 : calib_num_col(t, "comm_ms_concurrent", err);
-    if (c_mc < 0) {
-        calib_free(t);
-        return -1;
-    }
-    const char *pname;
-    int c_p = calib_group_col(t, &pname, err);
-    if (pname && c_p < 0) {
-        calib_free(t);
-        return -1;
-    }
+    ov_cols c;
+    int rc = find_cols(t, &c, err) < 0 || check_rows(t, &c, err) < 0 ? -1 : 0;
     int rows = calib_rows(t);
-    /* every used cell: a size of up to 1e15 bytes, times of up to 1e6 ms
-     * (bounds of our own; beyond, a cell is a typo) */
-    const int cols[] = {c_size, c_ca, c_ma, c_cc, c_mc};
-    for (int i = 0; i < rows; i++) {
-        double q = c_p < 0 ? 2 : calib_num(t, i, c_p);
-        if (!(q >= 2 && q <= 65536) || q != floor(q)) { /* platform.c DEVICES_MAX */
-            cp_fail_at(err, calib_loc(t, i, c_p), "%s: expected an integer in [2, 65536], "
-                       "got %g", pname, q);
-            calib_free(t);
-            return -1;
-        }
-        for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
-            double v = calib_num(t, i, cols[c]), hi = c == 0 ? 1e15 : 1e6;
-            if (!(v > 0 && v <= hi)) {
-                cp_fail_at(err, calib_loc(t, i, cols[c]), "expected a number in (0, %g], "
-                           "got %g", hi, v);
-                calib_free(t);
-                return -1;
-            }
-        }
-    }
-    if (rows == 0) {
-        cp_fail(err, CP_EXIT_INPUT, "calibration table %s has no data rows", calib_path(t));
-        calib_free(t);
-        return -1;
-    }
     double *fc = calloc((size_t)rows + 1, sizeof *fc), *fm = calloc((size_t)rows + 1, sizeof *fm);
     if (!fc || !fm)
         abort();
-    int rc = 0;
-    for (int k = 0; k < IK_COUNT && rc == 0; k++) {
-        /* the group sizes of kind k, ascending; in each its sizes, each the
-         * median of its rows */
-        for (int last_p = 0; rc == 0;) {
-            int procs = INT_MAX;
-            for (int i = 0; i < rows; i++) {
-                int q = row_procs(t, i, c_p);
-                if (row_kind(t, i, c_kind) == k && q > last_p && q < procs)
-                    procs = q;
-            }
-            if (procs == INT_MAX)
-                break;
-            if (m->ngroups[k] == INTERF_MAX_GROUPS) {
-                rc = cp_fail(err, CP_EXIT_INPUT, "%s: more than %d group sizes for one "
-                             "compute kind", calib_path(t), INTERF_MAX_GROUPS);
-                break;
-            }
-            interf_curve *cv = &m->c[k][m->ngroups[k]++];
-            cv->procs = last_p = procs;
-            for (;;) {
-                double next = INFINITY, last = cv->n ? cv->size[cv->n - 1] : 0;
-                for (int i = 0; i < rows; i++) {
-                    double s = calib_num(t, i, c_size);
-                    if (row_kind(t, i, c_kind) == k && row_procs(t, i, c_p) == procs &&
-                        s > last && s < next)
-                        next = s;
-                }
-                if (isinf(next))
-                    break;
-                if (cv->n == INTERF_MAX_SIZES) {
-                    rc = cp_fail(err, CP_EXIT_INPUT, "%s: more than %d message sizes for one "
-                                 "compute kind", calib_path(t), INTERF_MAX_SIZES);
-                    break;
-                }
-                int n = 0;
-                for (int i = 0; i < rows; i++) {
-                    if (row_kind(t, i, c_kind) != k || row_procs(t, i, c_p) != procs ||
-                        calib_num(t, i, c_size) != next)
-                        continue;
-                    row_factors(calib_num(t, i, c_ca), calib_num(t, i, c_ma),
-                                calib_num(t, i, c_cc), calib_num(t, i, c_mc), &fc[n], &fm[n]);
-                    n++;
-                }
-                int j = cv->n++;
-                cv->size[j] = next;
-                cv->fc[j] = median(fc, n);
-                cv->fm[j] = median(fm, n);
-            }
-        }
-    }
+    for (int k = 0; k < IK_COUNT && rc == 0; k++)
+        rc = fit_kind(t, &c, k, m, fc, fm, err);
     free(fc);
     free(fm);
     calib_free(t);

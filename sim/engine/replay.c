@@ -676,6 +676,100 @@ static double sig_dist(const rp_copy *a, const rp_copy *b)
     return d;
 }
 
+/* The copy j < k whose two cuts, entry and exit, are in copy k's entry
+ * state (-1: none); the closest miss is kept for the run line's hint. */
+static int64_t reference_copy(int R, uint32_t k)
+{
+    const rp_copy *K = &rp.cp[R][k];
+    for (int64_t j = (int64_t)k - 1; j >= 0; j--) {
+        const rp_copy *J = &rp.cp[R][j], *X = &rp.cp[R][j + 1];
+        if (J->replayed || !J->cut_done || !J->clean || J->issue_bound || !X->cut_done ||
+            !X->clean || X->issue_bound)
+            continue;
+        if (sig_eq(J, X) && sig_eq(J, K))
+            return j;
+        double d = fmax(sig_dist(J, X), sig_dist(J, K));
+        if (d < INFINITY && (rp.near == 0 || d < rp.near))
+            rp.near = d;
+    }
+    return -1;
+}
+
+/* Copy k's early starts give way to the replay: each rank's records since
+ * the cut was armed, closed up. */
+static void drop_early_records(const rp_copy *K)
+{
+    for (size_t x = 0; x < rp.ner; x++) {
+        eng_block *b = &eng.res->blk[rp.er[x].rank];
+        if (rp.er[x].mem)
+            b->mem[rp.er[x].rec].rank = -1;
+        else
+            b->ev[rp.er[x].rec].rank = -1;
+        eng.res->execs -= rp.er[x].execs;
+    }
+    if (rp.ner)
+        for (int r = 0; r < eng.p->nranks; r++)
+            close_up(r, K->ev_lo[r], K->mem_lo[r]);
+}
+
+/* Every rank's streams hold until tc and skip what was replayed (up to
+ * cut m_end). */
+static void skip_replayed(int R, uint32_t m_end, double tc)
+{
+    for (int r = 0; r < eng.p->nranks; r++) {
+        rank_st *rs = &eng.ranks[r];
+        const rp_preg *q = preg_of(rs, R);
+        for (int s = 0; s < ST_COUNT; s++) {
+            uint32_t c = cut_pos(q, s, m_end);
+            rs->hold[s] = tc;
+            if (rs->done[s] < c)
+                rs->done[s] = c;
+            if (rs->skip[s] < c)
+                rs->skip[s] = c;
+        }
+    }
+}
+
+/* Copy m_end simulates from its entry cut at tc, in the state of copy j's
+ * exit: its early starts start as early. */
+static void resume_after(int R, uint32_t m_end, int64_t j, double tc)
+{
+    const rp_copy *X = &rp.cp[R][j + 1];
+    rp_copy *c = &rp.cp[R][m_end];
+    for (size_t x = 0; x < X->nsig; x++) {
+        rank_st *rs = &eng.ranks[X->sig[x].rank];
+        const rp_preg *q = preg_of(rs, R);
+        uint32_t e = q->a0 + m_end * q->len + X->sig[x].off;
+        int st = rs->pg->ops[rs->ix->v.real[e]].stream;
+        if (rs->ix->pos[e] == cut_pos(q, st, m_end))
+            rs->hold[st] = tc + X->sig[x].s;
+    }
+    c->tc = tc;
+    c->cut_done = c->clean = 1;
+    c->sig = malloc((X->nsig + 1) * sizeof *c->sig);
+    if (!c->sig)
+        abort();
+    memcpy(c->sig, X->sig, X->nsig * sizeof *c->sig);
+    c->nsig = X->nsig;
+    snap(&c->ev_lo, 0);
+    snap(&c->mem_lo, 1);
+}
+
+/* Wake the streams parked on ops the replay completed or made ready. */
+static void wake_parked(void)
+{
+    for (int r = 0; r < eng.p->nranks; r++) {
+        rank_st *rs = &eng.ranks[r];
+        for (int s = 0; s < ST_COUNT; s++)
+            if (rs->parked[s] &&
+                (rs->ix->pos[rs->want[s]] < rs->skip[s] || eng_ready(rs, rs->want[s]))) {
+                rs->parked[s] = 0;
+                rs->waiters--;
+                sg_sem_release(rs->sem[s]);
+            }
+    }
+}
+
 /* Cut k (a valid cut) of the pending region completed at t: replay from
  * copy k on if a reference allows.  Returns 1 when it replayed (and armed
  * the next cut). */
@@ -683,19 +777,7 @@ static int chain(double t)
 {
     int R = rp.R;
     uint32_t k = rp.k, n = rp.repeat[R];
-    const rp_copy *K = &rp.cp[R][k];
-    int64_t j = (int64_t)k - 1;
-    for (; j >= 0; j--) {
-        const rp_copy *J = &rp.cp[R][j], *X = &rp.cp[R][j + 1];
-        if (J->replayed || !J->cut_done || !J->clean || J->issue_bound || !X->cut_done ||
-            !X->clean || X->issue_bound)
-            continue;
-        if (sig_eq(J, X) && sig_eq(J, K))
-            break;
-        double d = fmax(sig_dist(J, X), sig_dist(J, K));
-        if (d < INFINITY && (rp.near == 0 || d < rp.near))
-            rp.near = d;
-    }
+    int64_t j = reference_copy(R, k);
     if (j < 0)
         return 0;
     const rp_copy *J = &rp.cp[R][j];
@@ -731,72 +813,20 @@ static int chain(double t)
         free(tcs);
         return 0;
     }
-    /* the records of early starts of copy k give way to the replay: each
-     * rank's records since the cut was armed, closed up */
-    for (size_t x = 0; x < rp.ner; x++) {
-        eng_block *b = &eng.res->blk[rp.er[x].rank];
-        if (rp.er[x].mem)
-            b->mem[rp.er[x].rec].rank = -1;
-        else
-            b->ev[rp.er[x].rec].rank = -1;
-        eng.res->execs -= rp.er[x].execs;
-    }
-    if (rp.ner)
-        for (int r = 0; r < eng.p->nranks; r++)
-            close_up(r, K->ev_lo[r], K->mem_lo[r]);
+    drop_early_records(&rp.cp[R][k]);
     build_ref(R, (uint32_t)j);
     for (uint32_t m = k; m < m_end; m++)
         replay_copy(R, m, (uint32_t)j, tcs[m - k]);
     free(tcs);
     rp.hold = tc;
-    for (int r = 0; r < eng.p->nranks; r++) {
-        rank_st *rs = &eng.ranks[r];
-        const rp_preg *q = preg_of(rs, R);
-        for (int s = 0; s < ST_COUNT; s++) {
-            uint32_t c = cut_pos(q, s, m_end);
-            rs->hold[s] = tc;
-            if (rs->done[s] < c)
-                rs->done[s] = c;
-            if (rs->skip[s] < c)
-                rs->skip[s] = c;
-        }
-    }
+    skip_replayed(R, m_end, tc);
     if (m_end < n) {
-        /* copy m_end simulates from its entry cut at tc, in the state of
-         * copy j's exit: its early starts start as early */
-        const rp_copy *X = &rp.cp[R][j + 1];
-        rp_copy *c = &rp.cp[R][m_end];
-        for (size_t x = 0; x < X->nsig; x++) {
-            rank_st *rs = &eng.ranks[X->sig[x].rank];
-            const rp_preg *q = preg_of(rs, R);
-            uint32_t e = q->a0 + m_end * q->len + X->sig[x].off;
-            int st = rs->pg->ops[rs->ix->v.real[e]].stream;
-            if (rs->ix->pos[e] == cut_pos(q, st, m_end))
-                rs->hold[st] = tc + X->sig[x].s;
-        }
-        c->tc = tc;
-        c->cut_done = c->clean = 1;
-        c->sig = malloc((X->nsig + 1) * sizeof *c->sig);
-        if (!c->sig)
-            abort();
-        memcpy(c->sig, X->sig, X->nsig * sizeof *c->sig);
-        c->nsig = X->nsig;
-        snap(&c->ev_lo, 0);
-        snap(&c->mem_lo, 1);
+        resume_after(R, m_end, j, tc);
         rp.k = m_end;
     } else {
         rp.k = n - 1;
     }
-    for (int r = 0; r < eng.p->nranks; r++) {
-        rank_st *rs = &eng.ranks[r];
-        for (int s = 0; s < ST_COUNT; s++)
-            if (rs->parked[s] &&
-                (rs->ix->pos[rs->want[s]] < rs->skip[s] || eng_ready(rs, rs->want[s]))) {
-                rs->parked[s] = 0;
-                rs->waiters--;
-                sg_sem_release(rs->sem[s]);
-            }
-    }
+    wake_parked();
     next_cut();
     return 1;
 }

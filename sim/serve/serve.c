@@ -407,146 +407,168 @@ static int has_work(const replica *r)
     return r->nrun > 0 || waiting(r) > 0;
 }
 
+/* The next replica to step and when (-1, INFINITY: none has work): the
+ * first free, or under lockstep when the last of them is free. */
+static int next_step(const sched *S, double *when)
+{
+    double tr = INFINITY;
+    int d = -1;
+    for (int k = 0; k < S->ndp; k++)
+        if (has_work(&S->rep[k]) && S->rep[k].free_at < tr) {
+            tr = S->rep[k].free_at;
+            d = k;
+        }
+    if (S->R->lockstep && d >= 0) /* together: when the last is free */
+        for (int k = 0; k < S->ndp; k++)
+            if (S->rep[k].free_at > tr)
+                tr = S->rep[k].free_at;
+    *when = tr;
+    return d;
+}
+
+/* A request arrives at ta: from closed-loop client `client`, else the next
+ * open-loop one; routed to a replica. */
+static void arrive(sched *S, int client, double ta)
+{
+    const scenario *s = S->s;
+    int i;
+    if (client >= 0) {
+        const wl_streams *src = &s->streams[S->client_src[client]];
+        i = new_req(S, src->prompt_tokens, src->decode_tokens, src->cached_tokens, src->cls,
+                    ta, client);
+        S->client_sent[client]++;
+        S->client_t[client] = INFINITY;
+    } else {
+        const wl_request *w = &s->reqs[S->next_open++];
+        i = new_req(S, w->prompt_tokens, w->decode_tokens, w->cached_tokens, w->cls,
+                    w->arrival_s, -1);
+    }
+    route(S, i);
+}
+
+/* The end of a step at t1: the run's end, progress, the work bounds. */
+static int stepped(sched *S, double t1, cp_err *err)
+{
+    if (t1 > S->R->end_s)
+        S->R->end_s = t1;
+    progress(S->R, t1);
+    return within_bounds(S, t1, err);
+}
+
+/* Replica k's sequences of the stash (keep, keep_req: every replica's, in
+ * replica order) into S->seq; returns where they start. */
+static int unstash(sched *S, const build_seq *keep, const int *keep_req, int nkeep, int k)
+{
+    for (int r = 0, at = 0; r < S->ndp; r++) {
+        int cnt = 0;
+        for (int j = at; j < nkeep && S->R->req[keep_req[j]].replica == r; j++)
+            cnt++;
+        if (r == k) {
+            S->nseq = cnt;
+            if (cnt > 0) {
+                memcpy(S->seq, keep + at, (size_t)cnt * sizeof *S->seq);
+                memcpy(S->seq_req, keep_req + at, (size_t)cnt * sizeof *S->seq_req);
+            }
+            return at;
+        }
+        at += cnt;
+    }
+    S->nseq = 0;
+    return nkeep;
+}
+
+/* A lockstep step at tr: every replica forms its step; the one with the
+ * most tokens is simulated and all take its time. */
+static int lockstep_step(sched *S, double tr, cp_err *err)
+{
+    srv_run_st *R = S->R;
+    int big = -1, split = 0;
+    int64_t most = -1;
+    build_seq *keep = NULL;
+    int *keep_req = NULL, nkeep = 0;
+    size_t kcap = 0, rcap = 0;
+    double kv0 = 0;
+    for (int k = 0; k < S->ndp; k++) {
+        int sp = form_batch(S, &S->rep[k], tr);
+        int64_t tok = 0;
+        for (int j = 0; j < S->nseq; j++)
+            tok += S->seq[j].tokens;
+        if (S->nseq > 0 && tok > most) {
+            most = tok;
+            big = k;
+            split = sp;
+            kv0 = held(S, &S->rep[k]);
+        }
+        /* stash the replica's sequences for apply() */
+        keep = cp_grow(keep, &kcap, (size_t)(nkeep + S->nseq + 1), sizeof *keep);
+        keep_req = cp_grow(keep_req, &rcap, (size_t)(nkeep + S->nseq + 1), sizeof *keep_req);
+        if (S->nseq > 0) {
+            memcpy(keep + nkeep, S->seq, (size_t)S->nseq * sizeof *keep);
+            memcpy(keep_req + nkeep, S->seq_req, (size_t)S->nseq * sizeof *keep_req);
+        }
+        nkeep += S->nseq;
+        S->rep[k].free_at = tr;
+    }
+    unstash(S, keep, keep_req, nkeep, big); /* the largest replica's step */
+    build_batch bt = {S->seq, S->nseq, split};
+    int st = srv_step_get(&R->steps, &bt, err);
+    if (st >= 0) {
+        double t1 = tr + R->steps.v[st].dur;
+        record(S, big, st, tr, t1, kv0);
+        for (int k = 0; k < S->ndp; k++) { /* every replica's sequences advance */
+            unstash(S, keep, keep_req, nkeep, k);
+            apply(S, &S->rep[k], t1);
+            S->rep[k].free_at = t1;
+        }
+        st = stepped(S, t1, err);
+    }
+    free(keep);
+    free(keep_req);
+    return st < 0 ? -1 : 0;
+}
+
+/* Replica d's step at tr. */
+static int replica_step(sched *S, int d, double tr, cp_err *err)
+{
+    srv_run_st *R = S->R;
+    replica *r = &S->rep[d];
+    double kv0 = held(S, r);
+    int split = form_batch(S, r, tr);
+    if (S->nseq == 0) /* nothing admissible: cannot happen (an empty replica
+                         admits), kept as a guard */
+        return cp_fail(err, CP_EXIT_INTERNAL, "serving: replica %d has work but no step", d);
+    build_batch bt = {S->seq, S->nseq, split};
+    int st = srv_step_get(&R->steps, &bt, err);
+    if (st < 0)
+        return -1;
+    double t1 = tr + R->steps.v[st].dur;
+    record(S, d, st, tr, t1, kv0);
+    apply(S, r, t1);
+    r->free_at = t1;
+    return stepped(S, t1, err);
+}
+
+/* Arrivals and steps in time order (an arrival first at a tie) until no
+ * work is left or simulation.duration_s. */
 static int run_loop(sched *S, cp_err *err)
 {
     const scenario *s = S->s;
-    srv_run_st *R = S->R;
+    double horizon = s->duration_s > 0 ? s->duration_s : INFINITY;
     for (;;) {
         int client;
-        double ta = next_arrival(S, &client);
-        double tr = INFINITY;
-        int d = -1;
-        for (int k = 0; k < S->ndp; k++)
-            if (has_work(&S->rep[k]) && S->rep[k].free_at < tr) {
-                tr = S->rep[k].free_at;
-                d = k;
-            }
-        if (R->lockstep && d >= 0) /* together: when the last is free */
-            for (int k = 0; k < S->ndp; k++)
-                if (S->rep[k].free_at > tr)
-                    tr = S->rep[k].free_at;
-        double horizon = s->duration_s > 0 ? s->duration_s : INFINITY;
+        double ta = next_arrival(S, &client), tr;
+        int d = next_step(S, &tr);
         if (ta <= tr && ta < INFINITY && ta < horizon) {
-            int i;
-            if (client >= 0) {
-                const wl_streams *src = &s->streams[S->client_src[client]];
-                i = new_req(S, src->prompt_tokens, src->decode_tokens, src->cached_tokens,
-                            src->cls, ta, client);
-                S->client_sent[client]++;
-                S->client_t[client] = INFINITY;
-            } else {
-                const wl_request *w = &s->reqs[S->next_open++];
-                i = new_req(S, w->prompt_tokens, w->decode_tokens, w->cached_tokens, w->cls,
-                            w->arrival_s, -1);
-            }
-            route(S, i);
+            arrive(S, client, ta);
             if (within_bounds(S, ta, err) < 0)
                 return -1;
             continue;
         }
         if (d < 0 || tr >= horizon)
-            break;
-        if (R->lockstep) {
-            /* every replica forms its step; the one with the most tokens
-             * is simulated and all take its time */
-            int big = -1, split = 0;
-            int64_t most = -1;
-            build_seq *keep = NULL;
-            int *keep_req = NULL, nkeep = 0;
-            double kv0 = 0;
-            for (int k = 0; k < S->ndp; k++) {
-                int sp = form_batch(S, &S->rep[k], tr);
-                int64_t tok = 0;
-                for (int j = 0; j < S->nseq; j++)
-                    tok += S->seq[j].tokens;
-                if (S->nseq > 0 && tok > most) {
-                    most = tok;
-                    big = k;
-                    split = sp;
-                    kv0 = held(S, &S->rep[k]);
-                }
-                /* stash the replica's sequences for apply() */
-                keep = realloc(keep, (size_t)(nkeep + S->nseq + 1) * sizeof *keep);
-                keep_req = realloc(keep_req, (size_t)(nkeep + S->nseq + 1) * sizeof *keep_req);
-                if (!keep || !keep_req)
-                    abort();
-                if (S->nseq > 0) {
-                    memcpy(keep + nkeep, S->seq, (size_t)S->nseq * sizeof *keep);
-                    memcpy(keep_req + nkeep, S->seq_req, (size_t)S->nseq * sizeof *keep_req);
-                }
-                nkeep += S->nseq;
-                S->rep[k].free_at = tr;
-            }
-            /* the largest replica's step, rebuilt from the stash */
-            int from = 0;
-            for (int k = 0, at = 0; k < S->ndp; k++) {
-                int cnt = 0;
-                for (int j = at; j < nkeep && R->req[keep_req[j]].replica == k; j++)
-                    cnt++;
-                if (k == big)
-                    from = at;
-                if (k == big)
-                    S->nseq = cnt;
-                at += cnt;
-            }
-            if (S->nseq > 0) {
-                memcpy(S->seq, keep + from, (size_t)S->nseq * sizeof *S->seq);
-                memcpy(S->seq_req, keep_req + from, (size_t)S->nseq * sizeof *S->seq_req);
-            }
-            build_batch bt = {S->seq, S->nseq, split};
-            int st = srv_step_get(&R->steps, &bt, err);
-            if (st < 0) {
-                free(keep);
-                free(keep_req);
-                return -1;
-            }
-            double t1 = tr + R->steps.v[st].dur;
-            record(S, big, st, tr, t1, kv0);
-            /* every replica's sequences advance */
-            for (int k = 0, at = 0; k < S->ndp; k++) {
-                int cnt = 0;
-                for (int j = at; j < nkeep && R->req[keep_req[j]].replica == k; j++)
-                    cnt++;
-                S->nseq = cnt;
-                if (cnt > 0) {
-                    memcpy(S->seq, keep + at, (size_t)cnt * sizeof *S->seq);
-                    memcpy(S->seq_req, keep_req + at, (size_t)cnt * sizeof *S->seq_req);
-                }
-                apply(S, &S->rep[k], t1);
-                S->rep[k].free_at = t1;
-                at += cnt;
-            }
-            free(keep);
-            free(keep_req);
-            if (t1 > R->end_s)
-                R->end_s = t1;
-            progress(R, t1);
-            if (within_bounds(S, t1, err) < 0)
-                return -1;
-            continue;
-        }
-        replica *r = &S->rep[d];
-        double kv0 = held(S, r);
-        int split = form_batch(S, r, tr);
-        if (S->nseq == 0) { /* nothing admissible: cannot happen (an empty
-                               replica admits), kept as a guard */
-            return cp_fail(err, CP_EXIT_INTERNAL, "serving: replica %d has work but no step", d);
-        }
-        build_batch bt = {S->seq, S->nseq, split};
-        int st = srv_step_get(&R->steps, &bt, err);
-        if (st < 0)
-            return -1;
-        double t1 = tr + R->steps.v[st].dur;
-        record(S, d, st, tr, t1, kv0);
-        apply(S, r, t1);
-        r->free_at = t1;
-        if (t1 > R->end_s)
-            R->end_s = t1;
-        progress(R, t1);
-        if (within_bounds(S, t1, err) < 0)
+            return 0;
+        if ((S->R->lockstep ? lockstep_step(S, tr, err) : replica_step(S, d, tr, err)) < 0)
             return -1;
     }
-    return 0;
 }
 
 /* The KV budget of a replica's rank: the device (or the preallocated
