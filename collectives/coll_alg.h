@@ -73,10 +73,5 @@ const coll_curve *coll_curve_of(const coll_model *m, int kind, int graph);
  * Table errors name file:line:column. */
 int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
                    coll_model *out, int graph, cp_err *err);
-/* The same, keeping out's curves of the mode and fitting only the rows of
- * (kind, group size) pairs out has not measured (an imported table beside
- * the profile's own; op custom_all_reduce: the COLL_CUSTOM_AR curve). */
-int coll_fit_add(const coll_model *m, const platform *p, const calib_table *t,
-                 coll_model *out, int graph, cp_err *err);
 
 #endif

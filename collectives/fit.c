@@ -292,7 +292,10 @@ int coll_fit_table(const coll_model *m, const platform *p, const calib_table *t,
     return fit_rows(m, p, t, out, g, 0, err);
 }
 
-int coll_fit_add(const coll_model *m, const platform *p, const calib_table *t,
+/* The same, keeping out's curves of the mode and fitting only the rows of
+ * (kind, group size) pairs out has not measured (an imported table beside
+ * the profile's own; op custom_all_reduce: the COLL_CUSTOM_AR curve). */
+static int coll_fit_add(const coll_model *m, const platform *p, const calib_table *t,
                  coll_model *out, int graph, cp_err *err)
 {
     return fit_rows(m, p, t, out, graph != 0, 1, err);

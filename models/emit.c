@@ -94,7 +94,8 @@ uint32_t em_compute(bld *b, const char *name, plan_kclass kc, double flops, doub
     return em_emit(b, &o);
 }
 
-void em_kernels(bld *b, uint32_t i, int nkern)
+/* Set the kernel count of op i (its launches, plan_op.nkern). */
+static void em_kernels(bld *b, uint32_t i, int nkern)
 {
     b->pg->ops[i].nkern = (uint8_t)nkern;
 }
@@ -250,7 +251,13 @@ void em_free(bld *b, em_tensor *t)
     em_free_on(b, t, ST_COMPUTE);
 }
 
-int em_eager_locals(const bld *b)
+/* Python's lifetimes (kernel set eager_locals: an eager engine of Python
+ * modules, models/kset.h).  A tensor bound to a local of a Python function
+ * lives until the function returns, not until its last kernel: the
+ * builders mark a function's scope (em_locals_begin / em_locals_end, the
+ * returned mark) and a local's last use with em_local, which frees it
+ * at once without eager_locals and at the scope's end with them. */
+static int em_eager_locals(const bld *b)
 {
     return b->s && b->s->kernels.eager_locals;
 }

@@ -147,8 +147,6 @@ void em_act_quant(bld *b, int64_t m, int64_t k);
 plan_impl em_impl(const bld *b, int slot);
 /* Stamp op i with its implementation and kernel count (launches). */
 void em_stamp(bld *b, uint32_t i, plan_impl impl, int nkern);
-/* Set the kernel count of op i (its launches, plan_op.nkern). */
-void em_kernels(bld *b, uint32_t i, int nkern);
 /* RMSNorm over m rows of width h, fused with the residual add when with_add
  * (reads x and the residual, writes both). */
 void em_rms_norm(bld *b, const char *name, int64_t m, int64_t h, int with_add);
@@ -205,13 +203,6 @@ void em_free(bld *b, em_tensor *t);
 /* em_free with the memory op on `stream` (a tensor whose last reader is an
  * op of that stream). */
 void em_free_on(bld *b, em_tensor *t, int stream);
-/* Python's lifetimes (kernel set eager_locals: an eager engine of Python
- * modules, models/kset.h).  A tensor bound to a local of a Python function
- * lives until the function returns, not until its last kernel: the
- * builders mark a function's scope (em_locals_begin / em_locals_end, the
- * returned mark) and a local's last use with em_local, which frees it
- * at once without eager_locals and at the scope's end with them. */
-int em_eager_locals(const bld *b);
 int em_locals_begin(bld *b);
 void em_local(bld *b, em_tensor *t);
 void em_locals_end(bld *b, int mark);

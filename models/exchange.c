@@ -618,7 +618,7 @@ static em_tensor dcp(ex_ctx *x, int64_t t, int64_t prefix)
 
 /* ---- pass-Q decode (copied decode steps of a ring exchange) ------------------------ */
 
-int ex_step_ring_decode(const bld *b, int64_t t, int split)
+static int ex_step_ring_decode(const bld *b, int64_t t, int split)
 {
     const wl_parallel *p = &b->s->par;
     if (split || p->sp <= 1 || p->kv_storage != KV_BY_POSITION ||

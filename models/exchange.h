@@ -102,6 +102,10 @@ void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split, plan_ring ri
  * exchange over position storage; then `force` when not PR_NONE (a caller
  * building every split step as one ring), else the exchange as written
  * (ring_select fixed) or the rule (rule, simulate). */
+/* ring_select: simulate's verdict, for whole runs (the driver) and serving
+ * steps alike: the ring whose simulated time is shorter, pass-KV at a tie. */
+plan_ring ex_faster_ring(double pass_kv_s, double pass_q_s);
+
 plan_ring ex_step_ring(const scenario *s, int64_t t, int64_t prefix, int split, plan_ring force);
 
 /* The terms of the rule for a split step of t new tokens after `prefix`
@@ -133,10 +137,6 @@ plan_ring ex_ring_rule(const scenario *s, int64_t t, int64_t prefix, ex_ring_est
  * why).  all_gather, none and auto decodes, and copied steps with a
  * multi-token sequence, keep the DCP merge. */
 
-/* Whether a step of t new tokens (b->seqs: its batch) with split flag
- * `split` runs the pass-Q decode: not split, SP > 1, position storage, a
- * ring exchange, every sequence one token (ex_step_all_decode). */
-int ex_step_ring_decode(const bld *b, int64_t t, int split);
 /* Query rows per SP rank of a pass-Q decode of nseq sequences over P
  * ranks: ceil(nseq / P) (the padded batch is P of them). */
 int64_t ex_decode_block(int64_t nseq, int P);

@@ -176,3 +176,7 @@ plan_ring ex_step_ring(const scenario *s, int64_t t, int64_t prefix, int split, 
     return ex_ring_rule(s, t, prefix, &e);
 }
 
+plan_ring ex_faster_ring(double pass_kv_s, double pass_q_s)
+{
+    return pass_q_s < pass_kv_s ? PR_PASS_Q : PR_PASS_KV;
+}

@@ -248,7 +248,9 @@ em_tensor layer_moe_routed_ep(bld *b, int64_t m)
     return res;
 }
 
-void layer_moe_shared(bld *b, int64_t m, int64_t inter)
+/* Shared experts on m rows of width `inter`, added into the routed output
+ * [m, h] (the sum is the block's output); frees their own output. */
+static void layer_moe_shared(bld *b, int64_t m, int64_t inter)
 {
     const arch *a = b->a;
     if (a->shared_intermediate <= 0)

@@ -44,9 +44,6 @@ em_tensor layer_moe_routed_local(bld *b, int64_t m, int64_t inter);
  * rank's E/ep experts on the rows it receives, all-to-all combine,
  * unpermute; returns the output [m, h]. */
 em_tensor layer_moe_routed_ep(bld *b, int64_t m);
-/* Shared experts on m rows of width `inter`, added into the routed output
- * [m, h] (the sum is the block's output); frees their own output. */
-void layer_moe_shared(bld *b, int64_t m, int64_t inter);
 
 /* MoE block on t tokens (router, top-k, experts, shared experts); returns
  * the output [t, h]. */

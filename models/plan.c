@@ -181,7 +181,7 @@ const char *plan_kclass_name(plan_kclass k)
     return NAME_OF(t, k);
 }
 
-const char *plan_qscale_name(plan_qscale q)
+static const char *plan_qscale_name(plan_qscale q)
 {
     static const char *const t[] = {"none", "tensor", "row", "block128"};
     return NAME_OF(t, q);
@@ -278,7 +278,7 @@ const char *plan_layout_name(plan_layout l)
     return NAME_OF(t, l);
 }
 
-const char *plan_alg_name(plan_alg a)
+static const char *plan_alg_name(plan_alg a)
 {
     static const char *const t[] = {"auto", "ring", "oneshot", "pairwise", "direct"};
     return NAME_OF(t, a);

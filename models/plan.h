@@ -350,8 +350,6 @@ const char *plan_group_name(plan_group g);
 const char *plan_memcat_name(plan_memcat c);
 const char *plan_stream_name(int s);
 const char *plan_layout_name(plan_layout l);
-const char *plan_alg_name(plan_alg a);
-const char *plan_qscale_name(plan_qscale q);
 const char *plan_route_name(plan_route r);
 const char *plan_phase_name(plan_phase p);
 const char *plan_impl_name(plan_impl i);

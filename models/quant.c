@@ -73,7 +73,9 @@ typedef struct qpass {
     double win_cur, win_max;
 } qpass;
 
-int quant_is_mlp(const mem_tensor *t)
+/* t is an MLP linear (dense MLP, routed or shared expert: gate, up, down),
+ * which precision.mlp_weights types. */
+static int quant_is_mlp(const mem_tensor *t)
 {
     return t->linear && (t->fam == WF_DENSE_MLP || t->fam == WF_EXPERTS ||
                          t->fam == WF_SHARED_EXPERTS);

@@ -138,10 +138,6 @@ double quant_params_bytes(const struct scenario *s);
  * callers pass s->quant or an override). */
 void quant_account(const struct scenario *s, const quant_desc *d, quant_report *out);
 
-/* t is an MLP linear (dense MLP, routed or shared expert: gate, up, down),
- * which precision.mlp_weights types. */
-int quant_is_mlp(const mem_tensor *t);
-
 /* Weights resident on rank 0 while s runs: the materialized total with the
  * scenario's own description (what the plan allocates). */
 double quant_resident_bytes(const struct scenario *s);

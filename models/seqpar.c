@@ -15,7 +15,8 @@
 #include "models/exchange.h"
 #include "models/quant.h"
 
-int64_t seqpar_local_tokens(int64_t t, int tp)
+/* Rows of one rank's token shard: ceil(t / tp). */
+static int64_t seqpar_local_tokens(int64_t t, int tp)
 {
     return (t + tp - 1) / tp;
 }

@@ -51,9 +51,6 @@ mem_shard seqpar_mem_shard(const scenario *s);
  * applies (no DSA CP, or a TP group of one). */
 uint32_t seqpar_sharded(const scenario *s);
 
-/* Rows of one rank's token shard: ceil(t / tp). */
-int64_t seqpar_local_tokens(int64_t t, int tp);
-
 /* DSA CP attention of one layer (layer_mla.c): from the normalized input
  * (full tokens: gathered when the step is split) to the o_proj output
  * [tl, h], returned; frees the windows of c (after each projection's last

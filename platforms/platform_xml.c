@@ -96,7 +96,8 @@ static void write_host(const platform *p, int k, int i, int ind, FILE *out)
     write_prop(out, ind, "efficiency_gemm", p->eff_gemm);
     write_prop(out, ind, "efficiency_attention", p->eff_attention);
     write_prop(out, ind, "efficiency_memory", p->eff_memory);
-    /* the links already run at bandwidth * efficiency (rate()) */
+    /* the links already run at bandwidth * efficiency (plat_link_rate: a
+     * generated platform's links carry the fraction of line rate it states) */
     write_prop(out, ind, "link_efficiency", 1.0);
     write_prop(out, ind, "allreduce_oneshot_max", p->allreduce_oneshot_max);
     write_prop(out, ind, "reserved_bytes", p->reserved_bytes);
@@ -107,14 +108,6 @@ static void write_host(const platform *p, int k, int i, int ind, FILE *out)
         write_str_prop(out, ind, "calibration", p->calibration);
     write_str_prop(out, ind, "model", p->device);
     fprintf(out, "%*s</host>\n", ind - 2, "");
-}
-
-/* A link at its achievable rate: the tier's line rate times its efficiency
- * (plat_link), so that every transfer, collective or not, runs at the
- * fraction of line rate the platform states. */
-static double rate(const plat_link *l)
-{
-    return l->bandwidth * l->efficiency;
 }
 
 static void write_link(FILE *out, int ind, const char *id, double bw, double lat,
@@ -138,20 +131,21 @@ static void write_node_links(const platform *p, int k, int ind, FILE *out)
     for (int i = 0; i < n; i++) {
         if (p->fabric == FAB_SWITCH) {
             snprintf(id, sizeof id, "fab_n%dg%d", k, i);
-            write_link(out, ind, id, rate(&p->intra), p->intra.latency / 2, "SPLITDUPLEX");
+            write_link(out, ind, id, plat_link_rate(p, &p->intra), p->intra.latency / 2,
+                       "SPLITDUPLEX");
         }
         snprintf(id, sizeof id, "nic_n%dg%d", k, i);
-        write_link(out, ind, id, rate(&p->nic), p->nic.latency / 2, "SPLITDUPLEX");
+        write_link(out, ind, id, plat_link_rate(p, &p->nic), p->nic.latency / 2, "SPLITDUPLEX");
     }
     for (int i = 0; i < n; i++) {
         for (int j = i + 1; j < n; j++) {
             if (same_package(p, i, j)) {
                 snprintf(id, sizeof id, "pkg_n%d_%d_%d", k, i, j);
-                write_link(out, ind, id, rate(&p->package), p->package.latency,
+                write_link(out, ind, id, plat_link_rate(p, &p->package), p->package.latency,
                            "SPLITDUPLEX");
             } else if (p->fabric == FAB_MESH) {
                 snprintf(id, sizeof id, "mesh_n%d_%d_%d", k, i, j);
-                write_link(out, ind, id, rate(&p->intra) / (n - 1), p->intra.latency,
+                write_link(out, ind, id, plat_link_rate(p, &p->intra) / (n - 1), p->intra.latency,
                            "SPLITDUPLEX");
             }
         }
@@ -247,7 +241,7 @@ static void write_nodes(const platform *p, int first, int last, int core, int in
                 "</zone>\n", ind, "", core, core);
     for (int k = first; k < last && p->nodes > 1 && core >= 0; k++) {
         snprintf(id, sizeof id, "spine_n%d", k);
-        write_link(out, ind, id, rate(&p->spine), p->spine.latency / 2, "FATPIPE");
+        write_link(out, ind, id, plat_link_rate(p, &p->spine), p->spine.latency / 2, "FATPIPE");
     }
     /* node a to node b of one zone: a FATPIPE link of their own, the two
      * spine halves' latency, so that flows between other node pairs never
@@ -255,7 +249,7 @@ static void write_nodes(const platform *p, int first, int last, int core, int in
     for (int a = first; a < last; a++)
         for (int b = a + 1; b < last; b++) {
             snprintf(id, sizeof id, "spine_n%d_n%d", a, b);
-            write_link(out, ind, id, rate(&p->spine), p->spine.latency, "FATPIPE");
+            write_link(out, ind, id, plat_link_rate(p, &p->spine), p->spine.latency, "FATPIPE");
         }
     for (int a = first; a < last; a++) {
         for (int b = a + 1; b < last; b++)
@@ -285,7 +279,7 @@ static void write_groups(const platform *p, FILE *out)
     for (int a = 0; a < ngroups; a++) {
         for (int b = a + 1; b < ngroups; b++) {
             snprintf(id, sizeof id, "xg_%d_%d", a, b);
-            write_link(out, 4, id, rate(&p->spine), 0, "FATPIPE");
+            write_link(out, 4, id, plat_link_rate(p, &p->spine), 0, "FATPIPE");
         }
     }
     for (int a = 0; a < ngroups; a++)

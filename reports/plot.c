@@ -27,6 +27,8 @@ const int plot_markers[PLOT_NMARKERS] = {7, 5, 9, 11, 13, 15, 6, 4, 8, 10, 12, 1
 
 /* ---- figures and the script ----------------------------------------------------- */
 
+static void plot_fig_data(plot_figure *f, const char *stem);
+
 plot_figure *plot_fig_add(plot_figset *fs, const char *name, const char *data,
                           const char *title, int w, int h)
 {
@@ -42,7 +44,8 @@ plot_figure *plot_fig_add(plot_figset *fs, const char *name, const char *data,
     return f;
 }
 
-void plot_fig_data(plot_figure *f, const char *stem)
+/* The figure draws the data file STEM.dat too (index.html links it). */
+static void plot_fig_data(plot_figure *f, const char *stem)
 {
     for (int i = 0; i < f->ndata; i++)
         if (strcmp(f->data[i], stem) == 0)

@@ -46,8 +46,6 @@ int plot_dir_open(const char *dir, plot_figset *fs, cp_err *err);
  * DATA.dat (NULL: none yet); its body and description are empty. */
 plot_figure *plot_fig_add(plot_figset *fs, const char *name, const char *data,
                           const char *title, int w, int h);
-/* The figure draws the data file STEM.dat too (index.html links it). */
-void plot_fig_data(plot_figure *f, const char *stem);
 void plot_figset_free(plot_figset *fs);
 /* A line index.html shows above the figures, in the order given: a picture
  * not drawn and why. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platforms/platform.h"
 #include "sim/cli/cli.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -200,6 +201,22 @@ END_TEST
 
 /* ---- the parser --------------------------------------------------------------------- */
 
+/* The bundled presets named by --help and the man page are the table's
+ * (platforms/platform.c plat_bundled), every one of them. */
+START_TEST(presets_listed_from_the_table)
+{
+    const char *man = man_text();
+    char *help = help_text(CMD_RUN);
+    for (int i = 0; plat_bundled[i]; i++) {
+        ck_assert_msg(strstr(help, plat_bundled[i]), "cpsim run --help lacks preset %s",
+                      plat_bundled[i]);
+        ck_assert_msg(strstr(man, plat_bundled[i]), "docs/cpsim.1 lacks preset %s",
+                      plat_bundled[i]);
+    }
+    free(help);
+}
+END_TEST
+
 START_TEST(values_are_never_options)
 {
     refused("option --out needs a value, got the option --quiet",
@@ -341,6 +358,7 @@ static Suite *suite(void)
     tcase_add_test(tc, table_is_well_formed);
     tcase_add_test(tc, man_page_lists_the_table);
     tcase_add_test(tc, help_lists_the_table);
+    tcase_add_test(tc, presets_listed_from_the_table);
     tcase_add_test(tc, values_are_never_options);
     tcase_add_test(tc, commands_refuse_other_commands_options);
     tcase_add_test(tc, every_command_parses);

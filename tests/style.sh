@@ -1,8 +1,8 @@
 #!/bin/sh
-# style.sh: the house rules every C file and script keeps (README "Layout";
-# .clang-format is the same style for an editor to apply): lines of at most
-# 100 columns, spaces not tabs in C, no trailing blanks, no CR, a final
-# newline.  Fails naming file:line.
+# style.sh: the house rules every C file and script keeps (README "Layout"):
+# lines of at most 100 columns, spaces not tabs in C, no trailing blanks, no
+# CR, a final newline.  Fails naming file:line.  (No .clang-format: the tree
+# is not in any formatter's style, and nothing would enforce one.)
 set -u
 : "${top_srcdir:=.}"
 cd "$top_srcdir" || exit 1

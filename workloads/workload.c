@@ -574,7 +574,7 @@ static int resolve_platform(scenario *s, const char *override, cp_err *err)
  * workload is reported before any other file is opened), resolve the model
  * and the platform, then the cross-checks.  On error *out is freed and
  * zeroed, so wl_free on it stays harmless. */
-void wl_warn(scenario *s, const char *fmt, ...)
+static void wl_warn(scenario *s, const char *fmt, ...)
 {
     char line[WL_WARN_LEN];
     va_list ap;

@@ -36,8 +36,6 @@ int wl_load(const char *path, const char *const *sets, int nsets,
             const char *platform_override, scenario *out, cp_err *err);
 void wl_free(scenario *s);
 
-/* Add a warning line to s (deduplicated; the last slot notes an overflow). */
-void wl_warn(scenario *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Every warning of s on `out`, one "cpsim: warning: ..." line each. */
 void wl_print_warnings(const scenario *s, FILE *out);
 

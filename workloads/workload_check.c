@@ -12,7 +12,7 @@
 
 /* Where a value was written: the node of section.key, else the section,
  * else the workload file. */
-cp_loc wl_loc_of(const scenario *s, const char *section, const char *key)
+static cp_loc wl_loc_of(const scenario *s, const char *section, const char *key)
 {
     const ynode *sec = yio_key(yio_root(s->doc), section);
     const ynode *n = yio_key(sec, key);

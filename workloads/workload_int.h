@@ -74,12 +74,6 @@ long long wl_field_get(const scenario *s, const wl_field *f);
 double wl_field_getd(const scenario *s, const wl_field *f);
 const char *wl_field_name(const wl_field *f, long long v);
 
-/* The location of key `key` of section `section` in the workload (its
- * section, else the document, when absent). */
-cp_loc wl_loc_of(const scenario *s, const char *section, const char *key);
-/* Whether key is in the NULL-terminated list. */
-int wl_in_list(const char *const *list, const char *key);
-
 /* workload_requests.c: the requests: entries into s->reqs and s->streams. */
 int wl_read_requests(const ynode *root, scenario *s, cp_err *err);
 /* The path of a trace file named in the workload (relative to its folder). */

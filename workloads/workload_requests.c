@@ -47,7 +47,8 @@ static const struct {
     { "trace", "a trace entry (trace)", trace_keys },
 };
 
-int wl_in_list(const char *const *list, const char *key)
+/* Whether key is in the NULL-terminated list. */
+static int wl_in_list(const char *const *list, const char *key)
 {
     for (size_t i = 0; list[i]; i++)
         if (strcmp(list[i], key) == 0)

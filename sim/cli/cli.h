@@ -128,14 +128,6 @@ extern const cli_command cli_commands[CLI_NCMDS];
 int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err);
 void cli_opts_free(cli_opts *o);
 
-/* Paths the README documents relative to the source tree
- * (workloads/examples/sp-ring.yaml, workloads/sweeps/..., --platform
- * workloads/examples/platform-mi300x.yaml) work from an installed copy too:
- * a relative workload, sweep file or --platform path that does not exist
- * from the current directory but does in the data directory
- * (base/datadir.h) is taken from there.  cli_main calls it. */
-void cli_locate(cli_opts *o);
-
 /* The row of an option by its long name ("--out") or short form ("-j");
  * NULL: none. */
 const cli_option *cli_find_option(const char *name);

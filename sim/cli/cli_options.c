@@ -666,7 +666,13 @@ static void locate(const char **path, char *buf, size_t len)
         *path = buf;
 }
 
-void cli_locate(cli_opts *o)
+/* Paths the README documents relative to the source tree
+ * (workloads/examples/sp-ring.yaml, workloads/sweeps/..., --platform
+ * workloads/examples/platform-mi300x.yaml) work from an installed copy too:
+ * a relative workload, sweep file or --platform path that does not exist
+ * from the current directory but does in the data directory
+ * (base/datadir.h) is taken from there.  cli_main calls it. */
+static void cli_locate(cli_opts *o)
 {
     if (o->cmd == CMD_SWEEP && !o->merge && o->nargs > 0)
         locate(&o->args[0], o->located[0], sizeof o->located[0]);

@@ -54,9 +54,6 @@ int drv_run(const drv_req *rq, json_t **summary, FILE *table, cp_err *err);
  * the summary's ring_select saying what each took. */
 int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **summary,
                  FILE *table, cp_err *err);
-/* drv_simulate of exactly the plan p (no ring selection, not serving). */
-int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p, json_t **summary,
-                     FILE *table, cp_err *err);
 
 /* ---- children (driver_child.c): one scenario in a child process ---------------
  *

@@ -6,6 +6,7 @@
 
 #include "collectives/coll.h"
 #include "models/build.h"
+#include "models/exchange.h"
 #include "models/cost.h"
 #include "models/interference.h"
 #include "reports/report.h"
@@ -106,6 +107,9 @@ static int has_ring_step(const plan *p)
     return 0;
 }
 
+static int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p,
+                            json_t **summary, FILE *table, cp_err *err);
+
 /* parallel.ring_select: simulate: the plan with every split ring step as
  * pass-KV and as pass-Q, each simulated in a child process (summary only),
  * the one that ends first into *win (ties: pass-KV), priced and folded as
@@ -137,7 +141,7 @@ static int pick_ring(const drv_req *rq, const scenario *s, plan *win, double too
         took[k] = rc == 0 ? json_number_value(json_object_get(sm, "makespan_s")) : 0;
         json_decref(sm);
     }
-    int best = took[1] < took[0];
+    int best = ex_faster_ring(took[0], took[1]) == PR_PASS_Q;
     for (int k = 0; k < 2; k++) {
         if (rc == 0 && k == best)
             *win = cand[k];
@@ -173,7 +177,8 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
     return drv_simulate_one(rq, s, p, summary, table, err);
 }
 
-int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p, json_t **summary,
+/* drv_simulate of exactly the plan p (no ring selection, not serving). */
+static int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p, json_t **summary,
                      FILE *table, cp_err *err)
 {
     *summary = NULL;

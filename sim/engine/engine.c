@@ -37,7 +37,7 @@ static struct {
 /* Each rank records into its own block of the result (events.h), in the
  * order things happen there: an element makes one event, or one memory
  * event for a memory op (eng_add_mem). */
-void eng_push_event(const eng_event *e)
+static void eng_push_event(const eng_event *e)
 {
     eng_add_event(eng.res, e);
     if (e->t1 > eng.res->end_s)
@@ -47,7 +47,7 @@ void eng_push_event(const eng_event *e)
 /* ---- synchronisation --------------------------------------------------- */
 
 /* Whether element e of the rank's sequence has completed. */
-int eng_dep_done(const rank_st *rs, uint32_t e)
+static int eng_dep_done(const rank_st *rs, uint32_t e)
 {
     const plan_op *o = &rs->pg->ops[rs->ix->v.real[e]];
     return rs->done[o->stream] > rs->ix->pos[e];

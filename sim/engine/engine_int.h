@@ -93,15 +93,8 @@ typedef struct eng_state {
 
 extern eng_state eng;
 
-
-
-/* Record an event of its rank (eng_add_event) and move the run's end
- * (memory events go straight to eng_add_mem). */
-void eng_push_event(const eng_event *e);
-
-/* Whether element e of the rank's sequence has completed; whether element i
- * may start (its dependencies done, its step started). */
-int eng_dep_done(const rank_st *rs, uint32_t e);
+/* Whether element i of the rank's sequence may start (its dependencies
+ * done, its step started). */
 int eng_ready(const rank_st *rs, uint32_t i);
 
 /* ---- replay of repeated regions (replay.c) ------------------------------ */

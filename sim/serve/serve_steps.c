@@ -8,6 +8,7 @@
 
 #include "base/grow.h"
 #include "models/build.h"
+#include "models/exchange.h"
 #include "models/cost.h"
 #include "reports/report.h"
 #include "sim/engine/engine.h"
@@ -188,7 +189,7 @@ int srv_step_get(srv_steps *st, const build_batch *bt, cp_err *err)
         rc = simulate(st, bt, PR_PASS_Q, &q, &rq, &smq, err);
         if (rc == 0) {
             double dkv = step_time(&p, &r), dq = step_time(&q, &rq);
-            int q_wins = dq < dkv;
+            int q_wins = ex_faster_ring(dkv, dq) == PR_PASS_Q;
             st->wall_s += q_wins ? r.wall_s : rq.wall_s; /* the loser's time */
             plan *lose_p = q_wins ? &p : &q;
             eng_result *lose_r = q_wins ? &r : &rq;
