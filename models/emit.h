@@ -1,6 +1,6 @@
 /* emit: the plan builder's context and the emitters every layer builder
- * uses (models/build.c drives them; models/layer_*.c, models/seqpar.c and
- * models/exchange.c describe the layers with them).
+ * uses (models/build/ drives them; models/layers/, models/attn/, models/seqpar/ and
+ * models/exchange/ describe the layers with them).
  *
  * The context stamps each new op with the current layer, step, request and
  * token layout, keeps cross-stream waits (a collective waits for the kernel
@@ -12,7 +12,6 @@
 
 #include <stdint.h>
 
-#include "models/build.h"
 #include "models/memory.h"
 #include "models/plan.h"
 #include "models/scenario.h"
@@ -46,7 +45,7 @@ typedef struct em_tensor {
 
 #define EM_TENSOR_NONE ((em_tensor){0, 0, EMT_NONE})
 
-/* Weight broadcasts of layer sharding (seqpar.c) posted one layer ahead of
+/* Weight broadcasts of layer sharding (models/seqpar/) posted one layer ahead of
  * the layer whose projections they deliver. */
 typedef struct em_bcasts {
     int32_t layer, step;     /* the layer they deliver; the step they were posted in */
@@ -69,9 +68,9 @@ typedef struct bld {
     plan_prog *pg;
     plan_layout_cfg lay;     /* the plan's layout (group sizes) */
     int32_t layer, step, request;
-    /* a batched step's sequences (build.h), NULL: the one sequence the
+    /* a batched step's sequences (scenario.h sc_seq), NULL: the one sequence the
      * scheme is given; nsample: tokens the step samples (1 unless batched) */
-    const build_seq *seqs;
+    const sc_seq *seqs;
     int nseqs;
     int64_t nsample;
     int tp, ep;              /* = lay.tp, lay.ep */
@@ -99,7 +98,7 @@ typedef struct bld {
     em_tensor residual;      /* the residual stream */
     em_tensor hidden;        /* the embedding, then each layer's output: the next
                                 layer's input norm (or the final norm) frees it */
-    /* layer sharding: posted by seqpar.c post_broadcasts, taken (with the
+    /* layer sharding: posted by seqpar/seqpar.c post_broadcasts, taken (with the
      * windows, which the layer's attention then frees) by take_broadcasts */
     em_bcasts bcasts;
     /* Python locals (kernel set eager_locals): tensors whose last use came

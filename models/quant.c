@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/seqpar.h"
 #include "models/scenario.h"
 
 static const char *const type_names[QT_COUNT] = {"FLOAT", "W8A8", "W8A8_DYNAMIC", "FP8_BLOCK",
@@ -229,8 +228,8 @@ static void pass_init(qpass *q, const struct scenario *s, const quant_desc *d, q
     q->s = s;
     q->d = d;
     q->upto = upto;
-    q->shard = seqpar_mem_shard(s);
-    q->sharded = seqpar_sharded(s);
+    q->shard = sc_mem_shard(s);
+    q->sharded = sc_layer_sharded(s);
     q->shard_k = q->sharded ? s->par.tp : 1;
     q->wb = dtype_bytes(s->w_dtype);
     q->mlp_wb = dtype_bytes(s->mlp_dtype);

@@ -11,6 +11,8 @@
 #include "models/arch.h"
 #include "base/dtype.h"
 #include "models/kset.h"
+#include "models/memory.h"
+#include "models/plan.h"
 #include "platforms/platform.h"
 #include "base/diag.h"
 #include "base/yamlio.h"
@@ -27,7 +29,7 @@ typedef enum { RS_FIXED, RS_RULE, RS_SIMULATE } wl_ring_select;
 /* How a copied decode step of a ring exchange over position-stored KV
  * attends (parallel.decode): the DCP merge (every rank attends its slots,
  * partials all-gathered: cp-exchange.md's copied step), the pass-Q ring
- * decode (models/exchange.c ring_decode), or pass-Q when the batch holds at
+ * decode (models/exchange/decode.c), or pass-Q when the batch holds at
  * least one sequence per SP rank. */
 typedef enum { DEC_DCP, DEC_PASS_Q, DEC_AUTO } wl_decode;
 typedef enum { SPLIT_STRIPED, SPLIT_CONTIGUOUS, SPLIT_ZIGZAG } wl_split;
@@ -209,5 +211,42 @@ int sc_dsa_cp(const scenario *s);
 
 /* Whether the exchange is one of the two rings (ring, ring_kv). */
 int sc_exchange_is_ring(wl_exchange e);
+
+/* Either of the RFC's schemes over the TP group applies (parallel.
+ * sequence_parallel, or DSA CP: models/seqpar/), parallel.sp aside. */
+int sc_seqpar(const scenario *s);
+/* The weight sharding of the scheme s runs (memory.h): DSA CP's full-layout
+ * attention and TP-sharded shared experts under the RFC's schemes. */
+mem_shard sc_mem_shard(const scenario *s);
+/* parallel.layer_sharding as bits 1 << mem_proj; 0 when no sharding
+ * applies (no DSA CP, or a TP group of one). */
+uint32_t sc_layer_sharded(const scenario *s);
+
+/* How a step of t tokens (prefill: it holds prefill tokens) is launched
+ * under the scenario's graph mode (engine.graph) and kernel set's capture
+ * sizes, and the batch its kernels run (*padded: t, or the capture size it
+ * is padded to). */
+plan_launch sc_step_launch(const scenario *s, int64_t t, int prefill, int64_t *padded);
+
+/* ---- the steps the plan builders take --------------------------------------- */
+
+/* A sequence of a batched step: `tokens` new tokens after `prefix` tokens
+ * already in the KV cache (a decode: 1 token after its context); `sample`:
+ * the step samples a token of it (the last chunk of a prefill, a decode). */
+typedef struct sc_seq {
+    int64_t tokens, prefix;
+    uint8_t sample;
+} sc_seq;
+
+/* The step: its sequences (GEMMs run on their tokens together, attention
+ * per sequence, models/exchange.h attn_step_calls) and whether it runs split
+ * over the SP ranks (then it holds one sequence: a split step is one
+ * prompt, cp-exchange.md). */
+typedef struct sc_batch {
+    const sc_seq *seq;
+    int n;
+    int split;
+} sc_batch;
+
 
 #endif

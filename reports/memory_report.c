@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "models/quant.h"
-#include "models/seqpar.h"
+#include "models/seqpar/seqpar.h"
 #include "reports/report.h"
 
 static const char *scheme_name(const scenario *s)

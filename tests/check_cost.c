@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "models/build.h"
+#include "models/build/build.h"
 #include "base/calib.h"
 #include "models/cost.h"
 #include "models/quant.h"

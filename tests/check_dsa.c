@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "models/build.h"
+#include "models/build/build.h"
 #include "models/quant.h"
-#include "models/seqpar.h"
+#include "models/seqpar/seqpar.h"
 #include "sim/driver/driver.h"
 #include "sim/cli/cli_commands.h"
 #include "tests/testutil.h"
@@ -339,7 +339,7 @@ START_TEST(layer_sharding_broadcast)
     plan p;
     const char *ls[] = {"parallel.layer_sharding=[q_b_proj,o_proj]"};
     tu_plan(&s, &p, GLM, ls, 1);
-    ck_assert_uint_eq(seqpar_sharded(&s), (1u << MP_Q_B) | (1u << MP_O));
+    ck_assert_uint_eq(sc_layer_sharded(&s), (1u << MP_Q_B) | (1u << MP_O));
     double qb = quant_proj_bytes(&s, 5, MP_Q_B), ob = quant_proj_bytes(&s, 5, MP_O);
     /* the int8 weights move; their scales stay on every rank */
     ck_assert_double_eq(qb, 16384.0 * 2048);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "collectives/coll.h"
-#include "models/build.h"
+#include "models/build/build.h"
 #include "models/cost.h"
 #include "sim/driver/driver.h"
 #include "sim/engine/engine.h"

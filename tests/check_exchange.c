@@ -1,5 +1,5 @@
 /* check_exchange: the sequence-parallel exchange strategies
- * (shared/spec/cp-exchange.md, models/exchange.c).
+ * (shared/spec/cp-exchange.md, models/exchange/).
  *
  * Plan level (no SimGrid): per layer and SP rank, the number, kind and
  * bytes of collectives and ring hops against closed forms from the
@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/build.h"
-#include "models/exchange.h"
+#include "models/build/build.h"
+#include "models/exchange/exchange.h"
 #include "sim/driver/driver.h"
 #include "tests/testutil.h"
 
@@ -135,7 +135,7 @@ static double run_pairs(double lo, double n)
 
 /* ---- positions and pairs ------------------------------------------------------ */
 
-/* ex_pairs / ex_stripe_below against enumeration of every position. */
+/* attn_stripe_pairs / attn_stripe_below against enumeration of every position. */
 START_TEST(pairs_match_enumeration)
 {
     for (int P = 2; P <= 4; P++) {
@@ -144,20 +144,20 @@ START_TEST(pairs_match_enumeration)
                 int64_t cnt = 0;
                 for (int64_t y = 0; y < n; y++)
                     cnt += y % P == r;
-                ck_assert_int_eq(ex_stripe_below(n, r, P), cnt);
+                ck_assert_int_eq(attn_stripe_below(n, r, P), cnt);
             }
         }
         for (int64_t lo = 0; lo < 7; lo++) {
             for (int64_t n = 0; n < 9; n++) {
                 for (int s = 0; s < 2; s++) {
                     int64_t stride = s ? P : 1;
-                    ex_run q = {lo, n, stride};
+                    attn_run q = {lo, n, stride};
                     for (int stripe = -1; stripe < P; stripe++) {
                         double want = 0;
                         for (int64_t i = 0; i < n; i++)
                             for (int64_t y = 0; y <= lo + i * stride; y++)
                                 want += stripe < 0 || y % P == stripe;
-                        ck_assert_double_eq(ex_pairs(&q, stripe, P), want);
+                        ck_assert_double_eq(attn_stripe_pairs(&q, stripe, P), want);
                     }
                 }
             }
@@ -609,7 +609,7 @@ END_TEST
 
 /* ---- the two rings: pass-KV, zigzag, cached prefixes ------------------------------------ */
 
-/* ex_run_pairs against enumeration: stride-1 keys under queries of stride 1
+/* attn_run_pairs against enumeration: stride-1 keys under queries of stride 1
  * or P, and queries and keys of one stride P, at every offset. */
 START_TEST(run_pairs_match_enumeration)
 {
@@ -620,12 +620,12 @@ START_TEST(run_pairs_match_enumeration)
                     for (int64_t qn = 0; qn < 7; qn++)
                         for (int64_t klo = 0; klo < 9; klo++)
                             for (int64_t kn = 0; kn < 7; kn++) {
-                                ex_run q = {qlo, qn, qs}, k = {klo, kn, ks};
+                                attn_run q = {qlo, qn, qs}, k = {klo, kn, ks};
                                 double want = 0;
                                 for (int64_t i = 0; i < qn; i++)
                                     for (int64_t j = 0; j < kn; j++)
                                         want += klo + j * ks <= qlo + i * qs;
-                                ck_assert_double_eq(ex_run_pairs(&q, &k), want);
+                                ck_assert_double_eq(attn_run_pairs(&q, &k), want);
                             }
             }
         }
@@ -647,14 +647,14 @@ static double share_rows(long C, long T, int P, int r, int zigzag)
 {
     if (zigzag)
         return chunk_len(T, 2 * P, r) + chunk_len(T, 2 * P, 2 * P - 1 - r);
-    return (double)(ex_stripe_below(C + T, r, P) - ex_stripe_below(C, r, P));
+    return (double)(attn_stripe_below(C + T, r, P) - attn_stripe_below(C, r, P));
 }
 
 static double kv_rows(long C, long T, int P, int r, int zigzag)
 {
     if (zigzag)
         return share_rows(0, C, P, r, 1) + share_rows(C, T, P, r, 1);
-    return (double)ex_stripe_below(C + T, r, P);
+    return (double)attn_stripe_below(C + T, r, P);
 }
 
 /* Sum of the attention pairs of the calls named `name` in (step 0, layer)
@@ -945,8 +945,8 @@ START_TEST(ring_rule_and_overrides)
     ck_assert_int_eq(tu_count(&p, 1, "ring_hop", 3), 1);
     ck_assert_int_eq(tu_count(&p, 1, "ring_kv_hop", 3), 0);
     plan_free(&p);
-    build_seq one = {T, 262144, 1};
-    build_batch bt = {&one, 1, 1};
+    sc_seq one = {T, 262144, 1};
+    sc_batch bt = {&one, 1, 1};
     build_step_plan(&s, &bt, 0, &p);
     ck_assert_int_eq(p.step_ring[0], PR_PASS_Q);
     plan_free(&p);
@@ -1065,10 +1065,10 @@ static void check_ring_decode(int tp, int P, const char *exchange, int overlap, 
     scenario s;
     plan p;
     tu_load(&s, THINKER, set, 6);
-    build_seq seq[8];
+    sc_seq seq[8];
     for (int i = 0; i < B; i++)
-        seq[i] = (build_seq){1, 5000 + 7 * i, 1};
-    build_batch bt = {seq, B, 0};
+        seq[i] = (sc_seq){1, 5000 + 7 * i, 1};
+    sc_batch bt = {seq, B, 0};
     build_step_plan(&s, &bt, 0, &p);
     ck_assert_int_eq(p.step_split[0], 0);
     ck_assert_int_eq(p.step_ring[0], PR_NONE); /* a copied step: no split ring */
@@ -1218,8 +1218,8 @@ START_TEST(ring_decode_kv_balance)
     const char *ring[] = {"parallel.tp=2", "parallel.sp=4", "parallel.kv_storage=by_position",
                           "parallel.exchange=ring", "parallel.decode=pass_q"};
     tu_load(&s, THINKER, ring, 5);
-    build_seq mix[2] = {{1, 5000, 1}, {100, 0, 1}};
-    build_batch bt = {mix, 2, 0};
+    sc_seq mix[2] = {{1, 5000, 1}, {100, 0, 1}};
+    sc_batch bt = {mix, 2, 0};
     build_step_plan(&s, &bt, 0, &p);
     ck_assert_int_eq(count_ops(&p, 0, 0, 0, OPK_COMPUTE, "dcp_attention", NULL), 2);
     ck_assert_int_eq(tu_count(&p, 0, "ring_decode_hop", -2), 0);
@@ -1227,15 +1227,15 @@ START_TEST(ring_decode_kv_balance)
     wl_free(&s);
     /* parallel.decode: dcp (the default) keeps the DCP merge on a ring; auto
      * takes pass-Q from one sequence per SP rank (here 4) */
-    build_seq dec[4];
+    sc_seq dec[4];
     for (int i = 0; i < 4; i++)
-        dec[i] = (build_seq){1, 5000 + i, 1};
+        dec[i] = (sc_seq){1, 5000 + i, 1};
     const char *modes[] = {"parallel.decode=dcp", "parallel.decode=auto"};
     for (int m = 0; m < 2; m++)
         for (int n = 3; n <= 4; n++) {
             ring[4] = modes[m];
             tu_load(&s, THINKER, ring, 5);
-            build_batch b4 = {dec, n, 0};
+            sc_batch b4 = {dec, n, 0};
             build_step_plan(&s, &b4, 0, &p);
             int pass_q = m == 1 && n >= 4;
             ck_assert_int_eq(tu_count(&p, 0, "ring_decode_hop", -2) > 0, pass_q);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "models/build.h"
+#include "models/build/build.h"
 #include "models/cost.h"
 #include "models/kset.h"
 #include "platforms/platform.h"
@@ -155,10 +155,10 @@ START_TEST(decode_batches_padded_to_capture_sizes)
     const char *vllm[] = {"engine.kernels=vllm"};
     scenario s;
     tu_load(&s, THINKER, vllm, 1);
-    build_seq seq[600];
+    sc_seq seq[600];
     for (int i = 0; i < 600; i++)
-        seq[i] = (build_seq){1, 1000 + i, 1};
-    build_batch b9 = {seq, 9, 0}, b600 = {seq, 600, 0};
+        seq[i] = (sc_seq){1, 1000 + i, 1};
+    sc_batch b9 = {seq, 9, 0}, b600 = {seq, 600, 0};
     plan p;
     build_step_plan(&s, &b9, 0, &p);
     ck_assert_int_eq(p.padded_tokens, 16);
@@ -174,10 +174,10 @@ START_TEST(decode_batches_padded_to_capture_sizes)
     ck_assert_int_eq(tu_find(&p, 0, "qkv_proj", 3)->eager, 1);
     plan_free(&p);
     /* a mixed step of 8 decodes and a 200-token chunk: piecewise, padded to 208 */
-    build_seq mix[9];
+    sc_seq mix[9];
     memcpy(mix, seq, sizeof mix);
-    mix[8] = (build_seq){200, 0, 1};
-    build_batch mixed = {mix, 9, 0};
+    mix[8] = (sc_seq){200, 0, 1};
+    sc_batch mixed = {mix, 9, 0};
     build_step_plan(&s, &mixed, 0, &p);
     ck_assert_int_eq(p.padded_tokens, 208);
     ck_assert_int_eq(p.launch, PL_PIECEWISE);
@@ -200,8 +200,8 @@ END_TEST
 START_TEST(varlen_mixed_step_is_one_launch)
 {
     const char *sets[2][1] = {{"engine.kernels=vllm"}, {"engine.kernels=sglang"}};
-    build_seq seq[3] = {{1, 4000, 1}, {1, 6000, 1}, {1024, 0, 1}};
-    build_batch bt = {seq, 3, 0};
+    sc_seq seq[3] = {{1, 4000, 1}, {1, 6000, 1}, {1024, 0, 1}};
+    sc_batch bt = {seq, 3, 0};
     double dec_cost[2];
     for (int k = 0; k < 2; k++) {
         scenario s;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/build.h"
+#include "models/build/build.h"
 #include "models/memory.h"
 #include "tests/testutil.h"
 

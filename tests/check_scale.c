@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "models/build.h"
+#include "models/build/build.h"
 #include "sim/driver/driver.h"
 #include "sim/engine/engine.h"
 #include "tests/testutil.h"

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "models/build.h"
+#include "models/build/build.h"
 #include "sim/driver/driver.h"
 #include "sim/engine/engine.h"
 #include "sim/serve/serve.h"
@@ -103,10 +103,10 @@ START_TEST(test_serve_batch_priced_as_batch)
     srv_steps st;
     cp_err err = {0};
     ck_assert_msg(srv_steps_init(&st, &s, 0, 0.0, &err) == 0, "%s", err.msg);
-    build_seq one = {1, 4096, 1}, eight[8];
+    sc_seq one = {1, 4096, 1}, eight[8];
     for (int i = 0; i < 8; i++)
-        eight[i] = (build_seq){1, 4096 + 100 * i, 1};
-    build_batch b1 = {&one, 1, 0}, b8 = {eight, 8, 0};
+        eight[i] = (sc_seq){1, 4096 + 100 * i, 1};
+    sc_batch b1 = {&one, 1, 0}, b8 = {eight, 8, 0};
     int i1 = srv_step_get(&st, &b1, &err), i8 = srv_step_get(&st, &b8, &err);
     ck_assert(i1 >= 0 && i8 >= 0 && i1 != i8);
     double d1 = st.v[i1].dur, d8 = st.v[i8].dur;
@@ -143,8 +143,8 @@ START_TEST(test_serve_mixed_step_calls)
     char *y = cat(THINKER, "requests:\n  - {prompt_tokens: 512}\n  - {prompt_tokens: 512}\n");
     scenario s;
     tu_load(&s, y, NULL, 0);
-    build_seq seq[3] = {{1, 1000, 1}, {2048, 0, 1}, {1, 3000, 1}};
-    build_batch bt = {seq, 3, 0};
+    sc_seq seq[3] = {{1, 1000, 1}, {2048, 0, 1}, {1, 3000, 1}};
+    sc_batch bt = {seq, 3, 0};
     plan p;
     build_step_plan(&s, &bt, 0, &p);
     ck_assert_int_eq(tu_count(&p, 0, "attention", 0), 2);
@@ -286,10 +286,10 @@ START_TEST(test_serve_router_pad_slice)
     cp_err err = {0};
     ck_assert_msg(wl_load(path, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(s.nreqs, 72);
-    build_seq dec[9];
+    sc_seq dec[9];
     for (int i = 0; i < 9; i++)
-        dec[i] = (build_seq){1, 512 + i, 1};
-    build_batch bt = {dec, 9, 0};
+        dec[i] = (sc_seq){1, 512 + i, 1};
+    sc_batch bt = {dec, 9, 0};
     plan p;
     build_step_plan(&s, &bt, 1, &p);
     ck_assert_int_eq(p.nranks, 32);

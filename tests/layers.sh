@@ -3,17 +3,21 @@
 # includes its own folder and the floors below it, never one above.
 #   base < platforms < models < collectives < workloads < sim/engine < reports
 #        < sim/serve < sim/driver < sim/sweep < sim/cli
+# and inside models/ (models/README.md): its top files < attn < layers
+#        < exchange < seqpar < build.  A path's floor is the last (the most
+#        specific) folder of the list it lies in.
 : "${top_srcdir:=.}"
 cd "$top_srcdir" || exit 1
-floors="base platforms models collectives workloads sim/engine reports sim/serve sim/driver
-sim/sweep sim/cli"
+floors="base platforms models models/attn models/layers models/exchange models/seqpar
+models/build collectives workloads sim/engine reports sim/serve sim/driver sim/sweep sim/cli"
 floor_of() { # the floor index of a path (folder/...), -1 when not a library floor
     i=0
+    found=-1
     for f in $floors; do
-        case $1 in "$f"/*) echo $i; return ;; esac
+        case $1 in "$f"/*) found=$i ;; esac
         i=$((i + 1))
     done
-    echo -1
+    echo $found
 }
 bad=0
 for src in $(find base platforms models collectives workloads sim reports \

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "models/build.h"
+#include "models/build/build.h"
 #include "models/cost.h"
 #include "sim/driver/driver.h"
 

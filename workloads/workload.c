@@ -87,7 +87,7 @@ static const wl_field parallel_fields[] = {
     { "all_gather_tensors", F_ENUM, 0, 0, AGT_QKV, wl_agt_names, NULL, PAR(all_gather_tensors) },
     { "all_gather_merge", F_ENUM, 0, 0, AGM_ALL_ROWS, agm_names, NULL, PAR(all_gather_merge) },
     { "ring_overlap", F_BOOL, 0, 1, 0, NULL, NULL, PAR(ring_overlap) },
-    /* where a split step's tokens are cut (models/exchange.c ex_embed) */
+    /* where a split step's tokens are cut (models/exchange/scheme.c ex_embed) */
     { "embed", F_ENUM, 0, 0, 0, embed_names, NULL, PAR(embed_share) },
     /* copied decode steps of a ring exchange (workload.h wl_decode) */
     { "decode", F_ENUM, 0, 0, DEC_DCP, wl_decode_names, NULL, PAR(decode) },
@@ -743,7 +743,7 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
                 "the others stay idle (their memory and links are not simulated)", used, used,
                 plat_devices(&out->plat), out->plat.name);
     /* cp-exchange.md "ring": "Ring runs eager only (no captured graph)":
-     * a prefill the graph mode captures runs copied (models/exchange.c
+     * a prefill the graph mode captures runs copied (models/exchange/pos.c
      * ex_step_splits) */
     const wl_parallel *pp = &out->par;
     if (rc == 0 && pp->embed_share && pp->sp <= 1)

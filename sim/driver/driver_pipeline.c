@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "collectives/coll.h"
-#include "models/build.h"
-#include "models/exchange.h"
+#include "models/build/build.h"
+#include "models/exchange/exchange.h"
 #include "models/cost.h"
 #include "models/interference.h"
 #include "reports/report.h"
@@ -22,9 +22,9 @@ void drv_plan(const scenario *s, plan *p)
     /* the scheduler builds its steps as they come (sim/serve/): the plan
      * here is the first request's prefill, alone */
     const wl_request *q = s->nreqs > 0 ? &s->reqs[0] : NULL;
-    build_seq one = {q ? q->prompt_tokens : s->streams[0].prompt_tokens,
+    sc_seq one = {q ? q->prompt_tokens : s->streams[0].prompt_tokens,
                      q ? q->cached_tokens : s->streams[0].cached_tokens, 1};
-    build_batch bt = {&one, 1, build_step_splits(s, one.tokens)};
+    sc_batch bt = {&one, 1, build_step_splits(s, one.tokens)};
     build_step_plan(s, &bt, 0, p);
 }
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "base/grow.h"
-#include "models/build.h"
+#include "models/build/build.h"
 #include "models/plan.h"
 
 typedef struct replica {
@@ -32,7 +32,7 @@ typedef struct sched {
     int *client_src;
     int64_t *client_sent;
     int nclients;
-    build_seq *seq;
+    sc_seq *seq;
     int *seq_req;
     int nseq, seqcap;
 } sched;
@@ -206,7 +206,7 @@ static void add_seq(sched *S, int req, int64_t tokens, int64_t prefix, int sampl
         if (!S->seq || !S->seq_req)
             abort();
     }
-    S->seq[S->nseq] = (build_seq){tokens, prefix, (uint8_t)sample};
+    S->seq[S->nseq] = (sc_seq){tokens, prefix, (uint8_t)sample};
     S->seq_req[S->nseq++] = req;
 }
 
@@ -338,7 +338,7 @@ static void apply(sched *S, replica *r, double t1)
     for (int k = 0; k < S->nseq; k++) {
         int i = S->seq_req[k];
         srv_req *q = &req[i];
-        const build_seq *sq = &S->seq[k];
+        const sc_seq *sq = &S->seq[k];
         q->steps++;
         if (q->prefilled < q->prompt) {
             q->prefilled += sq->tokens;
@@ -457,7 +457,7 @@ static int stepped(sched *S, double t1, cp_err *err)
 
 /* Replica k's sequences of the stash (keep, keep_req: every replica's, in
  * replica order) into S->seq; returns where they start. */
-static int unstash(sched *S, const build_seq *keep, const int *keep_req, int nkeep, int k)
+static int unstash(sched *S, const sc_seq *keep, const int *keep_req, int nkeep, int k)
 {
     for (int r = 0, at = 0; r < S->ndp; r++) {
         int cnt = 0;
@@ -484,7 +484,7 @@ static int lockstep_step(sched *S, double tr, cp_err *err)
     srv_run_st *R = S->R;
     int big = -1, split = 0;
     int64_t most = -1;
-    build_seq *keep = NULL;
+    sc_seq *keep = NULL;
     int *keep_req = NULL, nkeep = 0;
     size_t kcap = 0, rcap = 0;
     double kv0 = 0;
@@ -510,7 +510,7 @@ static int lockstep_step(sched *S, double tr, cp_err *err)
         S->rep[k].free_at = tr;
     }
     unstash(S, keep, keep_req, nkeep, big); /* the largest replica's step */
-    build_batch bt = {S->seq, S->nseq, split};
+    sc_batch bt = {S->seq, S->nseq, split};
     int st = srv_step_get(&R->steps, &bt, err);
     if (st >= 0) {
         double t1 = tr + R->steps.v[st].dur;
@@ -537,7 +537,7 @@ static int replica_step(sched *S, int d, double tr, cp_err *err)
     if (S->nseq == 0) /* nothing admissible: cannot happen (an empty replica
                          admits), kept as a guard */
         return cp_fail(err, CP_EXIT_INTERNAL, "serving: replica %d has work but no step", d);
-    build_batch bt = {S->seq, S->nseq, split};
+    sc_batch bt = {S->seq, S->nseq, split};
     int st = srv_step_get(&R->steps, &bt, err);
     if (st < 0)
         return -1;
@@ -589,8 +589,8 @@ double srv_kv_budget(const scenario *s, double resident[MC_COUNT])
             most = s->streams[k].prompt_tokens;
     if (s->chunked_prefill && most > s->max_num_batched_tokens)
         most = s->max_num_batched_tokens;
-    build_seq one = {most, 0, 1};
-    build_batch bt = {&one, 1, build_step_splits(s, most)};
+    sc_seq one = {most, 0, 1};
+    sc_batch bt = {&one, 1, build_step_splits(s, most)};
     plan p;
     scenario unrolled = *s; /* walked in program order: every layer */
     unrolled.fold_at_build = 0;

@@ -3,7 +3,7 @@
  *
  * Each model replica (parallel.dp of them) runs vLLM's iteration-level
  * loop: a waiting queue in arrival order and a running batch; at each step
- * the scheduler picks the step's sequences (build.h build_batch), the step
+ * the scheduler picks the step's sequences (models/scenario.h sc_batch), the step
  * is simulated on SimGrid as one plan (build_step_plan, sim/engine/), and
  * its end is the clock of the next step.  Policies:
  *   - a prompt that runs split over the SP ranks (parallel.min_tokens,

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "collectives/coll.h"
-#include "models/build.h"
+#include "models/build/build.h"
 #include "models/interference.h"
 #include "reports/report.h"
 #include "sim/engine/engine.h"
@@ -67,7 +67,7 @@ int srv_steps_init(srv_steps *st, const scenario *s, int lockstep, double reuse,
 void srv_steps_free(srv_steps *st);
 /* The index of the simulated step for batch bt (simulating it when no
  * step matches), -1 with err on failure.  Indices stay valid. */
-int srv_step_get(srv_steps *st, const build_batch *bt, cp_err *err);
+int srv_step_get(srv_steps *st, const sc_batch *bt, cp_err *err);
 
 /* A request during and after the run. */
 typedef struct srv_req {

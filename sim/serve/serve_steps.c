@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "base/grow.h"
-#include "models/build.h"
-#include "models/exchange.h"
+#include "models/build/build.h"
+#include "models/exchange/exchange.h"
 #include "models/cost.h"
 #include "reports/report.h"
 #include "sim/engine/engine.h"
@@ -24,14 +24,14 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h;
 }
 
-static void shape_of(const build_batch *bt, double reuse, uint64_t *shape, double *ctx)
+static void shape_of(const sc_batch *bt, double reuse, uint64_t *shape, double *ctx)
 {
     uint64_t h = 14695981039346656037ULL; /* FNV-1a 64-bit offset basis */
     int64_t ndec = 0;
     double sum = 0;
     h = mix(h, (uint64_t)bt->split);
     for (int i = 0; i < bt->n; i++) {
-        const build_seq *q = &bt->seq[i];
+        const sc_seq *q = &bt->seq[i];
         if (q->tokens == 1) {
             ndec++;
             sum += (double)q->prefix;
@@ -136,7 +136,7 @@ static double step_time(const plan *p, const eng_result *r)
 /* Build, price and simulate batch bt (a split ring step as `ring`, PR_NONE:
  * as the scenario says) into *p, *r and its summary *sm; on failure
  * nothing is left to free. */
-static int simulate(srv_steps *st, const build_batch *bt, plan_ring ring, plan *p,
+static int simulate(srv_steps *st, const sc_batch *bt, plan_ring ring, plan *p,
                     eng_result *r, rep_summary *sm, cp_err *err)
 {
     build_step_plan_ring(st->s, bt, st->lockstep, ring, p); /* folded as built */
@@ -152,7 +152,7 @@ static int simulate(srv_steps *st, const build_batch *bt, plan_ring ring, plan *
     return rc;
 }
 
-int srv_step_get(srv_steps *st, const build_batch *bt, cp_err *err)
+int srv_step_get(srv_steps *st, const sc_batch *bt, cp_err *err)
 {
     uint64_t shape;
     double ctx;

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "models/build.h"
+#include "models/build/build.h"
 #include "base/grow.h"
 #include "models/cost.h"
 #include "reports/report.h"

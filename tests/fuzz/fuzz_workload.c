@@ -3,7 +3,7 @@
  * model too (no SimGrid). */
 #include "tests/fuzz/fuzz.h"
 
-#include "models/build.h"
+#include "models/build/build.h"
 #include "models/cost.h"
 #include "workloads/workload.h"
 

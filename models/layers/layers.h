@@ -19,15 +19,7 @@ extern const mlp_names MLP_DENSE, MLP_SHARED;
  * returns the output [m, h] (the caller frees it). */
 em_tensor layer_mlp(bld *b, const mlp_names *nm, int64_t m, int64_t inter);
 
-/* GQA attention over heads/tp on `t` new tokens after `prefix` cached ones:
- * qkv_proj (column), q/k norm, rope, KV write, causal flash attention,
- * o_proj (row), all-reduce over TP; returns the output [t, h]. */
-em_tensor layer_attention_gqa(bld *b, int64_t t, int64_t prefix);
-
-/* MLA attention over heads/tp (layer_mla.c); returns the output [t, h]. */
-em_tensor layer_attention_mla(bld *b, int64_t t, int64_t prefix);
-
-/* ---- the MoE block (models/layer_moe.c) ------------------------------------ */
+/* ---- the MoE block (models/layers/moe.c) ------------------------------------ */
 
 /* Router GEMM (activation dtype) and top-k scoring of the m rows this rank
  * routes; layer_moe_topk: the scoring alone (logits already computed). */
@@ -53,9 +45,9 @@ em_tensor layer_moe(bld *b, int64_t t);
  * the output [t, h]. */
 em_tensor layer_ffn(bld *b, int64_t t);
 
-/* ---- pieces of the tensor-parallel layer (models/layer_tp.c) --------------
+/* ---- pieces of the tensor-parallel layer (models/layers/tp.c) --------------
  * Shared by the tensor-parallel scheme (build.c) and the exchange scheme
- * (exchange.c). */
+ * (models/exchange/). */
 
 /* Vocabulary-parallel embedding of t tokens (lookup + all-reduce over TP);
  * allocates the residual stream (b->residual) and the embedding [t, h]
@@ -78,27 +70,9 @@ typedef em_tensor (*layer_attn_fn)(bld *b, int64_t t, int64_t prefix);
  * (b->hidden) and leaves its own [tl, h] there. */
 void layer_decoder(bld *b, int64_t tl, int64_t t, int64_t prefix, layer_attn_fn attn);
 
-/* GQA front on t rows: qkv_proj (column parallel, heads/tp q heads and the
- * rank's KV heads), q/k norm, RoPE; returns qkv [t, (hq + 2 hkv) d]. */
-em_tensor layer_gqa_qkv(bld *b, int64_t t);
-/* Paged KV write of n tokens of kv_heads heads and its KV-cache bytes
- * (nothing when n is 0). */
-void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads);
-/* A flash-attention call described by *at (flops from at->pairs, bytes:
- * q and output rows plus the keys and values read). */
-uint32_t layer_gqa_attend(bld *b, const char *name, const plan_attn *at);
-/* The ncalls plain calls ("attention", models/exchange.h ex_step_calls) of
- * t query rows with their buffers: allocates the output [t, heads, d_v]
- * (returned, consumed by o_proj or an exchange) and the fp32 LSE (freed
- * after the calls). */
-em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at, int ncalls, int64_t t);
-/* o_proj (row parallel) on t rows: frees the attention output *attn
- * [t, heads/tp * d], returns [t, h] all-reduced over TP. */
-em_tensor layer_gqa_out(bld *b, int64_t t, em_tensor *attn);
-
 /* How a forward pass is laid out: the pieces the driver (build.c) calls
  * before the layers, for each layer (b->layer set), and after them.  The
- * tensor-parallel scheme is the baseline; passes (models/seqpar.c, ...)
+ * tensor-parallel scheme is the baseline; passes (models/seqpar/, models/exchange/)
  * provide others. */
 typedef struct layer_scheme {
     const char *name;

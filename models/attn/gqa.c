@@ -1,100 +1,15 @@
-/* layer_tp: the tensor-parallel decoder layer pieces (see layers.h and the
- * shared pieces declared in exchange.h): the vocabulary-parallel embedding
- * and LM head, the decoder-layer skeleton, GQA attention with column/row
- * parallel projections (the MLP and MoE block are in layer_moe.c).
- *
- * Token counts are those of the rank: under sequence parallelism a split
- * step's layer runs on the rank's share of the tokens (models/exchange.c),
- * which every piece here takes as its t. */
-#include "models/layers.h"
+/* gqa: grouped-query attention (heads/tp query heads, the rank's KV heads
+ * of head_dim each, mem_kv_heads_per_rank) as a family of attn.h and as
+ * the tensor-parallel layer's attention: qkv_proj (column parallel), q/k
+ * norm, RoPE, the paged K/V write, flash attention, o_proj (row parallel)
+ * and its all-reduce over TP. */
+#include "models/attn/attn.h"
 
-#include "models/exchange.h"
 #include "models/memory.h"
 
-/* ---- around the layers ---------------------------------------------------- */
+/* ---- pieces ------------------------------------------------------------------ */
 
-void layer_embed(bld *b, int64_t t)
-{
-    const arch *a = b->a;
-    int64_t h = a->hidden;
-    double th = (double)t * h * b->ab;
-    b->residual = em_act_alloc(b, th);
-    b->hidden = em_act_alloc(b, th); /* the embedding */
-    /* a gather: reads each looked-up row of the table, writes it (2 t h) */
-    em_compute(b, "embedding", KC_EMBEDDING, 0, 2.0 * th, shp(1, t, 0, 0),
-               shp(2, a->vocab / b->tp, h, 0), shp(2, t, h, 0));
-    em_coll(b, "embed_all_reduce", CK_ALL_REDUCE, G_TP, th, shp(2, t, h, 0));
-}
-
-em_tensor layer_final_norm(bld *b, int64_t t)
-{
-    em_tensor normed = em_act_alloc(b, (double)t * b->a->hidden * b->ab);
-    em_rms_norm(b, "final_norm", t, b->a->hidden, 1);
-    em_free(b, &b->hidden); /* last layer output */
-    return normed;
-}
-
-void layer_lm_head(bld *b)
-{
-    const arch *a = b->a;
-    if (!b->sample) /* a chunk of a prefill: no token is sampled (vLLM
-                       computes logits only where it samples) */
-        return;
-    int64_t v = a->vocab / b->tp, m = b->nsample > 0 ? b->nsample : 1;
-    /* logits in fp32, 4 B each (vLLM's v1 Sampler converts them to float32),
-     * one row per sampled token */
-    double logits = (double)m * (double)a->vocab * 4.0;
-    em_tensor slice = em_act_alloc(b, (double)m * (double)v * 4.0);
-    em_gemm(b, "lm_head", m, a->hidden, v, 1);
-    em_tensor all = em_act_alloc(b, logits);
-    em_coll(b, "logits_all_gather", CK_ALL_GATHER, G_TP, logits, shp(2, m, a->vocab, 0));
-    /* reads each fp32 logit once; about one flop (a compare) per logit */
-    em_compute(b, "sample", KC_TOPK, (double)m * (double)a->vocab, logits,
-               shp(2, m, a->vocab, 0), shp(0, 0, 0, 0), shp(1, m, 0, 0));
-    em_free(b, &all);
-    em_free(b, &slice);
-}
-
-void layer_final(bld *b, int64_t t)
-{
-    em_tensor normed = layer_final_norm(b, t);
-    layer_lm_head(b);
-    em_free(b, &normed); /* normalized final hidden */
-    em_free(b, &b->residual);
-}
-
-void layer_decoder(bld *b, int64_t tl, int64_t t, int64_t prefix, layer_attn_fn attn)
-{
-    int64_t h = b->a->hidden;
-    double th = (double)tl * h * b->ab;
-    b->phase = PH_ATTN;
-    /* an eager engine's layer function (engine_checks.py layer()): its
-     * caller holds the residual and the normalized input through the call,
-     * and the layer's locals (q, k, v, the attention output, the residual
-     * after attention, the FFN input) live until it returns */
-    int mark = em_locals_begin(b);
-    em_tensor normed = em_act_alloc(b, th);
-    em_rms_norm(b, "input_norm", tl, h, b->layer > 0);
-    /* the previous layer output (or embedding): the caller's residual
-     * (b->residual) is what an eager engine holds of it */
-    em_free(b, &b->hidden);
-    em_tensor attn_out = attn(b, t, prefix);
-    em_local(b, &normed); /* normalized input, consumed by the projections */
-    b->phase = PH_FFN;
-    if (em_impl(b, KS_NORM) == IMPL_TORCH)
-        em_local_new(b, th); /* res + o_proj: a new residual, not added in place */
-    em_tensor ffn_in = em_act_alloc(b, th);
-    em_rms_norm(b, "post_attn_norm", tl, h, 1);
-    em_free(b, &attn_out); /* o_proj's output, added into the residual */
-    b->hidden = layer_ffn(b, tl);
-    em_local(b, &ffn_in); /* normalized FFN input */
-    em_locals_end(b, mark);
-    b->phase = PH_OTHER;
-}
-
-/* ---- GQA attention ------------------------------------------------------------ */
-
-em_tensor layer_gqa_qkv(bld *b, int64_t t)
+em_tensor attn_gqa_qkv(bld *b, int64_t t)
 {
     const arch *a = b->a;
     int64_t h = a->hidden, d = a->head_dim;
@@ -159,7 +74,7 @@ em_tensor layer_gqa_qkv(bld *b, int64_t t)
     return qkv;
 }
 
-void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads)
+void attn_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads)
 {
     if (n <= 0)
         return;
@@ -180,7 +95,7 @@ void layer_gqa_kv_write(bld *b, int64_t n, int64_t kv_heads)
     em_mem(b, MC_KV_CACHE, kv_bytes, ST_COMPUTE);
 }
 
-uint32_t layer_gqa_attend(bld *b, const char *name, const plan_attn *at)
+uint32_t attn_gqa_attend(bld *b, const char *name, const plan_attn *at)
 {
     double dsum = (double)(at->d_qk + at->d_v);
     /* per (query, key) pair and head: q.k over d_qk and p.v over d_v, a
@@ -193,7 +108,7 @@ uint32_t layer_gqa_attend(bld *b, const char *name, const plan_attn *at)
     return em_attention(b, name, KC_ATTENTION, at, flops, bytes);
 }
 
-em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at, int ncalls, int64_t t)
+em_tensor attn_gqa_attend_out(bld *b, const plan_attn *at, int ncalls, int64_t t)
 {
     em_tensor out = em_act_alloc(b, (double)t * (double)(at->heads * at->d_v) * b->ab);
     em_tensor lse = em_lse_alloc(b, t, at->heads);
@@ -204,14 +119,14 @@ em_tensor layer_gqa_attend_out(bld *b, const plan_attn *at, int ncalls, int64_t 
     for (int c = 0; c < ncalls; c++) {
         plan_attn part = at[c];
         part.unfolded = (uint8_t)(varlen && part.q_len == 1);
-        uint32_t i = layer_gqa_attend(b, "attention", &part);
+        uint32_t i = attn_gqa_attend(b, "attention", &part);
         b->pg->ops[i].shared_launch = (uint8_t)(varlen && c > 0);
     }
     em_free(b, &lse);
     return out;
 }
 
-em_tensor layer_gqa_out(bld *b, int64_t t, em_tensor *attn)
+em_tensor attn_gqa_out(bld *b, int64_t t, em_tensor *attn)
 {
     const arch *a = b->a;
     int64_t h = a->hidden, hq = a->heads / b->tp;
@@ -226,26 +141,89 @@ em_tensor layer_gqa_out(bld *b, int64_t t, em_tensor *attn)
     return out;
 }
 
-em_tensor layer_attention_gqa(bld *b, int64_t t, int64_t prefix)
+em_tensor attn_gqa_layer(bld *b, int64_t t, int64_t prefix)
 {
     const arch *a = b->a;
     int64_t d = a->head_dim;
     int64_t hq = a->heads / b->tp;
     int64_t hkv = mem_kv_heads_per_rank(a, b->tp);
 
-    em_tensor qkv = layer_gqa_qkv(b, t);
-    layer_gqa_kv_write(b, t, hkv);
+    em_tensor qkv = attn_gqa_qkv(b, t);
+    attn_gqa_kv_write(b, t, hkv);
     /* a sliding-window layer: each query sees at most the window; a decode
      * call reads only the window's keys */
     int64_t win = a->layer_window[b->layer] ? a->sliding_window : 0;
-    plan_attn at[EX_MAX_CALLS];
-    int n = ex_step_calls(b, t, prefix, win, 1, -1, 1, at);
+    plan_attn at[ATTN_MAX_CALLS];
+    int n = attn_step_calls(b, t, prefix, win, 1, -1, 1, at);
     for (int c = 0; c < n; c++) {
         at[c].heads = hq;
         at[c].kv_heads = hkv;
         at[c].d_qk = at[c].d_v = d;
     }
-    em_tensor out = layer_gqa_attend_out(b, at, n, t);
+    em_tensor out = attn_gqa_attend_out(b, at, n, t);
     em_local(b, &qkv);
-    return layer_gqa_out(b, t, &out);
+    return attn_gqa_out(b, t, &out);
+}
+
+/* ---- the family ------------------------------------------------------------------- */
+
+static em_tensor gqa_front(bld *b, const attn_geom *g, int64_t m)
+{
+    (void)g;
+    return attn_gqa_qkv(b, m);
+}
+
+static void gqa_kv_write(bld *b, const attn_geom *g, int64_t n)
+{
+    attn_gqa_kv_write(b, n, g->hkv);
+}
+
+static em_tensor gqa_expand(bld *b, const attn_geom *g, int64_t n)
+{
+    (void)b;
+    (void)g;
+    (void)n; /* per-head K/V are read as cached and exchanged */
+    return EM_TENSOR_NONE;
+}
+
+static em_tensor gqa_select(bld *b, const attn_geom *g, int64_t m, plan_attn ix)
+{
+    (void)b;
+    (void)g;
+    (void)m;
+    (void)ix; /* dense: every key */
+    return EM_TENSOR_NONE;
+}
+
+static uint32_t gqa_attend(bld *b, const attn_geom *g, const char *name, plan_attn *at)
+{
+    at->heads = g->hq;
+    at->kv_heads = g->hkv;
+    at->d_qk = g->d_qk;
+    at->d_v = g->d_v;
+    return attn_gqa_attend(b, name, at);
+}
+
+static em_tensor gqa_out(bld *b, const attn_geom *g, int64_t m, em_tensor *attn)
+{
+    (void)g;
+    return attn_gqa_out(b, m, attn);
+}
+
+const attn_family attn_gqa_family = {
+    "gqa", gqa_front, gqa_kv_write, gqa_expand, gqa_select, gqa_attend, gqa_out,
+};
+
+attn_geom attn_gqa_geom(const bld *b)
+{
+    attn_geom g = {.fam = &attn_gqa_family, .form = AF_HEADS};
+    int64_t d = b->a->head_dim;
+    g.hq = b->a->heads / b->tp;
+    g.hkv = mem_kv_heads_per_rank(b->a, b->tp);
+    g.d_qk = g.d_v = d;
+    g.q_w = g.hq * d;
+    g.kv_w = 2 * g.hkv * d;
+    g.front_w = g.q_w + g.kv_w;
+    g.out_w = g.hq * d;
+    return g;
 }

@@ -42,12 +42,8 @@
 #ifndef CP_EXCHANGE_H
 #define CP_EXCHANGE_H
 
-#include "models/layers.h"
-
-/* Positions lo, lo + stride, ... (n of them). */
-typedef struct ex_run {
-    int64_t lo, n, stride;
-} ex_run;
+#include "models/attn/attn.h"
+#include "models/layers/layers.h"
 
 /* The positions of one SP rank's tokens in a split step, or of the KV
  * positions it stores (a zigzag ring: two chunks of the cached prefix and
@@ -55,7 +51,7 @@ typedef struct ex_run {
 #define EX_MAX_RUNS 4
 typedef struct ex_share {
     int nrun;
-    ex_run run[EX_MAX_RUNS];
+    attn_run run[EX_MAX_RUNS];
     int64_t n;               /* tokens in all runs */
 } ex_share;
 
@@ -109,14 +105,16 @@ plan_ring ex_faster_ring(double pass_kv_s, double pass_q_s);
 plan_ring ex_step_ring(const scenario *s, int64_t t, int64_t prefix, int split, plan_ring force);
 
 /* The terms of the rule for a split step of t new tokens after `prefix`
- * cached ones, per layer and SP rank (see ex_ring_rule in exchange.c). */
+ * cached ones, per layer and SP rank (see ex_ring_rule in rule.c). */
 typedef struct ex_ring_est {
     double kv_bytes;         /* pass-KV: one hop's K/V block (padded) */
     double q_bytes;          /* pass-Q: one hop's query block */
     double ret_bytes;        /* pass-Q: one return of partial outputs + LSE */
     double rate, latency;    /* the SP ring's link: bytes/s, s per transfer */
     double attn_s;           /* one block's attention (the cost model) */
-    double exposed_kv_s;     /* communication pass-KV leaves exposed */
+    double expand_s;         /* MLA: one block's kv_b_proj (0 for GQA) */
+    double exposed_kv_s;     /* communication pass-KV leaves exposed, with
+                                its extra expansions (N - 1) expand_s */
     double exposed_q_s;      /* the same for pass-Q */
 } ex_ring_est;
 
@@ -133,7 +131,7 @@ plan_ring ex_ring_rule(const scenario *s, int64_t t, int64_t prefix, ex_ring_est
  * storing the position, x % P), each rank attends every block over its own
  * slots, the fp32 partials return to their owners in one all-to-all and
  * merge with their LSE, and the merged blocks are all-gathered: the rest of
- * the layer (o_proj, MLP/MoE) stays copied (exchange.c ring_decode says
+ * the layer (o_proj, MLP/MoE) stays copied (decode.c ex_ring_decode says
  * why).  all_gather, none and auto decodes, and copied steps with a
  * multi-token sequence, keep the DCP merge. */
 
@@ -149,42 +147,5 @@ const layer_scheme *ex_scheme(void);
  * (at least one: replicated); by position, the positions x % sp == me for
  * the rank's kv_heads/tp heads. */
 double ex_kv_bytes(const ex_ctx *x, int64_t positions);
-
-/* Positions y in [0, n) with y % P == r (the slots of stripe r). */
-int64_t ex_stripe_below(int64_t n, int r, int P);
-/* Causal (query, key) pairs of the queries at the positions of run q
- * (stride 1 or P): against every earlier-or-equal key (stripe < 0), or
- * against the keys of that stripe only (positions y % P == stripe, y <= the
- * query). */
-double ex_pairs(const ex_run *q, int stripe, int P);
-/* Causal pairs of the queries of run q against the keys of run k (y <= the
- * query): k of stride 1 with any q, or q and k of one stride (the
- * combinations the splits produce; another aborts). */
-double ex_run_pairs(const ex_run *q, const ex_run *k);
-
-/* ---- attention calls of a batched step -------------------------------------- */
-
-/* our bound on separate attention calls per layer (a batch's prefills past
- * it share the last call, averaged) */
-#define EX_MAX_CALLS 32
-
-/* The attention calls of one layer of the current step: the one sequence
- * (t new tokens after prefix) when b->seqs is NULL; else one call for every
- * decode of the batch together (batch = their count, q_len 1, kv_len their
- * mean context rounded up, pairs exact: FA2's batched decode,
- * decode_attention.csv) and one per multi-token sequence (the first
- * EX_MAX_CALLS - 2 of them; the rest share the last call, averaged).
- * Keys per sequence: every earlier-or-equal key (stripe < 0), at most cap
- * of them per query (cap > 0: a sliding window or DSA's top-k; with
- * win_kv a short call reads only the window's keys), or the keys of KV
- * stripe `stripe` of P (DCP slots).  Fills q_len, kv_len, pairs, batch and
- * causal (1); the caller sets heads and dims.  Returns the call count. */
-int ex_step_calls(const bld *b, int64_t t, int64_t prefix, int64_t cap, int win_kv, int stripe,
-                  int P, plan_attn *out);
-/* Every call of ex_step_calls merged into one (batch = sequences): for
- * kernels that take the whole batch as one varlen call (MLA). */
-plan_attn ex_step_merged(const bld *b, int64_t t, int64_t prefix, int64_t cap);
-/* Whether every sequence of the step is a decode (one token). */
-int ex_step_all_decode(const bld *b, int64_t t);
 
 #endif

@@ -7,46 +7,18 @@
  * tensor-parallel layer does it, n rows where the residual chain is local,
  * T' rows for gathered normalized inputs.
  */
-#include "models/seqpar.h"
+#include "models/seqpar/seqpar.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "models/exchange.h"
+#include "models/attn/attn.h"
 #include "models/quant.h"
 
 /* Rows of one rank's token shard: ceil(t / tp). */
 static int64_t seqpar_local_tokens(int64_t t, int tp)
 {
     return (t + tp - 1) / tp;
-}
-
-/* Either scheme of this module applies (parallel.sp aside). */
-static int seqpar_on(const scenario *s)
-{
-    return s->par.sequence_parallel || sc_dsa_cp(s);
-}
-
-mem_shard seqpar_mem_shard(const scenario *s)
-{
-    mem_shard sh = {.tp = s->par.tp, .ep = s->par.ep};
-    if (s->par.sp > 1 || !seqpar_on(s))
-        return sh;
-    sh.full_attn = sc_dsa_cp(s);
-    sh.shared_tp = 1;
-    return sh;
-}
-
-uint32_t seqpar_sharded(const scenario *s)
-{
-    if (s->par.tp <= 1 || s->par.sp > 1 || !sc_dsa_cp(s))
-        return 0;
-    uint32_t bits = 0;
-    for (int i = 0; i < s->par.n_layer_sharding; i++)
-        for (int p = MP_Q_A; p < MP_COUNT; p++)
-            if (strcmp(s->par.layer_sharding[i], mem_proj_name((mem_proj)p)) == 0)
-                bits |= 1u << p;
-    return bits;
 }
 
 /* ---- steps ------------------------------------------------------------------- */
@@ -122,7 +94,7 @@ static const char *const bcast_names[MP_COUNT] = {
  * not depend on the root (layer l's owner, member l % tp). */
 static void post_broadcasts(bld *b, int32_t l, uint32_t after)
 {
-    uint32_t bits = seqpar_sharded(b->s);
+    uint32_t bits = sc_layer_sharded(b->s);
     if (!bits || l >= b->a->layers)
         return;
     em_bcasts *bc = &b->bcasts; /* the previous layer took what was posted before */
@@ -159,7 +131,7 @@ static void post_broadcasts(bld *b, int32_t l, uint32_t after)
 /* The broadcasts that bring the current layer's projections (posted in
  * the previous layer of this step, or with its embedding) and their
  * windows, which c then owns. */
-static void take_broadcasts(bld *b, mla_cp *c)
+static void take_broadcasts(bld *b, attn_dsa_cp *c)
 {
     em_bcasts *bc = &b->bcasts;
     int posted = bc->layer == b->layer && bc->step == b->step;
@@ -310,8 +282,7 @@ static em_tensor attention_tp(bld *b, int64_t t, int64_t prefix, int64_t n, int 
 {
     uint32_t from = b->pg->nops;
     b->layout = TL_FULL;
-    em_tensor out = b->a->attn == ATTN_MLA ? layer_attention_mla(b, t, prefix)
-                                           : layer_attention_gqa(b, t, prefix);
+    em_tensor out = attn_layer(b, t, prefix);
     if (!split)
         return out;
     to_reduce_scatter(b, from, "attn_reduce_scatter", n);
@@ -356,7 +327,7 @@ static void seqpar_layer(bld *b, int64_t t, int64_t prefix)
     int split = split_step(b), cp = sc_dsa_cp(b->s);
     int64_t n = rows_of(b, t), h = a->hidden;
     uint8_t local = split ? TL_LOCAL : TL_FULL;
-    mla_cp c = {.t = t, .prefix = prefix, .tl = n, .split = split,
+    attn_dsa_cp c = {.t = t, .prefix = prefix, .tl = n, .split = split,
                 .layout = b->s->par.dsa_cp_layout};
     if (cp)
         take_broadcasts(b, &c);
@@ -366,7 +337,7 @@ static void seqpar_layer(bld *b, int64_t t, int64_t prefix)
     em_rms_norm(b, "input_norm", n, h, b->layer > 0);
     em_free(b, &b->hidden); /* previous layer output (or embedding) */
     /* vLLM-Ascend's layout projects the local rows and gathers only the
-     * fused [nope | rope | index-k] rows (layer_mla.c): no input gather */
+     * fused [nope | rope | index-k] rows (models/attn/mla.c): no input gather */
     int gather = split && !(cp && c.layout == DSA_LAYOUT_VLLM_ASCEND);
     uint32_t input = EM_NONE;
     em_tensor gathered = gather ? gather_normalized(b, "attn_input_all_gather", n, &input)
@@ -375,7 +346,7 @@ static void seqpar_layer(bld *b, int64_t t, int64_t prefix)
     if (cp) {
         /* the attention starts once its input is gathered */
         post_broadcasts(b, b->layer + 1, input != EM_NONE ? input : b->last_compute);
-        attn_out = layer_attention_mla_cp(b, &c);
+        attn_out = attn_mla_cp(b, &c);
     } else {
         attn_out = attention_tp(b, t, prefix, n, split);
     }
@@ -419,7 +390,7 @@ static const layer_scheme SEQPAR_DSA_CP_SCHEME = {"dsa_cp", seqpar_embed, seqpar
 
 const layer_scheme *seqpar_scheme(const scenario *s)
 {
-    if (s->par.sp > 1 || !seqpar_on(s))
+    if (s->par.sp > 1 || !sc_seqpar(s))
         return NULL;
     return sc_dsa_cp(s) ? &SEQPAR_DSA_CP_SCHEME : &SEQPAR_SCHEME;
 }

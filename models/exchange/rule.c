@@ -1,6 +1,6 @@
-/* exchange_rule: which ring a split step runs under parallel.ring_select
+/* rule: which ring a split step runs under parallel.ring_select
  * (the exposed-communication rule; see exchange.h ex_ring_rule). */
-#include "models/exchange_int.h"
+#include "models/exchange/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -39,40 +39,77 @@ static int ring_link(const scenario *s, double *rate, double *latency)
     return 0;
 }
 
-/* Kernel time of one ring block's attention on the platform: an op built
- * as layer_gqa_attend builds it, priced by the cost model (the profile's
- * attention tables, else the analytic model); without a cost model, the
- * attention roofline (flops / (peak * eff_attention)). */
-static double block_attention_s(const scenario *s, int64_t q, int64_t kv, double pairs)
+/* The price of op o on the platform: the cost model's (the profile's
+ * tables, else the analytic model); without a cost model, the roofline of
+ * `peak_eff` (flops / (bf16 peak * peak_eff)). */
+static double op_s(const scenario *s, const plan_op *o, double peak_eff)
 {
-    const arch *a = &s->model;
-    int64_t hq = a->heads / s->par.tp, hkv = mem_kv_heads_per_rank(a, s->par.tp);
-    int64_t d = a->head_dim;
-    double ab = dtype_bytes(s->a_dtype);
+    cp_err err = {0};
+    cost_model *cm = cost_new(&s->plat, &err);
+    double peak = s->plat.peak_flops[DT_BF16] * peak_eff;
+    double t = cm ? cost_kernel_s(cm, o) : peak > 0 ? o->flops / peak : 0;
+    cost_free(cm);
+    return t;
+}
+
+/* A compute op of class kc of a split step's ring, as the builders emit it:
+ * the activation dtype, eager (the rings launch eagerly), one group. */
+static plan_op ring_op(const scenario *s, const char *name, plan_kclass kc)
+{
     plan_op o = {0};
-    o.name = "ring_attention";
+    o.name = name;
     o.kind = OPK_COMPUTE;
     o.stream = ST_COMPUTE;
-    o.kclass = KC_ATTENTION;
+    o.kclass = (uint8_t)kc;
     o.dtype = (uint8_t)s->a_dtype;
     o.layout = TL_LOCAL;
     o.g = 1;
     o.eager = 1;
-    o.attn = (plan_attn){.q_len = q, .kv_len = kv, .heads = hq, .kv_heads = hkv, .d_qk = d,
-                         .d_v = d, .pairs = pairs, .causal = 1};
-    /* layer_gqa_attend's counts: 2 flops per multiply-add of q.k and p.v;
+    return o;
+}
+
+/* Kernel time of one ring block's attention: an op built as the family's
+ * attend builds it for a dense call (g's heads and widths: per-head K/V,
+ * or MLA's expanded heads), priced by op_s. */
+static double block_attention_s(const scenario *s, const attn_geom *g, int64_t q, int64_t kv,
+                                double pairs)
+{
+    int64_t hq = g->hq, hkv = g->hkv, dsum = g->d_qk + g->d_v;
+    double ab = dtype_bytes(s->a_dtype);
+    plan_op o = ring_op(s, "ring_attention", KC_ATTENTION);
+    o.attn = (plan_attn){.q_len = q, .kv_len = kv, .heads = hq, .kv_heads = hkv,
+                         .d_qk = g->d_qk, .d_v = g->d_v, .pairs = pairs, .causal = 1};
+    /* attn_gqa_attend's counts: 2 flops per multiply-add of q.k and p.v;
      * q, the output, k and v read or written once */
-    o.flops = 2.0 * pairs * (double)hq * (double)(2 * d);
-    o.bytes = ((double)q * (double)(hq * 2 * d) + (double)kv * (double)(hkv * 2 * d)) * ab;
-    o.in = shp(3, q, hq, d);
-    o.w = shp(3, kv, hkv, d);
-    o.out = shp(3, q, hq, d);
-    cp_err err = {0};
-    cost_model *cm = cost_new(&s->plat, &err);
-    double peak = s->plat.peak_flops[DT_BF16] * s->plat.eff_attention;
-    double t = cm ? cost_kernel_s(cm, &o) : peak > 0 ? o.flops / peak : 0;
-    cost_free(cm);
-    return t;
+    o.flops = 2.0 * pairs * (double)hq * (double)dsum;
+    o.bytes = ((double)q * (double)(hq * dsum) + (double)kv * (double)(hkv * dsum)) * ab;
+    o.in = shp(3, q, hq, g->d_qk);
+    o.w = shp(3, kv, hkv, g->d_qk);
+    o.out = shp(3, q, hq, g->d_v);
+    return op_s(s, &o, s->plat.eff_attention);
+}
+
+/* MLA's expansion of one block of n latents (kv_b_proj, mla.c), as a GEMM
+ * in the activation dtype priced by op_s; 0 for a form that reads K/V as
+ * they travel. */
+static double block_expand_s(const scenario *s, const attn_geom *g, int64_t n)
+{
+    if (g->form != AF_EXPANDED)
+        return 0;
+    const arch *a = &s->model;
+    int64_t k = a->kv_lora_rank, w = g->hq * (a->qk_nope_dim + a->v_head_dim);
+    double ab = dtype_bytes(s->a_dtype);
+    plan_op o = ring_op(s, "kv_b_proj", KC_GEMM);
+    o.m = n;
+    o.k = k;
+    o.n = w;
+    /* em_gemm's counts */
+    o.flops = 2.0 * (double)n * (double)k * (double)w;
+    o.bytes = ((double)n * (double)k + (double)k * (double)w + (double)n * (double)w) * ab;
+    o.in = shp(2, n, k, 0);
+    o.w = shp(2, k, w, 0);
+    o.out = shp(2, n, w, 0);
+    return op_s(s, &o, s->plat.eff_gemm);
 }
 
 /* The part of a hop of h seconds alone (a message of `bytes`) that an
@@ -91,13 +128,15 @@ static double exposed_hop(const interf_model *im, double h, double A, double byt
  * the time A of one block's attention (the rank's most queries over its
  * most keys with the mean block's pairs, 1/N^2 of the step's causal pairs,
  * priced by the cost model):
- *   pass-KV  N - 1 hops of the padded K/V block, B_kv = most keys x 2 hkv d
- *            x activation bytes;
- *   pass-Q   N - 1 hops of the query block, B_q = most new tokens x hq d x
- *            activation bytes, and the partials' returns, B_o = most new
- *            tokens x hq (d x activation bytes + 4 B of fp32 LSE), all but
- *            the last under the later rounds (the second comm stream), the
- *            last on the critical path.
+ *   pass-KV  N - 1 hops of the padded K/V block, B_kv = most keys x the
+ *            family's K/V width (attn.h kv_w: GQA 2 hkv d, MLA's latent
+ *            kl + dr) x activation bytes;
+ *   pass-Q   N - 1 hops of the query block, B_q = most new tokens x q_w
+ *            (GQA hq d, MLA hq (dn + dr)) x activation bytes, and the
+ *            partials' returns, B_o = most new tokens x (out_w x activation
+ *            bytes + hq x 4 B of fp32 LSE), all but the last under the
+ *            later rounds (the second comm stream), the last on the
+ *            critical path.
  * With h(B) = C + L + B / R (C: the fixed cost of an eager call,
  * device.collective_latency.eager), a hop is exposed whole without
  * ring_overlap; with
@@ -110,8 +149,11 @@ static double exposed_hop(const interf_model *im, double h, double A, double byt
  * (without interference: max(0, h - A)):
  *   exposed_kv = (N - 1) x(h(B_kv), A)
  *   exposed_q  = (N - 1) x(h(B_q), A) + h(B_o)
- * and the step runs pass-KV when exposed_kv <= exposed_q (the attention and
- * the N - 1 merges are the same work either way).  B_kv grows with the
+ * and the step runs pass-KV when exposed_kv + (N - 1) E <= exposed_q, E
+ * the expansion of a block of latents that pass-KV runs for every visiting
+ * block and pass-Q only for its own slots (MLA's kv_b_proj, block_expand_s;
+ * 0 for GQA; the attention and the N - 1 merges are the same work either
+ * way).  B_kv grows with the
  * cached prefix (cached + new keys), B_q and B_o with the new tokens only,
  * so a high prefix-cache hit rate turns the choice to pass-Q; with GQA
  * (2 hkv < hq) a prefill without cache picks pass-KV.  Not in the rule:
@@ -134,15 +176,17 @@ plan_ring ex_ring_rule(const scenario *s, int64_t t, int64_t prefix, ex_ring_est
         q_most = n > q_most ? n : q_most;
     }
     int64_t kv_most = ex_keys_most(&x);
-    const arch *a = &s->model;
-    double hq = (double)(a->heads / s->par.tp), d = (double)a->head_dim;
-    double hkv = (double)mem_kv_heads_per_rank(a, s->par.tp), ab = dtype_bytes(s->a_dtype);
-    e->kv_bytes = (double)kv_most * 2.0 * hkv * d * ab;
-    e->q_bytes = (double)q_most * hq * d * ab;
-    e->ret_bytes = (double)q_most * hq * (d * ab + 4.0); /* + fp32 LSE, 4 B */
+    x.b.a = &s->model;
+    x.b.tp = s->par.tp;
+    attn_geom g = attn_geom_of(&x.b, t);
+    double ab = dtype_bytes(s->a_dtype);
+    e->kv_bytes = (double)kv_most * (double)g.kv_w * ab;
+    e->q_bytes = (double)q_most * (double)g.q_w * ab;
+    e->ret_bytes = (double)q_most * ((double)g.out_w * ab + (double)g.hq * 4.0); /* + fp32 LSE */
     int nic = ring_link(s, &e->rate, &e->latency);
     double pairs = em_causal_pairs(t, prefix, 0) / ((double)N * (double)N);
-    e->attn_s = block_attention_s(s, q_most, kv_most, pairs);
+    e->attn_s = block_attention_s(s, &g, q_most, kv_most, pairs);
+    e->expand_s = block_expand_s(s, &g, kv_most);
     /* each hop and return is a call with the fixed cost of an eager call
      * (the rings launch eagerly): device.collective_latency.eager, the
      * small-message floor of nccl.csv on the calibrated presets */
@@ -157,7 +201,7 @@ plan_ring ex_ring_rule(const scenario *s, int64_t t, int64_t prefix, ex_ring_est
         hop_kv = exposed_hop(&im, hop_kv, e->attn_s, e->kv_bytes);
         hop_q = exposed_hop(&im, hop_q, e->attn_s, e->q_bytes);
     }
-    e->exposed_kv_s = (double)(N - 1) * hop_kv;
+    e->exposed_kv_s = (double)(N - 1) * (hop_kv + e->expand_s);
     e->exposed_q_s = (double)(N - 1) * hop_q + ret;
     return e->exposed_kv_s <= e->exposed_q_s ? PR_PASS_KV : PR_PASS_Q;
 }

@@ -35,7 +35,7 @@
 
 #include <stdint.h>
 
-#include "models/layers.h"
+#include "models/layers/layers.h"
 #include "models/memory.h"
 
 /* The scheme to build s with, or NULL when neither sequence parallelism
@@ -43,29 +43,5 @@
  * or when parallel.sp > 1 (the exchange strategies; workload validation
  * refuses the combination of the two). */
 const layer_scheme *seqpar_scheme(const scenario *s);
-
-/* The weight sharding of the scheme s runs (memory.h). */
-mem_shard seqpar_mem_shard(const scenario *s);
-
-/* parallel.layer_sharding as bits 1 << mem_proj; 0 when no sharding
- * applies (no DSA CP, or a TP group of one). */
-uint32_t seqpar_sharded(const scenario *s);
-
-/* DSA CP attention of one layer (layer_mla.c): from the normalized input
- * (full tokens: gathered when the step is split) to the o_proj output
- * [tl, h], returned; frees the windows of c (after each projection's last
- * kernel). */
-typedef struct mla_cp {
-    int64_t t, prefix;          /* the step's new tokens, cached tokens before them */
-    int64_t tl;                 /* rows of this rank's shard (t when not split) */
-    int split;                  /* the step's tokens are sharded over G_TP */
-    wl_dsa_layout layout;       /* parallel.dsa_cp_layout */
-    uint32_t bcast[MP_COUNT];   /* layer sharding: the broadcast delivering this
-                                   layer's projection (EM_NONE: resident) */
-    em_tensor window[MP_COUNT]; /* the window it fills, freed after the last use
-                                   (EM_TENSOR_NONE: resident) */
-} mla_cp;
-
-em_tensor layer_attention_mla_cp(bld *b, mla_cp *c);
 
 #endif

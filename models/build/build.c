@@ -10,39 +10,33 @@
  *   tokens) -> all_reduce
  * plus the vocabulary-parallel embedding (lookup + all_reduce) before the
  * first layer and final norm + LM head on the last token (+ logits
- * all_gather) after the last.  Its pieces are in layer_tp.c / layer_mla.c.
+ * all_gather) after the last.  Its pieces are in models/layers/ and models/attn/.
  *
  * Schemes, first that applies: the sequence-parallel / DSA CP scheme of
- * seqpar.c when seqpar_scheme() returns one (one program for every rank);
- * with sp > 1 the exchange strategies of exchange.c (one program per SP
+ * models/seqpar/ when seqpar_scheme() returns one (one program for every rank);
+ * with sp > 1 the exchange strategies of models/exchange/ (one program per SP
  * index: shares, KV slots and ring partners differ between SP ranks; each
  * step split or copied by ex_step_splits); else the tensor-parallel scheme.
  *
  * Every tensor the layer creates is allocated and freed with memory ops, so
  * the activation part of the memory timeline follows the real lifetimes.
  */
-#include "models/build.h"
+#include "models/build/build.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/exchange.h"
+#include "models/attn/attn.h"
+#include "models/exchange/exchange.h"
 #include "models/memory.h"
 #include "models/quant.h"
-#include "models/seqpar.h"
+#include "models/seqpar/seqpar.h"
 
 /* ---- the tensor-parallel scheme ------------------------------------------ */
 
-static em_tensor tp_attention(bld *b, int64_t t, int64_t prefix)
-{
-    if (b->a->attn == ATTN_MLA)
-        return layer_attention_mla(b, t, prefix);
-    return layer_attention_gqa(b, t, prefix);
-}
-
 static void tp_layer(bld *b, int64_t t, int64_t prefix)
 {
-    layer_decoder(b, t, t, prefix, tp_attention);
+    layer_decoder(b, t, t, prefix, attn_layer);
 }
 
 static const layer_scheme TP_SCHEME = {"tp", layer_embed, tp_layer, layer_final, NULL};
@@ -121,8 +115,8 @@ double build_profile_peak(const scenario *s)
     prof.mem.kv_pool = KVP_ON_DEMAND; /* the profiling run comes before the pool */
     prof.fold_at_build = 0;           /* walked in program order: every layer */
     int64_t m = s->max_num_batched_tokens;
-    build_seq one = {m, 0, 1};
-    build_batch bt = {&one, 1, build_step_splits(s, m)};
+    sc_seq one = {m, 0, 1};
+    sc_batch bt = {&one, 1, build_step_splits(s, m)};
     plan p;
     build_step_plan(&prof, &bt, 0, &p);
     double act = 0, peak = 0;
@@ -148,43 +142,11 @@ double build_profile_peak(const scenario *s)
  * a ring exchange given its ring (ex_step_ring; `force` as there).  Records
  * into split[step] whether it ran split and into ring[step] its ring (both
  * may be NULL). */
-plan_launch build_step_launch(const scenario *s, int64_t t, int prefill, int64_t *padded)
-{
-    *padded = t;
-    plan_launch how;
-    switch (s->graph) {
-    case GRAPH_CAPTURED:
-        how = PL_GRAPH;
-        break;
-    case GRAPH_DECODE_ONLY:
-        how = prefill ? PL_EAGER : PL_GRAPH;
-        break;
-    case GRAPH_PIECEWISE:
-        how = PL_PIECEWISE;
-        break;
-    case GRAPH_FULL_AND_PIECEWISE:
-        how = prefill ? PL_PIECEWISE : PL_GRAPH;
-        break;
-    default:
-        return PL_EAGER;
-    }
-    if (how == PL_EAGER)
-        return PL_EAGER;
-    if (t > INT32_MAX) /* past any capture size */
-        return s->kernels.ncapture > 0 ? PL_EAGER : how;
-    /* vLLM pads a batch to the next capture size and runs one past the
-     * largest eagerly (gpu_model_runner.py _get_num_input_tokens:
-     * num_tokens > max_cudagraph_capture_size -> no graph) */
-    int captured;
-    *padded = ks_padded_batch(&s->kernels, (int)t, &captured);
-    return captured ? how : PL_EAGER;
-}
-
 static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefix,
                      plan_ring force, uint8_t *split, uint8_t *ring)
 {
     int64_t padded;
-    x->b.eager_step = build_step_launch(x->b.s, t, x->b.prefill, &padded) == PL_EAGER &&
+    x->b.eager_step = sc_step_launch(x->b.s, t, x->b.prefill, &padded) == PL_EAGER &&
                       x->b.s->graph != GRAPH_EAGER;
     if (x->P > 1) {
         int sp = ex_step_splits(x->b.s, t);
@@ -364,12 +326,12 @@ int build_step_splits(const scenario *s, int64_t tokens)
     return !seqpar_scheme(s) && s->par.sp > 1 && ex_step_splits(s, tokens);
 }
 
-void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, plan *out)
+void build_step_plan(const scenario *s, const sc_batch *bt, int lockstep, plan *out)
 {
     build_step_plan_ring(s, bt, lockstep, PR_NONE, out);
 }
 
-void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep, plan_ring force,
+void build_step_plan_ring(const scenario *s, const sc_batch *bt, int lockstep, plan_ring force,
                           plan *out)
 {
     int nprogs;
@@ -388,7 +350,7 @@ void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep
     out->step_ring = cp_xcalloc(2, sizeof *out->step_ring);
     int64_t prefix = bt->n == 1 ? bt->seq[0].prefix : 0;
     int64_t padded;
-    out->launch = (uint8_t)build_step_launch(s, t, (int)prefill, &padded);
+    out->launch = (uint8_t)sc_step_launch(s, t, (int)prefill, &padded);
     out->padded_tokens = padded;
     /* one decision for every program (the rule prices a block once) */
     plan_ring ring = nprogs > 1 ? ex_step_ring(s, t, prefix, bt->split, force) : PR_NONE;

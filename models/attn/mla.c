@@ -1,7 +1,7 @@
-/* layer_mla: multi-head latent attention (DeepSeek-V3 style) and its DSA
+/* mla: multi-head latent attention (DeepSeek-V3 style) and its DSA
  * variant (lightning indexer + sparse attention over the top-k keys), as a
- * tensor-parallel layer piece (layers.h) and as the DSA CP attention
- * (seqpar.h).
+ * tensor-parallel layer piece, as the DSA CP attention (seqpar.h) and as a
+ * family of attn.h for the exchange strategies.
  *
  * Weights as vLLM lays them out under TP: q_a_proj, kv_a_proj_with_mqa and
  * the DSA indexer projections are replicated (every rank computes them on
@@ -32,16 +32,15 @@
  * slowest rank at the next gather: the local-query ops carry the cost of
  * the last rank, whose queries see the longest prefixes.
  */
-#include "models/exchange.h"
-#include "models/layers.h"
+#include "models/attn/attn.h"
+
 
 #include "models/memory.h"
-#include "models/seqpar.h"
 
 /* ---- layer-sharded weights ---------------------------------------------- */
 
 /* The next kernel waits until the broadcast of projection p has arrived. */
-static void before_use(bld *b, const mla_cp *c, mem_proj p)
+static void before_use(bld *b, const attn_dsa_cp *c, mem_proj p)
 {
     if (c && c->bcast[p] != EM_NONE)
         em_wait_for(b, c->bcast[p]);
@@ -49,7 +48,7 @@ static void before_use(bld *b, const mla_cp *c, mem_proj p)
 
 /* Projection p's window (taken from the broadcast) is released after its
  * last kernel. */
-static void after_use(bld *b, mla_cp *c, mem_proj p)
+static void after_use(bld *b, attn_dsa_cp *c, mem_proj p)
 {
     if (c)
         em_free(b, &c->window[p]);
@@ -60,7 +59,7 @@ static void after_use(bld *b, mla_cp *c, mem_proj p)
 /* q down-projection of m rows: q_a_proj + q_a_norm; returns the q latent
  * [m, q_lora_rank].  Without a q latent, q_proj straight into the queries
  * (returns EM_TENSOR_NONE). */
-static em_tensor q_down(bld *b, int64_t m, int64_t H, mla_cp *c)
+static em_tensor q_down(bld *b, int64_t m, int64_t H, attn_dsa_cp *c)
 {
     const arch *a = b->a;
     int64_t ql = a->q_lora_rank;
@@ -78,7 +77,7 @@ static em_tensor q_down(bld *b, int64_t m, int64_t H, mla_cp *c)
 
 /* q up-projection of m rows into the queries [m, H, nope + rope], RoPE of
  * their rope part. */
-static void q_up(bld *b, int64_t m, int64_t H, mla_cp *c)
+static void q_up(bld *b, int64_t m, int64_t H, attn_dsa_cp *c)
 {
     const arch *a = b->a;
     int64_t dr = a->qk_rope_dim;
@@ -92,7 +91,7 @@ static void q_up(bld *b, int64_t m, int64_t H, mla_cp *c)
 
 /* KV down-projection of m rows: kv_a_proj_with_mqa, the latent norm and
  * the RoPE of the shared rope key (output in a buffer the caller holds). */
-static void kv_down(bld *b, int64_t m, mla_cp *c)
+static void kv_down(bld *b, int64_t m, attn_dsa_cp *c)
 {
     const arch *a = b->a;
     int64_t kl = a->kv_lora_rank, dr = a->qk_rope_dim;
@@ -193,7 +192,7 @@ static em_tensor indexer_select(bld *b, int64_t m, plan_attn at, em_tensor *iq)
  * latents; frees the top-k indices *topk [m, index_topk]); NULL: the dense
  * decode form. */
 static em_tensor absorbed(bld *b, int64_t m, int64_t H, plan_attn at, em_tensor *topk,
-                          mla_cp *c)
+                          attn_dsa_cp *c)
 {
     const arch *a = b->a;
     int64_t kl = a->kv_lora_rank, dr = a->qk_rope_dim, dv = a->v_head_dim;
@@ -231,7 +230,7 @@ static em_tensor absorbed(bld *b, int64_t m, int64_t H, plan_attn at, em_tensor 
 
 /* o_proj of m rows [m, H * v_head_dim] -> [m, h]: frees the attention
  * output *attn, returns the projection. */
-static em_tensor out_proj(bld *b, int64_t m, int64_t H, em_tensor *attn, mla_cp *c)
+static em_tensor out_proj(bld *b, int64_t m, int64_t H, em_tensor *attn, attn_dsa_cp *c)
 {
     const arch *a = b->a;
     em_tensor out = em_act_alloc(b, (double)m * a->hidden * b->ab);
@@ -248,9 +247,9 @@ static em_tensor unabsorbed(bld *b, int64_t t, int64_t prefix, int64_t H)
 {
     const arch *a = b->a;
     int64_t dn = a->qk_nope_dim, dr = a->qk_rope_dim, dv = a->v_head_dim;
-    /* a batch (ex_step_merged): one varlen call over every sequence, each
+    /* a batch (attn_step_merged): one varlen call over every sequence, each
      * expanding its own context */
-    plan_attn at = ex_step_merged(b, t, prefix, 0);
+    plan_attn at = attn_step_merged(b, t, prefix, 0);
     int64_t S = at.kv_len * (at.batch > 1 ? at.batch : 1);
     double td = (double)t, Sd = (double)S;
     em_tensor out = em_act_alloc(b, td * H * dv * b->ab);
@@ -277,7 +276,7 @@ static int64_t kv_row(const arch *a)
 
 /* The key side of m rows of DSA CP: returns their latent KV and index keys
  * [m, kv_row] (allocated here), written by kv_down and indexer_keys. */
-static em_tensor key_side(bld *b, int64_t m, mla_cp *c)
+static em_tensor key_side(bld *b, int64_t m, attn_dsa_cp *c)
 {
     em_tensor kv = em_act_alloc(b, (double)m * (double)kv_row(b->a) * b->ab);
     kv_down(b, m, c);
@@ -287,7 +286,7 @@ static em_tensor key_side(bld *b, int64_t m, mla_cp *c)
 
 /* ---- tensor-parallel MLA -------------------------------------------------------- */
 
-em_tensor layer_attention_mla(bld *b, int64_t t, int64_t prefix)
+em_tensor attn_mla_layer(bld *b, int64_t t, int64_t prefix)
 {
     const arch *a = b->a;
     int64_t H = a->heads / b->tp, dn = a->qk_nope_dim, dr = a->qk_rope_dim;
@@ -304,16 +303,16 @@ em_tensor layer_attention_mla(bld *b, int64_t t, int64_t prefix)
         indexer_keys(b, t);
         indexer_cache_write(b, t);
         em_tensor iq = indexer_queries(b, t);
-        plan_attn ix = ex_step_merged(b, t, prefix, 0);
+        plan_attn ix = attn_step_merged(b, t, prefix, 0);
         topk = indexer_select(b, t, ix, &iq);
     }
     em_free(b, &latent);
     em_tensor out;
     /* decodes absorbed, prefills expanded (a batch mixing both runs
-     * expanded: one varlen call, ex_step_merged) */
-    if (a->has_dsa || ex_step_all_decode(b, t)) {
+     * expanded: one varlen call, attn_step_merged) */
+    if (a->has_dsa || attn_step_all_decode(b, t)) {
         int64_t cap = a->has_dsa ? a->index_topk : 0;
-        plan_attn at = ex_step_merged(b, t, prefix, cap);
+        plan_attn at = attn_step_merged(b, t, prefix, cap);
         out = absorbed(b, t, H, at, a->has_dsa ? &topk : NULL, NULL);
     } else {
         out = unabsorbed(b, t, prefix, H);
@@ -331,7 +330,7 @@ em_tensor layer_attention_mla(bld *b, int64_t t, int64_t prefix)
 /* The local queries of the rank that costs most: rank r holds the step's
  * rows [r*n, min((r+1)*n, t)), its queries see the keys up to their own
  * position (at most cap of them; 0: all). */
-static plan_attn slowest_rank(const mla_cp *c, int tp, int64_t cap)
+static plan_attn slowest_rank(const attn_dsa_cp *c, int tp, int64_t cap)
 {
     plan_attn best = {.causal = 1, .pairs = -1.0};
     int ranks = c->split ? tp : 1;
@@ -361,7 +360,7 @@ static uint32_t async_gather(bld *b, const char *name, double bytes, plan_shape 
     return i;
 }
 
-em_tensor layer_attention_mla_cp(bld *b, mla_cp *c)
+em_tensor attn_mla_cp(bld *b, attn_dsa_cp *c)
 {
     const arch *a = b->a;
     int64_t H = a->heads; /* singleton TP view: every head on every rank */
@@ -402,7 +401,7 @@ em_tensor layer_attention_mla_cp(bld *b, mla_cp *c)
     em_tensor topk = indexer_select(b, m, slowest_rank(c, b->tp, 0), &iq);
     em_free(b, &latent);
 
-    plan_attn at = ex_step_merged(b, t, c->prefix, a->index_topk);
+    plan_attn at = attn_step_merged(b, t, c->prefix, a->index_topk);
     b->layout = local_q ? part : TL_FULL;
     em_tensor out = absorbed(b, m, H, local_q ? slowest_rank(c, b->tp, a->index_topk) : at,
                              &topk, c);
@@ -425,3 +424,129 @@ em_tensor layer_attention_mla_cp(bld *b, mla_cp *c)
     b->layout = part;
     return out_proj(b, rows, H, &out, c); /* replicated o_proj: no feature all-reduce */
 }
+
+/* ---- the family (attn.h), for the exchange strategies -------------------------------
+ * Heads are the TP rank's (heads / tp); the latent cache holds every head's
+ * keys, so it is what the strategies store, gather and pass (g.kv_w =
+ * kl + dr, + the index key with DSA: one position of the cache). */
+
+attn_geom attn_mla_geom(const bld *b, int64_t t)
+{
+    const arch *a = b->a;
+    int64_t kl = a->kv_lora_rank, dr = a->qk_rope_dim;
+    attn_geom g = {.fam = &attn_mla_family};
+    g.hq = a->heads / b->tp;
+    g.kv_w = kl + dr + (a->has_dsa ? a->index_head_dim : 0);
+    g.topk = a->has_dsa ? a->index_topk : 0;
+    /* as the tensor-parallel layer: decodes and DSA absorbed, prefills
+     * expanded (attn_mla_layer) */
+    if (a->has_dsa || attn_step_all_decode(b, t)) {
+        g.form = AF_LATENT;
+        g.hkv = 1;
+        g.d_qk = kl + dr;
+        g.d_v = kl;
+    } else {
+        g.form = AF_EXPANDED;
+        g.hkv = g.hq;
+        g.d_qk = a->qk_nope_dim + dr;
+        g.d_v = a->v_head_dim;
+    }
+    g.q_w = g.hq * g.d_qk;
+    g.front_w = g.q_w + g.kv_w;
+    g.out_w = g.hq * g.d_v;
+    return g;
+}
+
+/* q_a / q_b projections and RoPE (AF_LATENT: the queries absorbed by
+ * W_UK_T, a batched GEMM per head), kv_a_proj with its norm and RoPE, and
+ * with DSA the indexer's key side. */
+static em_tensor mla_front(bld *b, const attn_geom *g, int64_t m)
+{
+    em_tensor f = em_act_alloc(b, (double)m * (double)g->front_w * b->ab);
+    em_tensor latent = q_down(b, m, g->hq, NULL);
+    q_up(b, m, g->hq, NULL);
+    if (g->form == AF_LATENT)
+        em_gemm(b, "q_absorb", m, b->a->qk_nope_dim, b->a->kv_lora_rank, g->hq);
+    kv_down(b, m, NULL);
+    if (b->a->has_dsa)
+        indexer_keys(b, m);
+    em_free(b, &latent);
+    return f;
+}
+
+static void mla_kv_write(bld *b, const attn_geom *g, int64_t n)
+{
+    (void)g;
+    if (n <= 0)
+        return;
+    kv_write(b, n);
+    if (b->a->has_dsa)
+        indexer_cache_write(b, n);
+}
+
+/* kv_b_proj over n latents: per-head keys [dn] and values [dv] (the rope
+ * key is shared, read from the latent). */
+static em_tensor mla_expand(bld *b, const attn_geom *g, int64_t n)
+{
+    const arch *a = b->a;
+    if (g->form != AF_EXPANDED || n <= 0)
+        return EM_TENSOR_NONE;
+    int64_t w = g->hq * (a->qk_nope_dim + a->v_head_dim);
+    em_tensor kv = em_act_alloc(b, (double)n * (double)w * b->ab);
+    em_gemm(b, "kv_b_proj", n, a->kv_lora_rank, w, 1);
+    return kv;
+}
+
+static em_tensor mla_select(bld *b, const attn_geom *g, int64_t m, plan_attn ix)
+{
+    if (g->topk <= 0)
+        return EM_TENSOR_NONE;
+    em_tensor iq = indexer_queries(b, m);
+    return indexer_select(b, m, ix, &iq);
+}
+
+static uint32_t mla_attend(bld *b, const attn_geom *g, const char *name, plan_attn *at)
+{
+    at->heads = g->hq;
+    at->kv_heads = g->hkv;
+    at->d_qk = g->d_qk;
+    at->d_v = g->d_v;
+    if (g->form == AF_EXPANDED) /* a multi-head flash attention */
+        return attn_gqa_attend(b, name, at);
+    int sparse = g->topk > 0;
+    double rows = (double)at->q_len * (at->batch > 1 ? (double)at->batch : 1.0);
+    double eb = sparse ? 2.0 : b->ab; /* SFA: bf16, 2 B (RFC 3.6) */
+    /* per pair and head: q.k over kl + dr, then p.v over kl, a multiply-add
+     * (2 flops) per element; bytes: the latents read (each query's own
+     * top-k gathered when sparse), the queries and the output once */
+    double flops = 2.0 * at->pairs * (double)g->hq * (double)(g->d_qk + g->d_v);
+    double cache = sparse ? at->pairs
+                          : (double)at->kv_len * (at->batch > 1 ? (double)at->batch : 1.0);
+    double bytes = cache * (double)g->d_qk * b->kvb +
+                   rows * (double)g->hq * (double)(g->d_qk + g->d_v) * eb;
+    uint32_t i = em_attention(b, name, sparse ? KC_SPARSE_ATTN : KC_ATTENTION, at, flops, bytes);
+    if (sparse)
+        b->pg->ops[i].dtype = DT_BF16; /* SFA inputs are bf16 (RFC 3.6) */
+    return i;
+}
+
+static em_tensor mla_out(bld *b, const attn_geom *g, int64_t m, em_tensor *attn)
+{
+    const arch *a = b->a;
+    if (g->form == AF_LATENT) { /* W_UV per head: latent output [m, H, kl] -> [m, H, dv] */
+        em_tensor v = em_act_alloc(b, (double)m * (double)(g->hq * a->v_head_dim) * b->ab);
+        uint32_t i = em_gemm(b, "v_absorb", m, a->kv_lora_rank, a->v_head_dim, g->hq);
+        b->pg->ops[i].in = shp(3, m, g->hq, a->kv_lora_rank);
+        b->pg->ops[i].out = shp(3, m, g->hq, a->v_head_dim);
+        em_free(b, attn);
+        *attn = v;
+    }
+    em_tensor proj = out_proj(b, m, g->hq, attn, NULL);
+    em_coll(b, "attn_all_reduce", CK_ALL_REDUCE, G_TP, (double)m * a->hidden * b->ab,
+            shp(2, m, a->hidden, 0));
+    return proj;
+}
+
+const attn_family attn_mla_family = {
+    "mla", mla_front, mla_kv_write, mla_expand, mla_select, mla_attend, mla_out,
+};

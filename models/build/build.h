@@ -30,47 +30,23 @@ void build_plan_ring(const scenario *s, plan_ring ring, plan *out);
  * cached ones runs: PR_NONE unless it is a split step of a ring exchange
  * (ring, ring_kv on position storage); then `force` when not PR_NONE,
  * else as parallel.ring_select says (fixed: the exchange; rule and, in the
- * builder, simulate: the cost rule of models/exchange.c ex_ring_rule).  A
+ * builder, simulate: the cost rule of models/exchange/rule.c ex_ring_rule).  A
  * caller of ring_select: simulate builds such a step with
  * build_step_plan_ring once per ring (a whole plan: build_plan_ring). */
 plan_ring build_step_ring(const scenario *s, int64_t tokens, int64_t prefix, plan_ring force);
 
 /* ---- one step of a batch (the serving scheduler, sim/serve/) ------------------ */
 
-/* A sequence of a batched step: `tokens` new tokens after `prefix` tokens
- * already in the KV cache (a decode: 1 token after its context); `sample`:
- * the step samples a token of it (the last chunk of a prefill, a decode). */
-typedef struct build_seq {
-    int64_t tokens, prefix;
-    uint8_t sample;
-} build_seq;
-
-/* The step: its sequences (GEMMs run on their tokens together, attention
- * per sequence, models/exchange.h ex_step_calls) and whether it runs split
- * over the SP ranks (then it holds one sequence: a split step is one
- * prompt, cp-exchange.md). */
-typedef struct build_batch {
-    const build_seq *seq;
-    int n;
-    int split;
-} build_batch;
-
 /* The plan of one step of one model replica (dp = 1), or of every replica
  * when lockstep (expert parallelism across replicas: each runs this step,
  * padded to it): the set-up memory (weights, reserved, workspace, the KV
  * pool), then the step, no KV release.  Step and request index 0. */
-void build_step_plan(const scenario *s, const build_batch *bt, int lockstep, plan *out);
+void build_step_plan(const scenario *s, const sc_batch *bt, int lockstep, plan *out);
 /* build_step_plan with a split step of a ring exchange built as `ring`
  * (PR_PASS_Q or PR_PASS_KV; PR_NONE: as build_step_plan, the ring
  * build_step_ring picks).  plan.step_ring[0] says which ran. */
-void build_step_plan_ring(const scenario *s, const build_batch *bt, int lockstep, plan_ring ring,
+void build_step_plan_ring(const scenario *s, const sc_batch *bt, int lockstep, plan_ring ring,
                           plan *out);
-
-/* How a step of t tokens (prefill: it holds prefill tokens) is launched
- * under the scenario's graph mode (engine.graph) and kernel set's capture
- * sizes, and the batch its kernels run (*padded: t, or the capture size it
- * is padded to). */
-plan_launch build_step_launch(const scenario *s, int64_t t, int prefill, int64_t *padded);
 
 /* The torch memory peak (activations, buffers, the step's own KV) of the
  * profiling run an engine makes before it sizes its KV pool: one step of

@@ -1,4 +1,4 @@
-/* layer_moe: the MoE block's kernels, shared by every scheme (layers.h).
+/* moe: the MoE block's kernels, shared by every scheme (layers.h).
  *
  * The routed experts run the way the calibration profile measured them
  * (platforms/calibration/h200/README.md, moe.csv): the router GEMM, top-k
@@ -16,11 +16,10 @@
  * its expected excess over the mean is the expected maximum of ep normal
  * variables with the rank's standard deviation (moe_rank_rows).
  */
-#include "models/layers.h"
+#include "models/layers/layers.h"
 
 #include <math.h>
 
-#include "models/exchange.h"
 #include "models/memory.h"
 
 const mlp_names MLP_DENSE = {"mlp_gate_up", "mlp_act", "mlp_down"};
