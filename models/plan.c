@@ -126,6 +126,8 @@ int plan_group_size(const plan_layout_cfg *lay, plan_group g)
         return lay->tp * lay->sp;
     case G_WORLD:
         return lay->tp * lay->sp * lay->dp;
+    case G_DCP:
+        return lay->dcp > 1 ? lay->dcp : 1;
     default:
         return 1;
     }
@@ -148,10 +150,12 @@ int plan_group_members(const plan_layout_cfg *lay, int r, plan_group g,
     default:
         break;
     }
+    int dcp0 = g == G_DCP ? tp_i / n * n : 0; /* the group's first TP index */
     for (int i = 0; i < n; i++) {
-        int m = g == G_TP ? plan_rank_of(lay, i, sp_i, dp_i)
-                : g == G_SP ? plan_rank_of(lay, tp_i, i, dp_i)
-                            : first + i;
+        int m = g == G_TP    ? plan_rank_of(lay, i, sp_i, dp_i)
+                : g == G_DCP ? plan_rank_of(lay, dcp0 + i, sp_i, dp_i)
+                : g == G_SP  ? plan_rank_of(lay, tp_i, i, dp_i)
+                             : first + i;
         if (i < cap)
             out[i] = m;
         if (m == r && my_index)
@@ -255,7 +259,7 @@ const char *plan_coll_name(plan_coll c)
 
 const char *plan_group_name(plan_group g)
 {
-    static const char *const t[] = {"tp", "sp", "ep", "node", "world"};
+    static const char *const t[] = {"tp", "sp", "ep", "node", "world", "dcp"};
     return NAME_OF(t, g);
 }
 

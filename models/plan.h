@@ -111,6 +111,7 @@ typedef enum {
     G_EP,      /* expert parallel: ep consecutive ranks */
     G_NODE,    /* the TP x SP ranks of one model replica */
     G_WORLD,   /* every rank */
+    G_DCP,     /* decode context parallel: dcp consecutive ranks of a TP group */
     G_COUNT
 } plan_group;
 
@@ -257,6 +258,7 @@ typedef enum { ORDER_TP_SP_DP = 0, ORDER_SP_TP_DP } plan_order;
 
 typedef struct plan_layout_cfg {
     int tp, sp, ep, dp;      /* ranks = tp * sp * dp; ep divides ranks */
+    int dcp;                 /* DCP degree inside a TP group (0 or 1: none) */
     int devices_per_node;    /* for node-locality queries */
     int order;               /* plan_order (0: TP fastest) */
 } plan_layout_cfg;

@@ -76,6 +76,10 @@ typedef struct wl_engine_memory {
 
 typedef struct wl_parallel {
     int tp, sp, ep, dp;
+    int dcp;                        /* decode context parallel degree inside the TP
+                                       group (vLLM's decode_context_parallel_size),
+                                       default 1; sp is vLLM's prefill_context_
+                                       parallel_size (parallel.pcp, an alias) */
     wl_kv_storage kv_storage;       /* default by_head */
     wl_exchange exchange;           /* default auto */
     int64_t min_tokens;             /* default 0: every multi-token step splits */

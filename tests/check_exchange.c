@@ -1516,10 +1516,10 @@ START_TEST(refusals)
     const char *ul[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
                         "parallel.exchange=ulysses"};
     refused(ul, 4, "with kv_storage by_position the accepted values are");
-    /* what the plan cannot describe: MLA attention, rings too large */
+    /* what the plan cannot describe: MLA's one latent head split by head */
     const char *mla[] = {"model=deepseek-v3", "platform=h200-sxm-8", "parallel.tp=4",
                          "parallel.sp=2"};
-    refused(mla, 4, "uses MLA");
+    refused(mla, 4, "uses MLA, whose cache is one latent head per position");
     /* an EP group of whole TP groups across SP ranks and DP replicas plans
      * (its dispatch spans them); one that is neither is refused at load */
     const char *ep[] = {"parallel.tp=2", "parallel.sp=2", "parallel.dp=2", "parallel.ep=8",

@@ -80,6 +80,8 @@ static const wl_field parallel_fields[] = {
     { "sp", F_INT, 1, WL_MAX_DEGREE, 1, NULL, NULL, PAR(sp) },
     { "ep", F_INT, 1, WL_MAX_DEGREE, 1, NULL, NULL, PAR(ep) },
     { "dp", F_INT, 1, WL_MAX_DEGREE, 1, NULL, NULL, PAR(dp) },
+    /* KV by position inside the TP group (models/exchange/dcp_tp.c) */
+    { "dcp", F_INT, 1, WL_MAX_DEGREE, 1, NULL, NULL, PAR(dcp) },
     { "kv_storage", F_ENUM, 0, 0, KV_BY_HEAD, wl_kv_storage_names, NULL, PAR(kv_storage) },
     { "exchange", F_ENUM, 0, 0, EX_AUTO, wl_exchange_names, NULL, PAR(exchange) },
     { "min_tokens", F_I64, 0, INT64_MAX, 0, NULL, NULL, PAR(min_tokens) },
@@ -132,15 +134,16 @@ static const wl_field simulation_fields[] = {
       offsetof(scenario, duration_s) },
 };
 
-static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err);
+static int read_parallel_extra(const ynode *par, scenario *s, cp_err *err);
 static int read_engine_memory(const ynode *eng, scenario *s, cp_err *err);
+static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err);
 static int read_simulation_extra(const ynode *sim, scenario *s, cp_err *err);
 
-static const char *const parallel_extra[] = {"layer_sharding", NULL};
+static const char *const parallel_extra[] = {"layer_sharding", "pcp", NULL};
 static const char *const engine_extra[] = {"memory", "kernels", NULL};
 static const char *const simulation_extra[] = {"decode_reuse", "replay_tolerance_s", NULL};
 const wl_section wl_sections[] = {
-    { "parallel", parallel_fields, COUNT(parallel_fields), parallel_extra, read_layer_sharding },
+    { "parallel", parallel_fields, COUNT(parallel_fields), parallel_extra, read_parallel_extra },
     { "engine", engine_fields, COUNT(engine_fields), engine_extra, read_engine_memory },
     { "simulation", simulation_fields, COUNT(simulation_fields), simulation_extra,
       read_simulation_extra },
@@ -386,6 +389,30 @@ static void resolve_engine_memory(scenario *s)
 }
 
 /* parallel.layer_sharding: distinct names of full-layout projections. */
+/* parallel.pcp: vLLM's name (prefill_context_parallel_size) for parallel.sp,
+ * the SP group a long prompt's tokens split over; both given must agree. */
+static int read_pcp(const ynode *par, scenario *s, cp_err *err)
+{
+    const ynode *n = yio_key(par, "pcp");
+    if (!n)
+        return 0;
+    long long v = 1;
+    if (yio_opt_int(par, "parallel", "pcp", 1, WL_MAX_DEGREE, &v, err) < 0)
+        return -1;
+    if (yio_key(par, "sp") && v != s->par.sp)
+        return cp_fail_at(err, n->loc,
+                          "parallel.pcp = %lld: pcp is parallel.sp by vLLM's name "
+                          "(prefill_context_parallel_size), and parallel.sp = %d disagrees "
+                          "(give one of them)", v, s->par.sp);
+    s->par.sp = (int)v;
+    return 0;
+}
+
+static int read_parallel_extra(const ynode *par, scenario *s, cp_err *err)
+{
+    return read_pcp(par, s, err) < 0 ? -1 : read_layer_sharding(par, s, err);
+}
+
 static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err)
 {
     const ynode *n = yio_key(par, "layer_sharding");

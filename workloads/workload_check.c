@@ -269,23 +269,106 @@ static int check_seqpar(const scenario *s, cp_err *err)
     return 0;
 }
 
-/* What the exchange strategies (sp > 1) can describe: GQA attention (MLA
- * models take the DSA CP scheme), a ring of at most 128 ranks (plan_op's
- * send_off / recv_off are int8: peers up to 127 places away). */
+/* What the exchange strategies (sp > 1) can describe: any attention family
+ * over position storage; by-head storage (Ulysses, the head slice) moves
+ * KV heads, which MLA's one latent head cannot split; a ring of at most 128
+ * ranks (plan_op's send_off / recv_off are int8: peers up to 127 places
+ * away); pass-Q decode of dense attention (a DSA decode selects its keys
+ * over every rank's index keys first, which the DCP merge does). */
 static int check_sp_attention(const scenario *s, cp_err *err)
 {
     const wl_parallel *p = &s->par;
     if (p->sp <= 1 || s->par.sequence_parallel || sc_dsa_cp(s))
         return 0;
-    if (s->model.attn == ATTN_MLA)
-        return cp_fail_at(err, wl_loc_of(s, "parallel", "sp"),
-                          "parallel.sp = %d: the sequence-parallel exchange strategies "
-                          "(cp-exchange.md) split GQA attention; %s uses MLA (use sp: 1)",
-                          p->sp, s->model.name);
+    if (s->model.attn == ATTN_MLA && p->kv_storage == KV_BY_HEAD)
+        return cp_fail_at(err, wl_loc_of(s, "parallel", "kv_storage"),
+                          "parallel.kv_storage: by_head splits the KV heads over the SP ranks; "
+                          "%s uses MLA, whose cache is one latent head per position (set "
+                          "kv_storage: by_position, with exchange all_gather, ring, ring_kv or "
+                          "none)", s->model.name);
     if (sc_exchange_is_ring(p->exchange) && p->sp > 128)
         return cp_fail_at(err, wl_loc_of(s, "parallel", "sp"),
                           "parallel.sp = %d: the ring exchanges address at most 128 SP ranks",
                           p->sp);
+    if (s->model.has_dsa && p->decode == DEC_PASS_Q)
+        return cp_fail_at(err, wl_loc_of(s, "parallel", "decode"),
+                          "parallel.decode: pass_q passes dense decode queries; %s's DSA "
+                          "selects each query's top-k keys over every rank's index keys first "
+                          "(use decode: dcp or auto, which run the DCP merge for DSA)",
+                          s->model.name);
+    return 0;
+}
+
+/* parallel.dcp (models/exchange/dcp_tp.c): vLLM's conditions
+ * (config/parallel.py and model.py verify_with_parallel_config) and what
+ * the strategies describe. */
+static int check_dcp_layout(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    const arch *m = &s->model;
+    cp_loc at = wl_loc_of(s, "parallel", "dcp");
+    int D = p->dcp;
+    if (p->tp % D)
+        return cp_fail_at(err, at,
+                          "parallel.dcp = %d: a DCP group is dcp ranks of one TP group, so dcp "
+                          "must divide tp = %d", D, p->tp);
+    if (m->attn == ATTN_MLA)
+        return 0;
+    long long kvh = (long long)m->kv_heads;
+    if (p->tp <= kvh)
+        return cp_fail_at(err, at,
+                          "parallel.dcp = %d: DCP splits the positions of a KV head over the TP "
+                          "ranks that hold copies of it; %s has %lld KV heads and tp = %d "
+                          "replicates none (vLLM needs tp > the KV heads)", D, m->name, kvh,
+                          p->tp);
+    if (D > p->tp / kvh)
+        return cp_fail_at(err, at,
+                          "parallel.dcp = %d exceeds tp / KV heads = %lld, the TP ranks that "
+                          "share a KV head of %s", D, p->tp / kvh, m->name);
+    if ((m->heads / kvh) % D)
+        return cp_fail_at(err, at,
+                          "parallel.dcp = %d does not divide the %lld query heads of a KV head "
+                          "of %s", D, (long long)m->heads / kvh, m->name);
+    return 0;
+}
+
+static int check_dcp(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    cp_loc at = wl_loc_of(s, "parallel", "dcp");
+    int D = p->dcp;
+    if (D <= 1)
+        return 0;
+    if (check_dcp_layout(s, err) < 0)
+        return -1;
+    if (s->model.has_dsa)
+        return cp_fail_at(err, at,
+                          "parallel.dcp = %d: DCP on a model with a DSA indexer (%s) is not "
+                          "modelled (each query's top-k over the DCP ranks' index keys); use "
+                          "dcp: 1", D, s->model.name);
+    if (p->sequence_parallel || sc_dsa_cp(s))
+        return cp_fail_at(err, at,
+                          "parallel.dcp = %d with sequence_parallel or dsa_cp (the RFC's "
+                          "schemes over the TP group) is not modelled; use dcp: 1", D);
+    if (p->sp <= 1)
+        return 0;
+    if (p->kv_storage != KV_BY_POSITION)
+        return cp_fail_at(err, at,
+                          "parallel.dcp = %d stores the KV by position inside the TP group; "
+                          "with sp = %d the SP group must store it by position too "
+                          "(kv_storage: by_position)", D, p->sp);
+    if (sc_exchange_is_ring(p->exchange))
+        return cp_fail_at(err, at,
+                          "parallel.dcp = %d: the rings (exchange %s) keep an SP rank's slots "
+                          "whole on its TP group; use exchange all_gather with "
+                          "all_gather_tensors: kv (vllm-ascend's PCP), auto or none", D,
+                          wl_exchange_names[p->exchange]);
+    if (p->exchange == EX_ALL_GATHER && p->all_gather_tensors == AGT_QKV)
+        return cp_fail_at(err, at,
+                          "parallel.dcp = %d: all_gather_tensors qkv runs the copied path's "
+                          "DCP merge over the SP group alone; with dcp > 1 set "
+                          "all_gather_tensors: kv (each rank attends its queries over the "
+                          "gathered K/V, vllm-ascend's PCP)", D);
     return 0;
 }
 
@@ -395,10 +478,11 @@ int wl_validate(const scenario *s, cp_err *err)
 {
     if (check_devices(s, err) < 0 || check_heads(s, err) < 0 || check_experts(s, err) < 0 ||
         check_exchange(s, err) < 0 || check_exchange_keys(s, err) < 0 ||
-        check_split_prefix(s, err) < 0 ||
+        check_split_prefix(s, err) < 0 || check_sp_attention(s, err) < 0 ||
+        check_dcp(s, err) < 0 ||
         check_ulysses(s, err) < 0 || check_engine(s, err) < 0 ||
         check_dsa(s, err) < 0 || check_sharding(s, err) < 0 || check_seqpar(s, err) < 0 ||
-        check_sp_attention(s, err) < 0 || check_plan_size(s, err) < 0)
+        check_plan_size(s, err) < 0)
         return -1;
     return 0;
 }

@@ -52,6 +52,7 @@ typedef struct attn_geom {
                                 (hq d_qk): what a pass-Q hop carries */
     int64_t kv_w;            /* one position's K/V as cached and exchanged:
                                 GQA 2 hkv d; MLA kl + dr (+ the index key) */
+    int64_t idx_w;           /* DSA: the index key's part of kv_w (0: none) */
     int64_t front_w;         /* one token's front output: q_w + kv_w (what an
                                 all-gather of q, k and v moves per token) */
     int64_t out_w;           /* one row of the kernel's output (hq d_v) */
@@ -118,6 +119,9 @@ int64_t attn_stripe_below(int64_t n, int r, int P);
  * against the keys of that stripe only (positions y % P == stripe, y <= the
  * query). */
 double attn_stripe_pairs(const attn_run *q, int stripe, int P);
+/* Pairs of the queries at run q's positions when each sees at most cap
+ * keys (min(p + 1, cap) for the query at p: DSA's top-k, a window). */
+double attn_run_capped(const attn_run *q, int64_t cap);
 /* Causal pairs of the queries of run q against the keys of run k (y <= the
  * query): k of stride 1 with any q, or q and k of one stride (the
  * combinations the splits produce; another aborts). */

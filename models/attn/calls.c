@@ -42,6 +42,19 @@ double attn_stripe_pairs(const attn_run *q, int stripe, int P)
     return n * k0 + n * (n - 1.0) / 2.0;
 }
 
+double attn_run_capped(const attn_run *q, int64_t cap)
+{
+    if (q->n <= 0)
+        return 0;
+    /* the first m queries (p + 1 <= cap) see p + 1 keys, the rest cap */
+    int64_t room = cap - 1 - q->lo;
+    int64_t m = room < 0 ? 0 : room / q->stride + 1;
+    m = m < q->n ? m : q->n;
+    double md = (double)m;
+    double below = md * (double)(q->lo + 1) + (double)q->stride * md * (md - 1.0) / 2.0;
+    return below + (double)(q->n - m) * (double)cap;
+}
+
 /* floor(a / b) for b > 0 */
 static int64_t floor_div(int64_t a, int64_t b)
 {

@@ -436,7 +436,8 @@ attn_geom attn_mla_geom(const bld *b, int64_t t)
     int64_t kl = a->kv_lora_rank, dr = a->qk_rope_dim;
     attn_geom g = {.fam = &attn_mla_family};
     g.hq = a->heads / b->tp;
-    g.kv_w = kl + dr + (a->has_dsa ? a->index_head_dim : 0);
+    g.idx_w = a->has_dsa ? a->index_head_dim : 0;
+    g.kv_w = kl + dr + g.idx_w;
     g.topk = a->has_dsa ? a->index_topk : 0;
     /* as the tensor-parallel layer: decodes and DSA absorbed, prefills
      * expanded (attn_mla_layer) */

@@ -285,15 +285,23 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
 
 /* The scheme of s and its program count (one per SP index under the
  * exchange scheme); a plan of layout lay with that many programs. */
+/* Whether s builds with the exchange scheme: an SP group, or KV stored by
+ * position inside the TP group (parallel.dcp), outside the RFC's schemes. */
+static int exchange_scheme(const scenario *s)
+{
+    return !seqpar_scheme(s) && (s->par.sp > 1 || s->par.dcp > 1);
+}
+
 static const layer_scheme *plan_begin(const scenario *s, int dp, plan *out, int *nprogs)
 {
     const layer_scheme *sc = seqpar_scheme(s);
     *nprogs = !sc && s->par.sp > 1 ? s->par.sp : 1;
     if (!sc)
-        sc = *nprogs > 1 ? ex_scheme() : &TP_SCHEME;
+        sc = exchange_scheme(s) ? ex_scheme() : &TP_SCHEME;
 
     plan_layout_cfg lay = {.tp = s->par.tp, .sp = s->par.sp, .ep = s->par.ep,
-                           .dp = dp, .devices_per_node = s->plat.devices_per_node,
+                           .dp = dp, .dcp = s->par.dcp,
+                           .devices_per_node = s->plat.devices_per_node,
                            .order = s->par.order};
     plan_init(out, &lay);
     for (int g = 0; g < *nprogs; g++)
@@ -308,7 +316,7 @@ static const layer_scheme *plan_begin(const scenario *s, int dp, plan *out, int 
 
 double build_kv_bytes(const scenario *s, int64_t positions)
 {
-    int exchange = !seqpar_scheme(s) && s->par.sp > 1;
+    int exchange = exchange_scheme(s);
     ex_ctx x;
     memset(&x, 0, sizeof x);
     x.b.s = s;
@@ -360,7 +368,7 @@ void build_step_plan_ring(const scenario *s, const sc_batch *bt, int lockstep, p
         ex_ctx x;
         uint32_t pool_op;
         plan_prog *pg = &out->progs[g];
-        program_begin(&x, s, &out->lay, pg, nprogs > 1 ? g : -1, weights, &pool_op);
+        program_begin(&x, s, &out->lay, pg, exchange_scheme(s) ? g : -1, weights, &pool_op);
         bld *b = &x.b;
         b->request = 0;
         b->step = 0;
@@ -416,7 +424,8 @@ void build_plan_ring(const scenario *s, plan_ring ring, plan *out)
     out->step_ring = cp_xcalloc((size_t)steps + 1, sizeof *out->step_ring);
     double weights = quant_resident_bytes(s);
     for (int g = 0; g < nprogs; g++)
-        out->nsteps = build_program(s, &lay, &out->progs[g], sc, nprogs > 1 ? g : -1, weights,
+        out->nsteps = build_program(s, &lay, &out->progs[g], sc, exchange_scheme(s) ? g : -1,
+                                    weights,
                                     ring, g == 0 ? out->step_split : NULL,
                                     g == 0 ? out->step_ring : NULL,
                                     g == 0 ? NULL : out->step_ring);

@@ -68,3 +68,19 @@ uint32_t ex_ring_p2p(bld *b, const char *name, int stream, double send, int so,
         plan_dep(b->pg, i, after);
     return i;
 }
+
+em_tensor ex_select_split(ex_ctx *x, const attn_geom *g)
+{
+    bld *b = &x->b;
+    if (g->topk <= 0)
+        return EM_TENSOR_NONE;
+    int P = x->P;
+    double bytes = (double)P * (double)x->most * (double)g->idx_w * b->ab;
+    em_tensor keys = em_buf_alloc(b, bytes);
+    em_coll(b, "sp_index_k_all_gather", CK_ALL_GATHER, G_SP, bytes,
+            shp(2, (int64_t)P * x->most, g->idx_w, 0));
+    plan_attn ix = attn_call(g, x->mine.n, x->prefix + x->t, ex_share_pairs(&x->mine, -1, P));
+    em_tensor idx = g->fam->select(b, g, x->mine.n, ix);
+    em_free(b, &keys); /* scored */
+    return idx;
+}

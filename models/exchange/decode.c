@@ -16,7 +16,7 @@ int ex_decodes_on_ring(const bld *b, int64_t t, int split)
     const wl_parallel *p = &b->s->par;
     if (split || p->sp <= 1 || p->kv_storage != KV_BY_POSITION ||
         !sc_exchange_is_ring(p->exchange) || !attn_step_all_decode(b, t) ||
-        p->decode == DEC_DCP)
+        p->decode == DEC_DCP || b->a->has_dsa) /* DSA: the DCP merge selects (dcp.c) */
         return 0;
     /* auto: when every rank's block holds a real query (B >= N); with fewer
      * the one query block visits the ranks in turn, N rounds in series,

@@ -61,6 +61,12 @@ typedef struct ex_share {
 typedef struct ex_ctx {
     bld b;                   /* first member (see above) */
     int P, me;               /* SP group size; this program's SP index */
+    /* KV by position over the SP group and, with parallel.dcp = D > 1,
+     * inside the TP group too: position x on the rank of cp index
+     * x % (P D), cp index = SP index x D + DCP index (vllm-ascend's
+     * pcp_rank x dcp + dcp_rank).  A program stands for every TP rank of
+     * its SP index: it stores the stripe of DCP index 0 (the largest). */
+    int D, kvP, kv_me;       /* DCP degree; P D stripes; this program's */
     /* the current step (ex_begin_step) */
     int split;               /* 1: split, 0: copied */
     int64_t t, prefix;       /* new tokens, cached tokens before them */

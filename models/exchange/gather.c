@@ -39,7 +39,7 @@ em_tensor ex_all_gather_qkv(ex_ctx *x, int64_t t, int64_t prefix)
     em_coll(b, "sp_qkv_all_gather", CK_ALL_GATHER, G_SP, bytes,
             shp(2, P * x->most, g.front_w, 0));
     em_free(b, &qkv); /* all of it is in the gathered buffer */
-    g.fam->kv_write(b, &g, attn_stripe_count(prefix, prefix + t, x->me, P));
+    g.fam->kv_write(b, &g, ex_own_slots(x, prefix, prefix + t));
     em_tensor part = ex_dcp_attention(x, &g, t, prefix);
     em_free(b, &gathered);
     em_tensor out;
@@ -75,7 +75,13 @@ em_tensor ex_all_gather_qkv(ex_ctx *x, int64_t t, int64_t prefix)
  *               LSE into an accumulator, one merge per further call.
  * The rank writes the positions it stores.  Split steps carry no cached
  * prefix (chunked prefill is off on SP nodes, cp-exchange.md), so the
- * gathered keys are all the keys. */
+ * gathered keys are all the keys.  MLA gathers its latents (576 wide for
+ * DeepSeek-V3 where GQA gathers 2 hkv d) and expands only the keys its
+ * queries see (kv_b_proj up to the share's last position: vllm-ascend's
+ * PCP prefill, which gathers [kv_c | k_pe] over the PCP group and runs
+ * the head and tail chunks' calls locally, no merge across ranks).  DSA
+ * gathers the index keys with the latents (vllm-ascend sfa_cp.py), scores
+ * its queries over every key, and runs one sparse call over their top-k. */
 em_tensor ex_all_gather_kv(ex_ctx *x, int64_t t, int64_t prefix)
 {
     bld *b = &x->b;
@@ -91,14 +97,29 @@ em_tensor ex_all_gather_kv(ex_ctx *x, int64_t t, int64_t prefix)
     b->layout = TL_FULL;
     em_tensor gathered = em_buf_alloc(b, bytes);
     em_coll(b, "sp_kv_all_gather", CK_ALL_GATHER, G_SP, bytes, shp(2, P * x->most, width, 0));
-    g.fam->kv_write(b, &g, attn_stripe_count(prefix, prefix + t, x->me, P));
+    g.fam->kv_write(b, &g, ex_own_slots(x, prefix, prefix + t));
     if (x->split_kind == SPLIT_ZIGZAG)
         ex_repack(b, "sp_kv_reorder", &gathered, shp(2, P * x->most, width, 0),
                shp(2, prefix + t, width, 0));
-    em_tensor kv = g.fam->expand(b, &g, prefix + t); /* every key, attention-ready */
+    int64_t seen = 0; /* keys the share's queries see: up to its last position */
+    for (int i = 0; i < x->mine.nrun; i++) {
+        const attn_run *r = &x->mine.run[i];
+        int64_t end = r->n > 0 ? r->lo + (r->n - 1) * r->stride + 1 : 0;
+        seen = end > seen ? end : seen;
+    }
+    em_tensor kv = g.fam->expand(b, &g, seen); /* attention-ready */
     b->layout = TL_LOCAL;
     em_tensor out;
-    if (x->split_kind != SPLIT_STRIPED) {
+    if (g.topk > 0) { /* DSA: top-k over every key, one sparse call */
+        plan_attn ix = attn_call(&g, tm, seen, ex_share_pairs(&x->mine, -1, P));
+        em_tensor idx = g.fam->select(b, &g, tm, ix);
+        out = em_act_alloc(b, out_bytes);
+        em_tensor sparse_lse = em_lse_alloc(b, tm, g.hq);
+        plan_attn at = attn_call(&g, tm, seen, ex_share_capped(&x->mine, g.topk));
+        g.fam->attend(b, &g, "mla_sparse_attention", &at);
+        em_free(b, &sparse_lse);
+        em_free(b, &idx);
+    } else if (x->split_kind != SPLIT_STRIPED) {
         /* one call per run of consecutive positions, each writing its rows */
         out = em_act_alloc(b, out_bytes);
         em_tensor run_lse = em_lse_alloc(b, tm, g.hq);

@@ -20,6 +20,17 @@ ex_share ex_share_of(const ex_ctx *x, int r);
 /* Causal pairs of a share's queries against all keys (stripe < 0) or the
  * keys of one stripe. */
 double ex_share_pairs(const ex_share *s, int stripe, int P);
+/* Pairs of a share's queries when each sees at most cap keys. */
+double ex_share_capped(const ex_share *s, int64_t cap);
+/* The part of the share's causal pairs a DSA attention keeps (its top-k
+ * over all of them: capped / dense), 1 for dense attention.  A sparse
+ * call over a subset of the keys (a ring's block, a rank's slots) is
+ * priced as that part of the subset's pairs: the top-k keys spread over
+ * the causal prefix as its positions do. */
+double ex_sparse_share(const attn_geom *g, const ex_share *s);
+/* Positions in [lo, hi) this program's rank stores (its stripe of the
+ * P D of position storage over SP and DCP). */
+int64_t ex_own_slots(const ex_ctx *x, int64_t lo, int64_t hi);
 /* The KV positions rank r holds in the current step (pass-KV's block). */
 ex_share ex_keys_of(const ex_ctx *x, int r);
 /* Causal pairs of queries q against keys k. */
@@ -41,6 +52,14 @@ uint32_t ex_merge_partial(bld *b, const attn_geom *g, int64_t rows, const char *
 uint32_t ex_ring_p2p(bld *b, const char *name, int stream, double send, int so, double recv,
                      int ro, uint32_t after);
 
+/* DSA (g->topk > 0) before a ring: the index keys of the shares
+ * all-gathered over G_SP (padded to the largest share) and the top-k of
+ * this rank's queries selected over every key of the sequence (RFC 3.3:
+ * each rank selects over the whole sequence's index keys); returns the
+ * indices, freed by the caller after the last sparse call.  Dense: nothing
+ * (EM_TENSOR_NONE). */
+em_tensor ex_select_split(ex_ctx *x, const attn_geom *g);
+
 /* ---- the strategies: each consumes the normalized input of the step's
  * rows on this rank and returns the o_proj output, reduced over TP ---- */
 
@@ -52,6 +71,7 @@ em_tensor ex_ring_q(ex_ctx *x, int64_t t, int64_t prefix);         /* ring.c */
 em_tensor ex_ring_kv(ex_ctx *x);
 em_tensor ex_dcp_copied(ex_ctx *x, int64_t t, int64_t prefix);     /* dcp.c */
 em_tensor ex_ring_decode(ex_ctx *x, int64_t t, int64_t prefix);    /* decode.c */
+em_tensor ex_dcp_group(ex_ctx *x, int64_t t, int64_t prefix);      /* dcp_tp.c */
 /* Whether a copied step of t tokens runs pass-Q decode (decode.c). */
 int ex_decodes_on_ring(const bld *b, int64_t t, int split);
 

@@ -52,6 +52,20 @@ double ex_share_pairs(const ex_share *s, int stripe, int P)
     return p;
 }
 
+double ex_share_capped(const ex_share *s, int64_t cap)
+{
+    double p = 0;
+    for (int i = 0; i < s->nrun; i++)
+        p += attn_run_capped(&s->run[i], cap);
+    return p;
+}
+
+double ex_sparse_share(const attn_geom *g, const ex_share *s)
+{
+    double dense = ex_share_pairs(s, -1, 1);
+    return g->topk > 0 && dense > 0 ? ex_share_capped(s, g->topk) / dense : 1.0;
+}
+
 /* The KV positions SP rank r stores of the current split step's sequence
  * [0, prefix + t) under a ring (exchange.h "KV ownership"): one stripe, or
  * the zigzag chunks of the cached prefix and of the step. */
@@ -117,6 +131,14 @@ void ex_init(ex_ctx *x, int me)
 {
     x->P = x->b.s->par.sp;
     x->me = me;
+    x->D = x->b.s->par.dcp > 1 ? x->b.s->par.dcp : 1;
+    x->kvP = x->P * x->D;
+    x->kv_me = me * x->D;
+}
+
+int64_t ex_own_slots(const ex_ctx *x, int64_t lo, int64_t hi)
+{
+    return attn_stripe_count(lo, hi, x->kv_me, x->kvP);
 }
 
 void ex_begin_step(ex_ctx *x, int64_t t, int64_t prefix, int split, plan_ring ring)
@@ -143,9 +165,11 @@ double ex_kv_bytes(const ex_ctx *x, int64_t positions)
     const arch *a = x->b.a;
     /* K and V (2) of one head per position and layer, kv_cache dtype */
     double per_head = (double)a->layers * 2.0 * (double)a->head_dim * x->b.kvb;
-    if (x->b.s->par.kv_storage == KV_BY_HEAD)
+    if (x->b.s->par.kv_storage == KV_BY_HEAD && x->D == 1)
         return (double)positions * (double)mem_kv_heads_per_rank(a, x->b.tp * x->P) * per_head;
-    return (double)attn_stripe_below(positions, x->me, x->P) *
-           (double)mem_kv_heads_per_rank(a, x->b.tp) * per_head;
+    /* by position: the rank's stripe of every layer's cache rows (GQA its
+     * KV heads; MLA the latent, + the index key with DSA) */
+    double row = mem_kv_bytes_per_token_layer(a, x->b.tp, x->b.s->kv_dtype);
+    return (double)attn_stripe_below(positions, x->kv_me, x->kvP) * (double)a->layers * row;
 }
 

@@ -62,7 +62,7 @@ static uint32_t ring_round(ring *rg, int j)
 {
     bld *b = &rg->x->b;
     ex_share blk = ex_share_of(rg->x, stripe_of_round(rg, j));
-    double pairs = ex_keys_pairs(&blk, &rg->kv);
+    double pairs = ex_keys_pairs(&blk, &rg->kv) * ex_sparse_share(&rg->g, &blk);
     if (pairs <= 0)
         return EM_NONE;
     plan_attn at = attn_call(&rg->g, blk.n, rg->keys, pairs);
@@ -109,13 +109,15 @@ em_tensor ex_ring_q(ex_ctx *x, int64_t t, int64_t prefix)
     (void)prefix; /* in x, which keys_of and share_of read */
     rg.kv = ex_keys_of(x, x->me);
     rg.keys = rg.kv.n;
-    rg.q_row = (double)rg.g.q_w * b->ab;
+    /* a DSA query travels with its top-k indices (int32) */
+    rg.q_row = (double)rg.g.q_w * b->ab + (double)rg.g.topk * 4.0;
     rg.p_row = (double)rg.g.out_w * b->ab + (double)rg.g.hq * 4.0; /* + fp32 LSE, 4 B */
     int64_t tm = x->mine.n;
     double mine = (double)tm * rg.p_row;
 
     b->layout = TL_LOCAL;
     em_tensor qkv = rg.g.fam->front(b, &rg.g, tm);
+    em_tensor idx = ex_select_split(x, &rg.g); /* DSA: before the queries leave */
     uint32_t next = overlap ? ring_hop(&rg, 1, b->last_compute) : EM_NONE;
     rg.g.fam->kv_write(b, &rg.g, tm);
     em_tensor kv = rg.g.fam->expand(b, &rg.g, rg.keys); /* the slots every block visits */
@@ -144,6 +146,7 @@ em_tensor ex_ring_q(ex_ctx *x, int64_t t, int64_t prefix)
     }
     em_free(b, &rg.block[(P - 1) % 2]);
     em_free(b, &kv);
+    em_free(b, &idx); /* sent with the queries, read by round 0 */
     em_tensor out;
     ring_merge(&rg, ret, &out);
     em_free(b, &returns);
@@ -186,7 +189,8 @@ em_tensor ex_ring_kv(ex_ctx *x)
     bld *b = &x->b;
     int P = x->P, overlap = b->s->par.ring_overlap;
     attn_geom g = attn_geom_of(b, x->t);
-    int64_t tm = x->mine.n, most = ex_keys_most(x), width = g.kv_w; /* a position's K/V */
+    /* a position's K/V (DSA: without its index key, gathered apart) */
+    int64_t tm = x->mine.n, most = ex_keys_most(x), width = g.kv_w - g.idx_w;
     ex_share own = ex_keys_of(x, x->me);
     /* the hops carry K/V in the activation dtype the kernels read */
     double msg = (double)most * (double)width * b->ab;
@@ -196,6 +200,8 @@ em_tensor ex_ring_kv(ex_ctx *x)
     b->layout = TL_LOCAL;
     em_tensor qkv = g.fam->front(b, &g, tm);
     g.fam->kv_write(b, &g, tm);
+    em_tensor idx = ex_select_split(x, &g);
+    double keep = ex_sparse_share(&g, &x->mine);
     em_tensor send = em_buf_alloc(b, msg), block[2] = {EM_TENSOR_NONE, EM_TENSOR_NONE};
     /* reads the rank's positions from the paged cache, writes the send buffer */
     uint32_t pack = em_compute(b, "ring_kv_pack", KC_COPY, 0,
@@ -217,7 +223,7 @@ em_tensor ex_ring_kv(ex_ctx *x)
         }
         int src = ((x->me - j) % P + P) % P;
         ex_share blk = ex_keys_of(x, src);
-        double pairs = ex_keys_pairs(&x->mine, &blk);
+        double pairs = ex_keys_pairs(&x->mine, &blk) * keep;
         if (pairs <= 0) /* every key of the block after every query (j > 0) */
             continue;
         em_tensor part = j > 0 ? em_act_alloc(b, out_bytes + lse) : EM_TENSOR_NONE;
@@ -234,6 +240,7 @@ em_tensor ex_ring_kv(ex_ctx *x)
         }
     }
     em_free(b, &block[(P - 1) % 2]);
+    em_free(b, &idx);
     em_free(b, &qkv); /* the queries were read by every round */
     em_tensor acc_lse = em_split(&acc, lse);
     em_free(b, &acc_lse); /* its output is the result */

@@ -16,7 +16,9 @@ static em_tensor ex_attention(bld *b, int64_t t, int64_t prefix)
     ex_ctx *x = ex_ctx_of(b);
     const wl_parallel *p = &b->s->par;
     em_tensor out;
-    if (p->kv_storage == KV_BY_HEAD && x->split)
+    if (x->D > 1 && !x->split) /* DCP inside the TP group (dcp_tp.c) */
+        out = ex_dcp_group(x, t, prefix);
+    else if (p->kv_storage == KV_BY_HEAD && x->split)
         out = ex_ulysses(x, t, prefix);
     else if (p->kv_storage == KV_BY_HEAD)
         out = ex_head_slice(x, t, prefix);
