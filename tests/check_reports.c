@@ -56,7 +56,7 @@ static void add_ev(eng_result *r, int rank, int stream, uint32_t op, double t0, 
 
 static void add_mem(eng_result *r, int rank, int cat, uint32_t op, double t, double d)
 {
-    eng_add_mem(r, &(eng_mem){.rank = rank, .cat = (uint8_t)cat, .op = op, .layer = -1,
+    eng_add_mem(r, &(eng_mem){.rank = rank, .cat = (uint8_t)cat, .op = op, .seq = op, .layer = -1,
                               .t = t, .delta = d});
 }
 
@@ -422,8 +422,10 @@ START_TEST(records_read_through_spans)
     add_ev(&r, 0, ST_COMPUTE, 0, 0, 1);
     uint32_t b = eng_new_block(&r);
     eng_block_event(&r, b, &(eng_event){.t0 = 0.5, .t1 = 0.75, .rank = 0, .op = 7, .layer = 3});
-    eng_block_mem(&r, b, &(eng_mem){.t = 0.25, .delta = 2, .rank = 0, .op = 4, .layer = 3});
-    eng_block_mem(&r, b, &(eng_mem){.t = 0.125, .delta = 1, .rank = 0, .op = 3, .layer = 3});
+    eng_block_mem(&r, b,
+                  &(eng_mem){.t = 0.25, .delta = 2, .rank = 0, .op = 4, .seq = 4, .layer = 3});
+    eng_block_mem(&r, b,
+                  &(eng_mem){.t = 0.125, .delta = 1, .rank = 0, .op = 3, .seq = 3, .layer = 3});
     eng_add_span(&r, 0, 0, (eng_span){.dt = 10, .block = b, .lo = 0, .n = 1, .dlayer = 2});
     eng_add_span(&r, 0, 0, (eng_span){.dt = 20, .block = b, .lo = 0, .n = 1, .dlayer = 4});
     eng_add_span(&r, 0, 1, (eng_span){.dt = 10, .block = b, .lo = 0, .n = 2, .dlayer = 2});

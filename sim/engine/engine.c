@@ -346,7 +346,8 @@ static void stream_main(int argc, char **argv)
             break;
         case OPK_MEM:
             eng_add_mem(eng.res, &(eng_mem){.t = t0, .delta = o->mem_bytes, .rank = rs->rank,
-                                            .op = real, .layer = layer, .cat = o->mem_cat});
+                                            .op = real, .seq = i, .layer = layer,
+                                            .cat = o->mem_cat});
             break;
         case OPK_STEP:
             sleep_until(o->arrival_s);

@@ -33,6 +33,8 @@ typedef struct eng_mem {
     double delta;      /* bytes, + allocated / - freed */
     int32_t rank;
     uint32_t op;
+    uint32_t seq;      /* position in the program's expanded sequence (plan.h
+                          plan_vseq): program order, the same folded or not */
     int32_t layer;     /* effective layer of the memory op */
     uint8_t cat;       /* plan_memcat */
 } eng_mem;
@@ -47,12 +49,14 @@ typedef struct eng_block {
 } eng_block;
 
 /* n records of block `block` from index lo, each read with dt added to
- * its times, dlayer to its layer and drank to its rank. */
+ * its times, dlayer to its layer, drank to its rank and dseq to a memory
+ * record's seq. */
 typedef struct eng_span {
     double dt;         /* s */
     uint32_t block;
     uint32_t lo, n;
     int32_t dlayer, drank;
+    int32_t dseq;
 } eng_span;
 
 /* One rank's records in the order they happened: spans of events and of
@@ -95,7 +99,7 @@ static inline int eng_mem_cmp(const void *a, const void *b)
         return x->rank - y->rank;
     if (x->t != y->t)
         return x->t < y->t ? -1 : 1;
-    return (x->op > y->op) - (x->op < y->op);
+    return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 /* ---- writing (the engine; tests build results by hand with these) ------ */

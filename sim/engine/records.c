@@ -23,7 +23,7 @@ static void seq_extend(eng_span **v, size_t *nv, size_t *cv, uint32_t b, size_t 
     if (*nv > 0) {
         eng_span *s = &(*v)[*nv - 1];
         if (s->block == b && s->lo + s->n == lo && s->dt == 0 && s->dlayer == 0 &&
-            s->drank == 0) {
+            s->drank == 0 && s->dseq == 0) {
             s->n++;
             return;
         }
@@ -175,7 +175,7 @@ static size_t room(void **buf, size_t *cap, size_t size, const eng_span *v, size
 /* A span read as it is: no shift to apply. */
 static int unshifted(const eng_span *sp)
 {
-    return sp->dt == 0 && sp->dlayer == 0 && sp->drank == 0;
+    return sp->dt == 0 && sp->dlayer == 0 && sp->drank == 0 && sp->dseq == 0;
 }
 
 size_t eng_rank_events(const eng_result *r, int rank, eng_event **buf, size_t *cap)
@@ -238,6 +238,7 @@ size_t eng_rank_mems(const eng_result *r, int rank, eng_mem **buf, size_t *cap)
                 o[i].t += sp->dt;
                 o[i].layer += sp->dlayer;
                 o[i].rank += sp->drank;
+                o[i].seq += (uint32_t)sp->dseq;
             }
         }
         o += sp->n;

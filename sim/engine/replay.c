@@ -598,9 +598,11 @@ static void replay_copy(int R, uint32_t m, uint32_t j, double tc)
     eng_result *res = eng.res;
     const rp_copy *J = &rp.cp[R][j];
     for (int r = 0; r < eng.p->nranks; r++) {
-        int32_t dl = (int32_t)(m - j) * preg_of(&eng.ranks[r], R)->layer_step;
-        eng_add_span(res, r, 0, (eng_span){tc, J->block, J->lo[r], J->n[r], dl, 0});
-        eng_add_span(res, r, 1, (eng_span){tc, J->block, J->mlo[r], J->mn[r], dl, 0});
+        const rp_preg *q = preg_of(&eng.ranks[r], R);
+        int32_t dl = (int32_t)(m - j) * q->layer_step;
+        int32_t ds = (int32_t)(m - j) * (int32_t)q->len; /* copy m's positions */
+        eng_add_span(res, r, 0, (eng_span){tc, J->block, J->lo[r], J->n[r], dl, 0, 0});
+        eng_add_span(res, r, 1, (eng_span){tc, J->block, J->mlo[r], J->mn[r], dl, 0, ds});
     }
     /* (a + tc rounds monotonically in a: the largest shifted end is the
      * largest end shifted) */
