@@ -19,7 +19,8 @@
 
 const char *const arch_bundled[] = {
     "qwen3-omni-30b-a3b-thinker", "qwen3-32b", "qwen3-30b-a3b", "llama-3.1-70b", "llama-3.1-405b",
-    "deepseek-v3", "deepseek-v3.2-exp", "glm-5", "glm-5.1", NULL,
+    "deepseek-v3", "deepseek-v3.2-exp", "glm-5", "glm-5.1", "deepseek-r1", "qwen3-235b-a22b",
+    NULL,
 };
 
 /* Sanity bounds on config values, chosen here: orders of magnitude above any

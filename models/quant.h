@@ -95,7 +95,11 @@ typedef enum {
 typedef struct quant_desc quant_desc;
 
 /* Read a quant_model_description.json: a JSON object whose values are
- * strings.  Errors name the file (with line:column for JSON syntax). */
+ * strings.  Errors name the file (with line:column for JSON syntax).  A
+ * key holding a '*' is cpsim's compact form, an fnmatch pattern (a '*'
+ * matches any run of characters, dots included): a tensor takes its exact
+ * entry, else the type of the longest pattern it matches (models/configs/
+ * quant/ bundles descriptions written this way). */
 quant_desc *quant_desc_load(const char *path, cp_err *err);
 void quant_desc_free(quant_desc *d);
 const char *quant_desc_path(const quant_desc *d);

@@ -2,6 +2,7 @@
  * read and checked against the model (see quant.h). */
 #include "models/quant.h"
 
+#include <fnmatch.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,40 @@
 
 struct quant_desc {
     json_t *map;          /* name -> type string */
+    const char **pattern; /* the keys holding a '*' (cpsim's compact form) */
+    int npattern;
     char path[1024];
 };
+
+/* The patterns of d's map, longest first (the most specific wins), then
+ * in byte order: the order a lookup tries them in, whatever the file's. */
+static int by_specificity(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    size_t lx = strlen(x), ly = strlen(y);
+    return lx != ly ? (lx < ly) - (lx > ly) : strcmp(x, y);
+}
+
+static int collect_patterns(quant_desc *d)
+{
+    const char *key;
+    json_t *v;
+    size_t n = 0;
+    json_object_foreach(d->map, key, v) {
+        n += strchr(key, '*') != NULL;
+    }
+    if (n == 0)
+        return 0;
+    d->pattern = calloc(n, sizeof *d->pattern);
+    if (!d->pattern)
+        return -1;
+    json_object_foreach(d->map, key, v) {
+        if (strchr(key, '*'))
+            d->pattern[d->npattern++] = key;
+    }
+    qsort(d->pattern, (size_t)d->npattern, sizeof *d->pattern, by_specificity);
+    return 0;
+}
 
 quant_desc *quant_desc_load(const char *path, cp_err *err)
 {
@@ -53,6 +86,11 @@ quant_desc *quant_desc_load(const char *path, cp_err *err)
     }
     d->map = j;
     snprintf(d->path, sizeof d->path, "%s", path);
+    if (collect_patterns(d) < 0) {
+        quant_desc_free(d);
+        cp_fail(err, CP_EXIT_INTERNAL, "out of memory reading %s", path);
+        return NULL;
+    }
     return d;
 }
 
@@ -61,6 +99,7 @@ void quant_desc_free(quant_desc *d)
     if (!d)
         return;
     json_decref(d->map);
+    free(d->pattern);
     free(d);
 }
 
@@ -72,6 +111,9 @@ const char *quant_desc_path(const quant_desc *d)
 int quant_desc_type(const quant_desc *d, const char *name)
 {
     const char *v = json_string_value(json_object_get(d->map, name));
+    for (int i = 0; !v && i < d->npattern; i++)
+        if (fnmatch(d->pattern[i], name, 0) == 0)
+            v = json_string_value(json_object_get(d->map, d->pattern[i]));
     if (!v)
         return QT_COUNT;
     for (int t = QT_FLOAT; t <= QT_W8A8_DYNAMIC; t++)

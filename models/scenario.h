@@ -163,6 +163,10 @@ typedef struct scenario {
     wl_graph graph;         /* engine.graph, else the kernel set's, else eager */
     kset kernels;           /* engine.kernels: the kernel set (models/kset.h) */
     int chunked_prefill;
+    int prefill_node;       /* engine.role: prefill, the prefill node of a
+                               PD-disaggregated deployment (its requests end
+                               with their first token; the summary says the
+                               KV each rank hands over); 0: both phases */
     int64_t max_num_batched_tokens; /* engine.max_num_batched_tokens: chunk size */
     wl_engine_memory mem;           /* engine.memory */
     wl_netmodel net_model;

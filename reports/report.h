@@ -56,6 +56,7 @@ typedef struct rep_request {
     int id;
     int64_t prompt_tokens;
     int64_t decode_tokens;
+    int64_t cached_tokens; /* the prefix cache hit before its prefill */
     double arrival_s;
     double first_token_s;  /* end of the prefill step (all ranks) */
     double ttft_s;         /* first_token_s - arrival_s */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reports/report.h"
+#include "models/build/build.h"
 #include "workloads/workload.h"
 
 /* Events of one rank and stream class sorted by start time. */
@@ -307,6 +308,7 @@ static void requests(const scenario *s, const plan *p, const eng_result *r, rep_
         rep_request *rq = &sm->reqs[q];
         rq->id = q;
         rq->prompt_tokens = s->reqs[q].prompt_tokens;
+        rq->cached_tokens = s->reqs[q].cached_tokens;
         rq->decode_tokens = s->reqs[q].decode_tokens;
         rq->arrival_s = s->reqs[q].arrival_s;
         int prefill = p->prefill_steps ? p->prefill_steps[q] : 1;
@@ -433,6 +435,8 @@ static json_t *scenario_json(const scenario *s)
     json_object_set_new(par, "sp", json_integer(s->par.sp));
     json_object_set_new(par, "ep", json_integer(s->par.ep));
     json_object_set_new(par, "dp", json_integer(s->par.dp));
+    if (s->par.dcp > 1)
+        json_object_set_new(par, "dcp", json_integer(s->par.dcp));
     json_object_set_new(par, "kv_storage", json_string(wl_kv_storage_name(s->par.kv_storage)));
     json_object_set_new(par, "exchange", json_string(wl_exchange_name(s->par.exchange)));
     json_object_set_new(par, "min_tokens", json_integer(s->par.min_tokens));
@@ -441,6 +445,8 @@ static json_t *scenario_json(const scenario *s)
     json_object_set_new(j, "activations_dtype", json_string(dtype_name(s->a_dtype)));
     json_object_set_new(j, "graph", json_string(wl_graph_name(s->graph)));
     json_object_set_new(j, "kernels", json_string(s->kernels.name));
+    if (s->prefill_node)
+        json_object_set_new(j, "role", json_string("prefill"));
     return j;
 }
 
@@ -473,6 +479,32 @@ static json_t *cost_sources_json(const rep_costsrc *c)
     return j;
 }
 
+/* engine.role: prefill: the KV a request's prefill leaves for the decode
+ * node, by position.  The cache holds cached + prompt positions; position
+ * x lies on the rank of cp index x % stripes (stripes = sp x dcp by
+ * position, vllm-ascend's cp_rank = pcp_rank x dcp + dcp_rank; 1 when each
+ * TP group holds every position of its heads or latent); bytes_per_rank
+ * is the largest shard (models/build/build.h build_kv_bytes), and
+ * transfer_s the shard over the rank's own NIC at its rate (platform
+ * network: bandwidth x efficiency) with every rank sending at once: a
+ * lower bound, no contention, latency or the decode side's layout. */
+static json_t *handover_json(const scenario *s, const rep_request *rq)
+{
+    const wl_parallel *p = &s->par;
+    int64_t positions = rq->cached_tokens + rq->prompt_tokens;
+    int by_position = (p->sp > 1 && p->kv_storage == KV_BY_POSITION) || p->dcp > 1;
+    int stripes = by_position ? p->sp * (p->dcp > 1 ? p->dcp : 1) : 1;
+    double per_rank = build_kv_bytes(s, positions);
+    double rate = plat_link_rate(&s->plat, &s->plat.nic);
+    json_t *o = json_object();
+    json_object_set_new(o, "positions", json_integer(positions));
+    json_object_set_new(o, "layout", json_string(by_position ? "by_position" : "by_head"));
+    json_object_set_new(o, "stripes", json_integer(stripes));
+    json_object_set_new(o, "bytes_per_rank", json_real(per_rank));
+    json_object_set_new(o, "transfer_s", json_real(rate > 0 ? per_rank / rate : 0.0));
+    return o;
+}
+
 json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
 {
     json_t *j = json_object();
@@ -493,6 +525,8 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
         json_object_set_new(o, "end_s", json_real(rq->end_s));
         json_object_set_new(o, "split", json_boolean(rq->split));
         json_object_set_new(o, "split_steps", json_integer(rq->split_steps));
+        if (s->prefill_node)
+            json_object_set_new(o, "kv_handover", handover_json(s, rq));
         if (rq->ring != PR_NONE) /* which ring its split steps ran */
             json_object_set_new(o, "ring", json_string(rq->ring == PR_COUNT
                                                            ? "mixed"

@@ -11,6 +11,8 @@ static const char *parallel_label(const scenario *s, char *buf, size_t len)
     if (s->par.sp > 1 && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " x SP%d (%s, %s)", s->par.sp,
                       wl_exchange_name(s->par.exchange), wl_kv_storage_name(s->par.kv_storage));
+    if (s->par.dcp > 1 && n > 0 && (size_t)n < len) /* KV by position inside TP */
+        n += snprintf(buf + n, len - (size_t)n, " DCP%d", s->par.dcp);
     if (s->par.ep > 1 && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " EP%d", s->par.ep);
     if (s->par.dp > 1 && n > 0 && (size_t)n < len)

@@ -62,7 +62,7 @@ START_TEST(test_bundled_all_load)
         ck_assert_int_gt(arch_total_params(&a), 0);
         ck_assert_str_eq(a.torch_dtype, "bfloat16");
     }
-    ck_assert_int_eq(n, 9); /* the nine files of models/configs/ */
+    ck_assert_int_eq(n, 11); /* the eleven files of models/configs/ */
 }
 END_TEST
 
@@ -215,6 +215,9 @@ static const struct {
     {"glm-5.1", 743.9e9, 174.4e6, 9.4e6, 9.70e9}, /* same weights as GLM-5 */
     {"deepseek-v3.2-exp", 671.9e9, 201.1e6, 14.0e6, 11.32e9},
     {"deepseek-v3", 671.0e9, 187.1e6, 0, 11.32e9},
+    {"deepseek-r1", 671.0e9, 187.1e6, 0, 11.32e9}, /* DeepSeek-V3's architecture */
+    /* the Qwen3-235B-A22B model card: "235B in total" */
+    {"qwen3-235b-a22b", 235.0e9, 0, 0, 0},
     {"qwen3-omni-30b-a3b-thinker", 30.53e9, 18.9e6, 0, 0.604e9},
     {"qwen3-32b", 32.76e9, 0, 0, 0},
     /* 30.5 B: https://apxml.com/models/qwen3-30b-a3b ("30.5 billion
@@ -1186,7 +1189,7 @@ START_TEST(test_unknown_bundled)
 {
     const char *list = "bundled models: qwen3-omni-30b-a3b-thinker, qwen3-32b, qwen3-30b-a3b, "
                        "llama-3.1-70b, llama-3.1-405b, deepseek-v3, deepseek-v3.2-exp, glm-5, "
-                       "glm-5.1";
+                       "glm-5.1, deepseek-r1, qwen3-235b-a22b";
     char want[512];
     snprintf(want, sizeof want, "unknown model \"qwen3-33b\" (did you mean \"qwen3-32b\"?); %s",
              list);

@@ -38,6 +38,7 @@ static const golden GOLDEN[] = {
     {"sp-ring", "examples/sp-ring.yaml",
      "--set requests.0.prompt_tokens=32768 --set requests.1.decode_tokens=4"},
     {"sp-ulysses", "examples/sp-ulysses.yaml", "--set requests.0.decode_tokens=4"},
+    {"ascend-a3-pcp", "examples/ascend-a3-pcp.yaml", ""},
 };
 
 #define REL_TOL 1e-9

@@ -9,12 +9,15 @@
  * nope 128, v 128, 61 layers), DeepSeek-V3.2-Exp's indexer (128-wide index
  * keys, top-2048) and the thinker's GQA (32 q heads, 4 KV heads, d 128). */
 #include <check.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "models/build/build.h"
 #include "models/exchange/exchange.h"
+#include "models/quant.h"
+#include "sim/driver/driver.h"
 #include "tests/testutil.h"
 
 /* deepseek-v3: the latent [kv_lora_rank + rope] and the expanded heads */
@@ -348,6 +351,79 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* The bundled W8A8 descriptions by name (compact pattern form): int8
+ * GEMMs, the types of the W8A8 practice; an exact entry beats a pattern,
+ * the longest pattern a shorter one. */
+START_TEST(bundled_descriptions)
+{
+    const char *sets[] = {"model=deepseek-r1", "precision.quant_description=deepseek-r1-w8a8"};
+    scenario s;
+    tu_load(&s, DSV3, sets, 2);
+    ck_assert_int_eq(s.w_dtype, DT_INT8);
+    ck_assert_int_eq(quant_desc_type(s.quant, "model.layers.7.mlp.experts.200.up_proj.weight"),
+                     QT_W8A8_DYNAMIC);
+    ck_assert_int_eq(quant_desc_type(s.quant, "model.layers.7.self_attn.q_a_proj.weight"), QT_W8A8);
+    ck_assert_int_eq(quant_desc_type(s.quant, "model.layers.7.self_attn.kv_b_proj.weight"),
+                     QT_FLOAT);
+    ck_assert_int_eq(quant_desc_type(s.quant, "model.layers.7.self_attn.nosuch.weight"), QT_COUNT);
+    wl_free(&s);
+    const char *q[] = {"model=qwen3-235b-a22b", "precision.quant_description=qwen3-235b-a22b-w8a8"};
+    tu_load(&s, THINKER, q, 2);
+    ck_assert_int_eq(quant_desc_type(s.quant, "model.layers.93.self_attn.k_proj.weight"), QT_W8A8);
+    wl_free(&s);
+
+    char path[] = "/tmp/cpsim-pcp-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("{\"a.*\": \"W8A8\", \"a.b.*\": \"W8A8_DYNAMIC\", \"a.b.c\": \"FLOAT\"}\n", f);
+    fclose(f);
+    cp_err err = {0};
+    quant_desc *d = quant_desc_load(path, &err);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(quant_desc_type(d, "a.b.c"), QT_FLOAT);
+    ck_assert_int_eq(quant_desc_type(d, "a.b.d"), QT_W8A8_DYNAMIC);
+    ck_assert_int_eq(quant_desc_type(d, "a.x"), QT_W8A8);
+    quant_desc_free(d);
+    remove(path);
+    const char *bad[] = {"precision.quant_description=nosuch"};
+    cp_err e2 = {0};
+    ck_assert_int_ne(tu_try_load(&s, DSV3, bad, 1, &e2), 0);
+    ck_assert_ptr_nonnull(strstr(e2.msg, "nor a bundled description"));
+}
+END_TEST
+
+/* A prefill node (engine.role: prefill) of the bundled example: each
+ * request's kv_handover names the 16 stripes of PCP2 x DCP8 and the
+ * largest shard's bytes; a request with decode tokens is refused. */
+START_TEST(prefill_node_hands_over)
+{
+    const char *sets[] = {"requests.0.prompt_tokens=8192"};
+    char wl[1024];
+    snprintf(wl, sizeof wl, "%s/workloads/examples/ascend-a3-pcp.yaml", CP_SRCDIR);
+    drv_req rq = {.workload = wl, .sets = sets, .nsets = 1};
+    json_t *sm = NULL;
+    cp_err err = {0};
+    ck_assert_msg(drv_child_run(&rq, &sm, &err) == 0, "%s", err.msg);
+    json_t *h = json_object_get(json_array_get(json_object_get(sm, "requests"), 0), "kv_handover");
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(json_integer_value(json_object_get(h, "stripes")), 16);
+    ck_assert_int_eq(json_integer_value(json_object_get(h, "positions")), 8192);
+    /* 8192 / 16 positions x 61 layers x the bf16 latent */
+    ck_assert_double_eq_tol(json_number_value(json_object_get(h, "bytes_per_rank")),
+                            512.0 * 61 * LAT * 2.0, 1.0);
+    ck_assert(json_number_value(json_object_get(h, "transfer_s")) > 0);
+    json_decref(sm);
+    const char *dec[] = {"requests.0.decode_tokens=4"};
+    scenario s;
+    cp_err e2 = {0};
+    char yaml[] = "model: deepseek-v3\nplatform: h200-sxm-8\nparallel: {tp: 8, ep: 8}\n"
+                  "engine: {role: prefill}\nrequests:\n  - {prompt_tokens: 1024}\n";
+    ck_assert_int_ne(tu_try_load(&s, yaml, dec, 1, &e2), 0);
+    ck_assert_ptr_nonnull(strstr(e2.msg, "engine.role: prefill runs the prefills"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pcp");
@@ -361,7 +437,12 @@ static Suite *suite(void)
     tcase_add_test(t, dcp_decode_exchanges);
     tcase_add_test(t, pcp_with_dcp);
     tcase_add_test(t, refusals);
+    tcase_add_test(t, bundled_descriptions);
     suite_add_tcase(s, t);
+    TCase *r = tcase_create("run");
+    tcase_set_timeout(r, 120);
+    tcase_add_test(r, prefill_node_hands_over);
+    suite_add_tcase(s, r);
     return s;
 }
 

@@ -61,6 +61,7 @@ static const struct {
     {DT_FP8, QS_BLOCK},
 };
 static const char *const router_names[] = { "round_robin", "least_loaded", NULL };
+static const char *const role_names[] = { "both", "prefill", NULL };
 
 /* Enum fields are written through an int (field_set). */
 _Static_assert(sizeof(wl_kv_storage) == sizeof(int), "enum size");
@@ -104,6 +105,8 @@ static const wl_field parallel_fields[] = {
 static const wl_field engine_fields[] = {
     { "graph", F_ENUM, 0, 0, GRAPH_EAGER, wl_graph_names, graph_values, offsetof(scenario, graph) },
     { "chunked_prefill", F_BOOL, 0, 1, 0, NULL, NULL, offsetof(scenario, chunked_prefill) },
+    /* PD disaggregation: a prefill node alone (models/scenario.h) */
+    { "role", F_ENUM, 0, 0, 0, role_names, NULL, offsetof(scenario, prefill_node) },
     /* vLLM v1 EngineArgs: default_max_num_batched_tokens 8192 for the API
      * server on GPUs of >= 70 GiB (vllm/engine/arg_utils.py) */
     { "max_num_batched_tokens", F_I64, 1, INT64_C(1) << 40, 8192, NULL, NULL,
@@ -440,6 +443,30 @@ static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err)
     return 0;
 }
 
+/* precision.quant_description: a path (relative to the workload file), or
+ * the bare name of a description bundled in models/configs/quant/ (no '/',
+ * no .json: deepseek-r1-w8a8). */
+static int quant_path(scenario *s, const char *qd, cp_loc at, cp_err *err)
+{
+    size_t n = strlen(qd);
+    if (strchr(qd, '/') || (n > 5 && strcmp(qd + n - 5, ".json") == 0)) {
+        char dir[1024];
+        cp_resolve(s->quant_path, sizeof s->quant_path, cp_dirname(dir, sizeof dir, s->path), qd);
+        return 0;
+    }
+    char rel[300];
+    snprintf(rel, sizeof rel, "models/configs/quant/%s.json", qd);
+    cp_data_path(s->quant_path, sizeof s->quant_path, rel);
+    FILE *f = fopen(s->quant_path, "r");
+    if (!f)
+        return cp_fail_at(err, at,
+                          "precision.quant_description: \"%s\" is neither a file (a path ends in "
+                          ".json or holds a '/') nor a bundled description of "
+                          "models/configs/quant/ (deepseek-r1-w8a8, qwen3-235b-a22b-w8a8)", qd);
+    fclose(f);
+    return 0;
+}
+
 /* precision: one dtype for everything, or {weights, mlp_weights,
  * activations, kv_cache, activation_quant, quant_description}.
  * mlp_weights defaults to weights (here, and again after the checkpoint's
@@ -467,11 +494,12 @@ static int read_precision(const ynode *root, scenario *s, cp_err *err)
                               "precision.mlp_weights: precision.quant_description already "
                               "types every linear weight, the MLP's among them; give one of "
                               "the two");
-        if (qd) {
-            char dir[1024];
-            cp_resolve(s->quant_path, sizeof s->quant_path,
-                       cp_dirname(dir, sizeof dir, s->path), qd);
-        }
+        if (qd && quant_path(s, qd, yio_key(n, "quant_description")->loc, err) < 0)
+            return -1;
+        /* the description's quantized types (W8A8, W8A8_DYNAMIC) are int8
+         * GEMMs: its weights unless precision.weights says otherwise */
+        for (int i = 0; qd && !yio_key(n, "weights") && wl_weight_names[i]; i++)
+            w = strcmp(wl_weight_names[i], "int8") == 0 ? i : w;
     } else {
         if (yio_enum(n, "precision", wl_weight_names, &w, err) < 0)
             return -1;
@@ -661,7 +689,8 @@ static void checkpoint_precision(scenario *s)
     if (k < 0)
         return;
     const ynode *pr = yio_key(yio_root(s->doc), "precision");
-    int given = pr && (pr->kind != YN_MAP || yio_key(pr, "weights"));
+    int given = pr && (pr->kind != YN_MAP || yio_key(pr, "weights") ||
+                       yio_key(pr, "quant_description"));
     int mlp_given = pr && pr->kind == YN_MAP && yio_key(pr, "mlp_weights");
     if (!given) {
         s->w_dtype = weight_kinds[k].dt;

@@ -372,6 +372,30 @@ static int check_dcp(const scenario *s, cp_err *err)
     return 0;
 }
 
+/* engine.role: prefill runs each request's prefill and first token; its
+ * decode is the decode node's. */
+static int check_role(const scenario *s, cp_err *err)
+{
+    if (!s->prefill_node)
+        return 0;
+    cp_loc at = wl_loc_of(s, "engine", "role");
+    for (int i = 0; i < s->nreqs; i++)
+        if (s->reqs[i].decode_tokens > 0)
+            return cp_fail_at(err, at,
+                              "engine.role: prefill runs the prefills (the decode node takes "
+                              "the KV after the first token); request %d asks for %lld decode "
+                              "tokens (set decode_tokens: 0)", i,
+                              (long long)s->reqs[i].decode_tokens);
+    for (int i = 0; i < s->nstreams; i++)
+        if (s->streams[i].decode_tokens > 0)
+            return cp_fail_at(err, at,
+                              "engine.role: prefill runs the prefills (the decode node takes "
+                              "the KV after the first token); stream %d asks for %lld decode "
+                              "tokens (set decode_tokens: 0)", i,
+                              (long long)s->streams[i].decode_tokens);
+    return 0;
+}
+
 static int check_dsa(const scenario *s, cp_err *err)
 {
     if (s->par.dsa_cp == 1 && !s->model.has_dsa)
@@ -479,7 +503,7 @@ int wl_validate(const scenario *s, cp_err *err)
     if (check_devices(s, err) < 0 || check_heads(s, err) < 0 || check_experts(s, err) < 0 ||
         check_exchange(s, err) < 0 || check_exchange_keys(s, err) < 0 ||
         check_split_prefix(s, err) < 0 || check_sp_attention(s, err) < 0 ||
-        check_dcp(s, err) < 0 ||
+        check_dcp(s, err) < 0 || check_role(s, err) < 0 ||
         check_ulysses(s, err) < 0 || check_engine(s, err) < 0 ||
         check_dsa(s, err) < 0 || check_sharding(s, err) < 0 || check_seqpar(s, err) < 0 ||
         check_plan_size(s, err) < 0)

@@ -200,6 +200,7 @@ static void fill_summary(const srv_run_st *R, rep_summary *sm)
         rep_request *o = &sm->reqs[i];
         o->id = q->id;
         o->prompt_tokens = q->prompt;
+        o->cached_tokens = q->cached;
         o->decode_tokens = q->decode;
         o->arrival_s = q->arrival;
         o->first_token_s = got_first(q) ? q->first_token : 0;
