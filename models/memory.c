@@ -26,17 +26,6 @@ int64_t mem_kv_heads_per_rank(const arch *a, int tp)
     return a->kv_heads >= tp ? a->kv_heads / tp : 1;
 }
 
-double mem_kv_bytes_per_token_layer(const arch *a, int tp, cp_dtype kvdt)
-{
-    double e = dtype_bytes(kvdt);
-    if (a->attn == ATTN_MLA) {
-        double b = (double)(a->kv_lora_rank + a->qk_rope_dim) * e;
-        if (a->has_dsa)
-            b += (double)a->index_head_dim * e; /* indexer key cache */
-        return b;
-    }
-    return 2.0 * (double)mem_kv_heads_per_rank(a, tp) * (double)a->head_dim * e; /* K and V */
-}
 
 /* ---- the tensor list ------------------------------------------------------ */
 

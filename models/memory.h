@@ -106,9 +106,6 @@ void mem_weights_per_rank(const arch *a, mem_shard sh, cp_dtype wdt, mem_weights
  * tp > kv_heads).  MLA: the latent cache is not sharded by heads (1). */
 int64_t mem_kv_heads_per_rank(const arch *a, int tp);
 
-/* KV-cache bytes per token per layer on one rank (GQA: 2 * heads_r * d;
- * MLA: kv_lora_rank + rope dim; DSA adds the indexer key cache). */
-double mem_kv_bytes_per_token_layer(const arch *a, int tp, cp_dtype kvdt);
 
 const char *mem_wfamily_name(mem_wfamily f);
 /* "q_a_proj", "q_b_proj", "kv_a_proj", "kv_b_proj", "o_proj" (the names of

@@ -505,6 +505,28 @@ static json_t *handover_json(const scenario *s, const rep_request *rq)
     return o;
 }
 
+/* One entry of summary.json requests[]. */
+static json_t *request_json(const rep_request *rq, const scenario *s)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_integer(rq->id));
+    json_object_set_new(o, "prompt_tokens", json_integer(rq->prompt_tokens));
+    json_object_set_new(o, "arrival_s", json_real(rq->arrival_s));
+    json_object_set_new(o, "ttft_s", json_real(rq->ttft_s));
+    json_object_set_new(o, "decode_tokens", json_integer(rq->decode_tokens));
+    json_object_set_new(o, "tpot_s", json_real(rq->tpot_s));
+    json_object_set_new(o, "end_s", json_real(rq->end_s));
+    json_object_set_new(o, "split", json_boolean(rq->split));
+    json_object_set_new(o, "split_steps", json_integer(rq->split_steps));
+    if (s->prefill_node)
+        json_object_set_new(o, "kv_handover", handover_json(s, rq));
+    if (rq->ring != PR_NONE) /* which ring its split steps ran */
+        json_object_set_new(o, "ring", json_string(rq->ring == PR_COUNT
+                                                       ? "mixed"
+                                                       : plan_ring_name(rq->ring)));
+    return o;
+}
+
 json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
 {
     json_t *j = json_object();
@@ -513,26 +535,8 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
     json_object_set_new(j, "ttft_s", json_real(sm->ttft_s));
     json_object_set_new(j, "makespan_s", json_real(sm->makespan_s));
     json_t *reqs = json_array();
-    for (int q = 0; q < sm->nreqs; q++) {
-        const rep_request *rq = &sm->reqs[q];
-        json_t *o = json_object();
-        json_object_set_new(o, "id", json_integer(rq->id));
-        json_object_set_new(o, "prompt_tokens", json_integer(rq->prompt_tokens));
-        json_object_set_new(o, "arrival_s", json_real(rq->arrival_s));
-        json_object_set_new(o, "ttft_s", json_real(rq->ttft_s));
-        json_object_set_new(o, "decode_tokens", json_integer(rq->decode_tokens));
-        json_object_set_new(o, "tpot_s", json_real(rq->tpot_s));
-        json_object_set_new(o, "end_s", json_real(rq->end_s));
-        json_object_set_new(o, "split", json_boolean(rq->split));
-        json_object_set_new(o, "split_steps", json_integer(rq->split_steps));
-        if (s->prefill_node)
-            json_object_set_new(o, "kv_handover", handover_json(s, rq));
-        if (rq->ring != PR_NONE) /* which ring its split steps ran */
-            json_object_set_new(o, "ring", json_string(rq->ring == PR_COUNT
-                                                           ? "mixed"
-                                                           : plan_ring_name(rq->ring)));
-        json_array_append_new(reqs, o);
-    }
+    for (int q = 0; q < sm->nreqs; q++)
+        json_array_append_new(reqs, request_json(&sm->reqs[q], s));
     json_object_set_new(j, "requests", reqs);
     json_t *ranks = json_array();
     for (int rk = 0; rk < sm->nranks; rk++) {

@@ -42,7 +42,8 @@ static void rank_main(int argc, char **argv)
     (void)argc, (void)argv;
     sgt_ctx *c = sg_actor_self_get_data();
     tr_port tp = sgt_port(c);
-    coll_call call = {CK_ALL_GATHER, ALG_RING, B.members, B.n, c->rank, B.bytes, 1, 0};
+    coll_call call = {.kind = CK_ALL_GATHER, .alg = ALG_RING, .members = B.members, .n = B.n,
+                      .me = c->rank, .bytes = B.bytes, .graph = 1};
     for (int i = 0; i < B.calls; i++)
         if (coll_run(&tp, &B.model, &call) < 0)
             return;

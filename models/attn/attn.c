@@ -8,6 +8,18 @@ attn_geom attn_geom_of(const bld *b, int64_t t)
     return attn_gqa_geom(b);
 }
 
+int64_t attn_kv_row(const arch *a, int tp)
+{
+    if (a->attn == ATTN_MLA)
+        return attn_mla_kv_row(a);
+    return attn_gqa_kv_row(a, tp);
+}
+
+double attn_kv_row_bytes(const arch *a, int tp, cp_dtype kvdt)
+{
+    return (double)attn_kv_row(a, tp) * dtype_bytes(kvdt);
+}
+
 em_tensor attn_layer(bld *b, int64_t t, int64_t prefix)
 {
     if (b->a->attn == ATTN_MLA)

@@ -88,6 +88,12 @@ struct attn_family {
     em_tensor (*out)(bld *b, const attn_geom *g, int64_t m, em_tensor *attn);
 };
 
+/* The cache row of one position and layer on a TP rank of tp, in elements:
+ * the family's kv_w (GQA 2 x the rank's KV heads x d; MLA kv_lora_rank +
+ * rope, + the index key with DSA); attn_kv_row_bytes in the cache dtype. */
+int64_t attn_kv_row(const arch *a, int tp);
+double attn_kv_row_bytes(const arch *a, int tp, cp_dtype kvdt);
+
 /* The geometry of the current step of b (t new tokens of the rank's
  * sequences, b->seqs when batched) on a TP rank of b->tp. */
 attn_geom attn_geom_of(const bld *b, int64_t t);
@@ -163,6 +169,7 @@ em_tensor attn_layer(bld *b, int64_t t, int64_t prefix);
  * move KV heads, which only a per-head family has. */
 
 attn_geom attn_gqa_geom(const bld *b);
+int64_t attn_gqa_kv_row(const arch *a, int tp);
 /* qkv_proj, q/k norm, RoPE, K/V write and flash attention over heads/tp
  * heads, o_proj and its all-reduce over TP; returns [t, h]. */
 em_tensor attn_gqa_layer(bld *b, int64_t t, int64_t prefix);
@@ -188,6 +195,7 @@ em_tensor attn_gqa_out(bld *b, int64_t t, em_tensor *attn);
 /* ---- MLA (mla.c) ------------------------------------------------------------- */
 
 attn_geom attn_mla_geom(const bld *b, int64_t t);
+int64_t attn_mla_kv_row(const arch *a);
 /* MLA attention over heads/tp (the latent cache replicated over TP);
  * returns [t, h]. */
 em_tensor attn_mla_layer(bld *b, int64_t t, int64_t prefix);

@@ -214,6 +214,11 @@ const attn_family attn_gqa_family = {
     "gqa", gqa_front, gqa_kv_write, gqa_expand, gqa_select, gqa_attend, gqa_out,
 };
 
+int64_t attn_gqa_kv_row(const arch *a, int tp)
+{
+    return 2 * mem_kv_heads_per_rank(a, tp) * a->head_dim; /* K and V */
+}
+
 attn_geom attn_gqa_geom(const bld *b)
 {
     attn_geom g = {.fam = &attn_gqa_family, .form = AF_HEADS};
@@ -222,7 +227,7 @@ attn_geom attn_gqa_geom(const bld *b)
     g.hkv = mem_kv_heads_per_rank(b->a, b->tp);
     g.d_qk = g.d_v = d;
     g.q_w = g.hq * d;
-    g.kv_w = 2 * g.hkv * d;
+    g.kv_w = attn_gqa_kv_row(b->a, b->tp);
     g.front_w = g.q_w + g.kv_w;
     g.out_w = g.hq * d;
     return g;

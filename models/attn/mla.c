@@ -103,12 +103,12 @@ static void kv_down(bld *b, int64_t m, attn_dsa_cp *c)
 }
 
 /* Paged write of m tokens' latents (and, DSA, their index keys: the
- * indexer cache is part of mem_kv_bytes_per_token_layer). */
+ * indexer cache is part of attn_kv_row). */
 static void kv_write(bld *b, int64_t m)
 {
     const arch *a = b->a;
     int64_t w = a->kv_lora_rank + a->qk_rope_dim;
-    double kv_bytes = (double)m * mem_kv_bytes_per_token_layer(a, b->tp, b->s->kv_dtype);
+    double kv_bytes = (double)m * attn_kv_row_bytes(a, b->tp, b->s->kv_dtype);
     em_compute(b, "kv_write", KC_KV_WRITE, 0, (double)m * w * b->ab + kv_bytes,
                shp(2, m, w, 0), shp(0, 0, 0, 0), shp(2, m, w, 0));
     em_mem(b, MC_KV_CACHE, kv_bytes, ST_COMPUTE);
@@ -268,17 +268,11 @@ static em_tensor unabsorbed(bld *b, int64_t t, int64_t prefix, int64_t H)
     return out;
 }
 
-/* Latent KV row of one token: latent + rope key (+ index key with DSA). */
-static int64_t kv_row(const arch *a)
-{
-    return a->kv_lora_rank + a->qk_rope_dim + (a->has_dsa ? a->index_head_dim : 0);
-}
-
 /* The key side of m rows of DSA CP: returns their latent KV and index keys
- * [m, kv_row] (allocated here), written by kv_down and indexer_keys. */
+ * [m, attn_mla_kv_row] (allocated here), written by kv_down and indexer_keys. */
 static em_tensor key_side(bld *b, int64_t m, attn_dsa_cp *c)
 {
-    em_tensor kv = em_act_alloc(b, (double)m * (double)kv_row(b->a) * b->ab);
+    em_tensor kv = em_act_alloc(b, (double)m * (double)attn_mla_kv_row(b->a) * b->ab);
     kv_down(b, m, c);
     indexer_keys(b, m);
     return kv;
@@ -295,7 +289,7 @@ em_tensor attn_mla_layer(bld *b, int64_t t, int64_t prefix)
     em_tensor latent = q_down(b, t, H, NULL);
     q_up(b, t, H, NULL);
     /* latent KV (+ index keys) of the new tokens */
-    em_tensor kv = em_act_alloc(b, td * (double)kv_row(a) * b->ab);
+    em_tensor kv = em_act_alloc(b, td * (double)attn_mla_kv_row(a) * b->ab);
     kv_down(b, t, NULL);
     kv_write(b, t);
     em_tensor topk = EM_TENSOR_NONE;
@@ -378,10 +372,11 @@ em_tensor attn_mla_cp(bld *b, attn_dsa_cp *c)
     em_tensor kv = EM_TENSOR_NONE, mine = EM_TENSOR_NONE;
     if (local_q) {
         mine = key_side(b, n, c);
-        double kv_bytes = (double)full * ((double)kv_row(a) * b->ab);
+        double kv_bytes = (double)full * ((double)attn_mla_kv_row(a) * b->ab);
         kv = em_act_alloc(b, kv_bytes);
         b->layout = TL_FULL;
-        fused = async_gather(b, "kv_fused_all_gather", kv_bytes, shp(2, full, kv_row(a), 0));
+        fused = async_gather(b, "kv_fused_all_gather", kv_bytes,
+                             shp(2, full, attn_mla_kv_row(a), 0));
         b->layout = part;
     }
     q_up(b, m, H, c);
@@ -430,6 +425,12 @@ em_tensor attn_mla_cp(bld *b, attn_dsa_cp *c)
  * keys, so it is what the strategies store, gather and pass (g.kv_w =
  * kl + dr, + the index key with DSA: one position of the cache). */
 
+int64_t attn_mla_kv_row(const arch *a)
+{
+    /* the latent and its rope key, + the indexer's key cache with DSA */
+    return a->kv_lora_rank + a->qk_rope_dim + (a->has_dsa ? a->index_head_dim : 0);
+}
+
 attn_geom attn_mla_geom(const bld *b, int64_t t)
 {
     const arch *a = b->a;
@@ -437,7 +438,7 @@ attn_geom attn_mla_geom(const bld *b, int64_t t)
     attn_geom g = {.fam = &attn_mla_family};
     g.hq = a->heads / b->tp;
     g.idx_w = a->has_dsa ? a->index_head_dim : 0;
-    g.kv_w = kl + dr + g.idx_w;
+    g.kv_w = attn_mla_kv_row(a);
     g.topk = a->has_dsa ? a->index_topk : 0;
     /* as the tensor-parallel layer: decodes and DSA absorbed, prefills
      * expanded (attn_mla_layer) */

@@ -218,7 +218,7 @@ static double kv_bytes_of(ex_ctx *x, int sp_index, int64_t positions)
     if (sp_index >= 0)
         return ex_kv_bytes(x, positions);
     return (double)s->model.layers *
-           mem_kv_bytes_per_token_layer(&s->model, s->par.tp, s->kv_dtype) * (double)positions;
+           attn_kv_row_bytes(&s->model, s->par.tp, s->kv_dtype) * (double)positions;
 }
 
 /* The program of SP index sp_index (-1: the one program of every rank),

@@ -169,7 +169,7 @@ double ex_kv_bytes(const ex_ctx *x, int64_t positions)
         return (double)positions * (double)mem_kv_heads_per_rank(a, x->b.tp * x->P) * per_head;
     /* by position: the rank's stripe of every layer's cache rows (GQA its
      * KV heads; MLA the latent, + the index key with DSA) */
-    double row = mem_kv_bytes_per_token_layer(a, x->b.tp, x->b.s->kv_dtype);
+    double row = attn_kv_row_bytes(a, x->b.tp, x->b.s->kv_dtype);
     return (double)attn_stripe_below(positions, x->kv_me, x->kvP) * (double)a->layers * row;
 }
 
