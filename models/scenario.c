@@ -14,6 +14,14 @@ int64_t sc_prefill_steps(const scenario *s, int q)
     return (s->reqs[q].prompt_tokens + chunk - 1) / chunk;
 }
 
+int sc_slo_met(const scenario *s, int cls, double ttft, double tpot)
+{
+    if (!s->slo_given)
+        return 1;
+    const wl_slo *o = cls >= 0 && cls < s->nclasses ? &s->slo_cls[cls] : &s->slo;
+    return (o->ttft_s <= 0 || ttft <= o->ttft_s) && (o->tpot_s <= 0 || tpot <= o->tpot_s);
+}
+
 int sc_dsa_cp(const scenario *s)
 {
     if (s->par.dsa_cp >= 0)

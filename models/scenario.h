@@ -130,6 +130,13 @@ typedef enum { ROUTE_ROUND_ROBIN, ROUTE_LEAST_LOADED } wl_router;
  * of wl_request. */
 #define WL_MAX_REQUESTS 1000000
 
+/* A serving objective (workload key slo): a request meets it when it
+ * finished with TTFT <= ttft_s and TPOT <= tpot_s (vLLM's benchmark
+ * --goodput rule, benchmarks/benchmark_serving.py); 0: no bound. */
+typedef struct wl_slo {
+    double ttft_s, tpot_s;
+} wl_slo;
+
 #define WL_MAX_CLASSES 16
 #define WL_CLASS_LEN 48
 #define WL_MAX_STREAM_SRC 16
@@ -190,6 +197,9 @@ typedef struct scenario {
     int nstreams;
     char classes[WL_MAX_CLASSES][WL_CLASS_LEN]; /* request class names, first use order */
     int nclasses;
+    int slo_given;          /* the workload has slo: (0: every finished request counts) */
+    wl_slo slo;             /* slo: ttft_s, tpot_s */
+    wl_slo slo_cls[WL_MAX_CLASSES]; /* slo.by_name.<class>, the rest from slo */
     double duration_s;      /* simulation.duration_s: the run ends there (0: when
                                every request finished) */
     int64_t max_num_seqs;   /* engine.max_num_seqs: requests running at once */
@@ -211,6 +221,9 @@ typedef struct scenario {
  * chunked prefill, else the whole prompt of request q) and the number of
  * prefill steps of request q. */
 int64_t sc_prefill_chunk(const scenario *s, int q);
+/* Whether a request of class cls (-1: unnamed) that finished with ttft and
+ * tpot (s; tpot 0 without decode) meets s's slo (always without one). */
+int sc_slo_met(const scenario *s, int cls, double ttft, double tpot);
 int64_t sc_prefill_steps(const scenario *s, int q);
 
 /* DSA CP applies to s: parallel.dsa_cp on, or auto with sequence_parallel

@@ -112,9 +112,17 @@ typedef struct plot_point {
     char shape[256];           /* the label without exchange and kv_storage */
     char rest[256];            /* the label's exchange and kv_storage only ("all":
                                   none) */
+    /* the sweep's objective (the line's "objective", rep_sweep_objective;
+     * a line without one: TTFT, lower is better) */
+    double obj;
+    int obj_goal;              /* REP_GOAL_MIN or REP_GOAL_MAX */
+    int obj_known;             /* the point's summary has the metric */
     json_t *line;              /* the result line (borrowed) */
 } plot_point;
 
 void plot_point_of(json_t *line, plot_point *pt);
+/* Whether a ranks before b under their objective: a known value before an
+ * unknown one, then the better value, then the lower index. */
+int plot_better(const plot_point *a, const plot_point *b);
 
 #endif

@@ -131,6 +131,11 @@ void plot_point_of(json_t *line, plot_point *pt)
     json_t *split = json_object_get(rq, "split");
     if (pt->sp > 1 && json_is_boolean(split))
         pt->split = json_is_true(split);
+    json_t *ob = json_object_get(line, "objective"), *ov = json_object_get(ob, "value");
+    const char *goal = json_string_value(json_object_get(ob, "goal"));
+    pt->obj_known = ob ? json_is_number(ov) : 1;
+    pt->obj = ob ? json_number_value(ov) : pt->ttft_s;
+    pt->obj_goal = goal && strcmp(goal, "max") == 0 ? REP_GOAL_MAX : REP_GOAL_MIN;
 }
 
 /* ---- what the pictures share ------------------------------------------------------- */

@@ -200,6 +200,26 @@ int rep_sweep_tables(json_t *const *lines, size_t nlines, const char *dir, FILE 
  * between the two at their sources' accuracy (errs: cost_source_errors;
  * NULL: unknown, uncertainty and tie null); tie: margin <= uncertainty. */
 void rep_sweep_rank(json_t *const *lines, size_t nlines, const json_t *errs);
+
+/* ---- a sweep's objective (reports/objective.c) ---- */
+enum { REP_GOAL_MIN, REP_GOAL_MAX };
+/* 0 when path names a figure a summary can hold (a top-level number,
+ * serving.NAME, serving.by_name.CLASS.NAME, requests.N.NAME), else -1 with
+ * the reason and the names it takes in why. */
+int rep_metric_check(const char *path, char *why, size_t len);
+/* The natural goal of a metric: REP_GOAL_MAX for rates and counts of good
+ * outcomes (goodput_per_s, throughputs, slo_met, finished, overlap),
+ * REP_GOAL_MIN for times and bytes. */
+int rep_metric_goal(const char *path);
+/* The objective a sweep without one ranks by ({metric, goal, pareto:
+ * [{metric, goal} x 2], default: true}): goodput for serving points,
+ * else TTFT. */
+json_t *rep_objective_default(json_t *const *lines, size_t nlines);
+/* Set each ok line's "objective": {metric, goal, value (null: the summary
+ * lacks it), pareto: [{metric, goal, value} x 2], default: true when the
+ * metric is the default's} from objective ({metric, goal} and pareto, each
+ * part optional; NULL: all of rep_objective_default). */
+void rep_sweep_objective(json_t *const *lines, size_t nlines, const json_t *objective);
 /* The uncertainty (s) of the kernels that differ between two result lines
  * at their sources' accuracy; -1 when a source's is unknown. */
 double rep_pair_uncertainty(json_t *line_a, json_t *line_b, const json_t *errs);

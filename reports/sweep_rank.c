@@ -1,9 +1,11 @@
 /* sweep_rank: the ranking of a sweep's points per prompt length, with the
  * margin of each place and whether it is a tie (see report.h).
  *
- * Among the points of one prompt length that ran and fit, by TTFT: the
- * first's margin is how much faster it is than the second, every other's
- * how much slower it is than the first (relative to the faster).  A margin
+ * Among the points of one prompt length that ran and fit, by the sweep's
+ * objective (reports/objective.c; TTFT unless it says otherwise): the
+ * first's margin is how much better it is than the second, every other's
+ * how much worse it is than the first (relative to the better value).
+ * Under a TTFT objective a margin
  * is a tie when it is inside the uncertainty of the kernels that differ
  * between the two points: for each cost source s (summary.cost_sources,
  * compute seconds per source on the critical rank's scale), the
@@ -88,12 +90,19 @@ double rep_pair_uncertainty(json_t *line_a, json_t *line_b, const json_t *errs)
     return u;
 }
 
-static int by_ttft(const void *x, const void *y)
+static int by_objective(const void *x, const void *y)
 {
     const plot_point *a = *(const plot_point *const *)x, *b = *(const plot_point *const *)y;
-    if (a->ttft_s != b->ttft_s)
-        return a->ttft_s < b->ttft_s ? -1 : 1;
-    return a->index - b->index;
+    return plot_better(a, b) ? -1 : plot_better(b, a) ? 1 : 0;
+}
+
+/* Whether the line ranks by TTFT (the one objective the kernels'
+ * uncertainty is in seconds of). */
+static int by_ttft(json_t *line)
+{
+    json_t *ob = json_object_get(line, "objective");
+    const char *m = json_string_value(json_object_get(ob, "metric"));
+    return !ob || (m && strcmp(m, "ttft_s") == 0);
 }
 
 void rep_sweep_rank(json_t *const *lines, size_t n, const json_t *errs)
@@ -113,9 +122,11 @@ void rep_sweep_rank(json_t *const *lines, size_t n, const json_t *errs)
             continue;
         size_t m = 0;
         for (size_t j = 0; j < n; j++)
-            if (pts[j].ok && !pts[j].oom && pts[j].prompt == pts[i].prompt)
+            if (pts[j].ok && !pts[j].oom && pts[j].obj_known && pts[j].prompt == pts[i].prompt)
                 grp[m++] = &pts[j];
-        qsort(grp, m, sizeof *grp, by_ttft);
+        if (m == 0)
+            continue;  /* its summary lacks the objective: not ranked */
+        qsort(grp, m, sizeof *grp, by_objective);
         for (size_t k = 0; k < m; k++) {
             size_t me = (size_t)grp[k]->index;
             src[me] = sources_of(json_object_get(lines[me], "summary"));
@@ -128,12 +139,16 @@ void rep_sweep_rank(json_t *const *lines, size_t n, const json_t *errs)
             json_object_set_new(r, "of", json_integer((json_int_t)m));
             if (q) {
                 const plot_point *fast = k == 0 ? p : q, *slow = k == 0 ? q : p;
-                double margin = slow->ttft_s / fast->ttft_s - 1;
-                double u = differing_error(src[fast->index], src[slow->index], errs);
+                double lo = fmin(fast->obj, slow->obj), hi = fmax(fast->obj, slow->obj);
+                double margin = lo > 0 ? hi / lo - 1 : hi > lo ? INFINITY : 0;
+                double u = by_ttft(lines[p->index])
+                               ? differing_error(src[fast->index], src[slow->index], errs)
+                               : -1;
                 json_object_set_new(r, "against_index",
                                     json_integer(json_integer_value(json_object_get(
                                         lines[q->index], "index"))));
-                json_object_set_new(r, "margin", json_real(margin));
+                json_object_set_new(r, "margin", isfinite(margin) ? json_real(margin)
+                                                                  : json_null());
                 json_object_set_new(r, "uncertainty",
                                     u >= 0 ? json_real(u / fast->ttft_s) : json_null());
                 json_object_set_new(r, "tie",

@@ -1,6 +1,7 @@
 /* sweep_tables: results.csv, the best configuration per prompt length
- * (best.csv) and where a split step starts to beat the copied one
- * (split.csv), from result lines (see sweep.h). */
+ * under the sweep's objective (best.csv), the Pareto front of its two
+ * chosen metrics (pareto.csv) and where a split step starts to beat the
+ * copied one (split.csv), from result lines (see sweep.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ static int write_results_csv(const rep_lines *l, const char *path, cp_err *err)
     fputs(",status,exit,prompt_tokens", f);
     for (int c = 0; summary_cols[c]; c++)
         fprintf(f, ",%s", summary_cols[c]);
-    fputs(",scenario_hash,error\n", f);
+    fputs(",objective,objective_value,scenario_hash,error\n", f);
     for (size_t i = 0; i < l->n; i++) {
         json_t *j = l->line[i], *s = json_object_get(j, "summary");
         plot_point pt;
@@ -95,6 +96,11 @@ static int write_results_csv(const rep_lines *l, const char *path, cp_err *err)
             fputc(',', f);
             csv_json(f, json_object_get(s, summary_cols[c]));
         }
+        json_t *ob = json_object_get(j, "objective");
+        fputc(',', f);
+        csv_json(f, json_object_get(ob, "metric"));
+        fputc(',', f);
+        csv_json(f, json_object_get(ob, "value"));
         fputc(',', f);
         csv_json(f, json_object_get(j, "scenario_hash"));
         fputc(',', f);
@@ -158,12 +164,22 @@ static int write_best(const rep_lines *l, const plot_point *pts, size_t n, const
     if (rep_open(&rf, path, err) != 0)
         return -1;
     fputs("prompt_tokens,index,strategy,min_tokens,ttft_s,peak_bytes_max,capacity_bytes,"
-          "fitting_points,points,margin,runner_up_index,uncertainty,tie\n", rf.f);
+          "fitting_points,points,margin,runner_up_index,uncertainty,tie,objective,goal,"
+          "objective_value\n", rf.f);
+    const char *metric = "ttft_s", *goal = "min";
+    for (size_t i = 0; i < n; i++)
+        if (json_object_get(pts[i].line, "objective")) {
+            json_t *ob = json_object_get(pts[i].line, "objective");
+            metric = json_string_value(json_object_get(ob, "metric"));
+            goal = json_string_value(json_object_get(ob, "goal"));
+            break;
+        }
+    int ttft = strcmp(metric, "ttft_s") == 0;
     if (out)
-        fprintf(out, "\nbest configuration per prompt length (fits in memory; its margin "
-                     "over the next, +- the kernels that differ):\n"
-                     "%14s %10s %9s  %s\n", "prompt_tokens", "ttft_s", "peak_GB",
-                "configuration");
+        fprintf(out, "\nbest configuration per prompt length by %s (%s; fits in memory; its "
+                     "margin over the next%s):\n%14s %10s %9s%s  %s\n", metric, goal,
+                ttft ? ", +- the kernels that differ" : "", "prompt_tokens", "ttft_s", "peak_GB",
+                ttft ? "" : "      objective", "configuration");
     long long *prompts;
     size_t np = prompts_of(pts, n, &prompts);
     for (size_t q = 0; q < np; q++) {
@@ -176,7 +192,7 @@ static int write_best(const rep_lines *l, const plot_point *pts, size_t n, const
             if (!pts[i].ok || pts[i].oom)
                 continue;
             fits++;
-            if (!best || pts[i].ttft_s < best->ttft_s)
+            if (pts[i].obj_known && (!best || plot_better(&pts[i], best)))
                 best = &pts[i];
         }
         json_t *rk = best ? json_object_get(l->line[best - pts], "ranking") : NULL;
@@ -192,23 +208,105 @@ static int write_best(const rep_lines *l, const plot_point *pts, size_t n, const
             csv_json(rf.f, json_object_get(rk, "uncertainty"));
             fputc(',', rf.f);
             csv_json(rf.f, json_object_get(rk, "tie"));
-            fputc('\n', rf.f);
+            fprintf(rf.f, ",%s,%s,%.10g\n", metric, goal, best->obj);
         } else {
-            fprintf(rf.f, "%lld,,,,,,,0,%d,,,,\n", prompts[q], total);
+            fprintf(rf.f, "%lld,,,,,,,%d,%d,,,,,%s,%s,\n", prompts[q], fits, total, metric, goal);
         }
-        char margin[96] = "";
+        char margin[96] = "", ov[32] = "";
         if (best)
             margin_text(l->line[best - pts], margin, sizeof margin);
+        if (best && !ttft)
+            snprintf(ov, sizeof ov, " %14.6g", best->obj);
         if (out && best && best->sp > 1)   /* min_tokens matters on SP nodes only */
-            fprintf(out, "%14lld %10.4f %9.2f  %s min_tokens=%lld; %s\n", prompts[q],
-                    best->ttft_s, best->peak_bytes / 1e9, best->label, best->min_tokens, margin);
+            fprintf(out, "%14lld %10.4f %9.2f%s  %s min_tokens=%lld; %s\n", prompts[q],
+                    best->ttft_s, best->peak_bytes / 1e9, ov, best->label, best->min_tokens,
+                    margin);
         else if (out && best)
-            fprintf(out, "%14lld %10.4f %9.2f  %s; %s\n", prompts[q], best->ttft_s,
-                    best->peak_bytes / 1e9, best->label, margin);
+            fprintf(out, "%14lld %10.4f %9.2f%s  %s; %s\n", prompts[q], best->ttft_s,
+                    best->peak_bytes / 1e9, ov, best->label, margin);
         else if (out)
-            fprintf(out, "%14lld %10s %9s  none of %d points fits\n", prompts[q], "-", "-",
-                    total);
+            fprintf(out, "%14lld %10s %9s%s  none of %d points fits%s\n", prompts[q], "-", "-",
+                    ttft ? "" : "               ", total, fits ? " and has the objective" : "");
     }
+    free(prompts);
+    return rep_close(&rf, 1, err);
+}
+
+/* ---- the Pareto front of two metrics --------------------------------------------------- */
+
+/* Metric k of the line's Pareto pair: its value (NAN unknown), its path and
+ * goal. */
+static double pareto_of(const plot_point *p, int k, const char **metric, int *max)
+{
+    json_t *m = json_array_get(json_object_get(json_object_get(p->line, "objective"),
+                                               "pareto"), (size_t)k);
+    json_t *v = json_object_get(m, "value");
+    const char *g = json_string_value(json_object_get(m, "goal"));
+    if (metric)
+        *metric = json_string_value(json_object_get(m, "metric"));
+    if (max)
+        *max = g && strcmp(g, "max") == 0;
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* Whether a is at least as good as b in both metrics and better in one. */
+static int dominates(const plot_point *a, const plot_point *b)
+{
+    int better = 0;
+    for (int k = 0; k < 2; k++) {
+        int max;
+        double x = pareto_of(a, k, NULL, &max), y = pareto_of(b, k, NULL, NULL);
+        if (max ? x < y : x > y)
+            return 0;
+        better |= x != y;
+    }
+    return better;
+}
+
+/* A point on the table: it ran, fits and has both metrics. */
+static int pareto_candidate(const plot_point *p)
+{
+    return p->ok && !p->oom && !isnan(pareto_of(p, 0, NULL, NULL)) &&
+           !isnan(pareto_of(p, 1, NULL, NULL));
+}
+
+static int write_pareto(const plot_point *pts, size_t n, const char *path, FILE *out,
+                        cp_err *err)
+{
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    const char *mx = NULL, *my = NULL;
+    int gx = 0, gy = 0;
+    for (size_t i = 0; i < n && !mx; i++)
+        if (json_object_get(pts[i].line, "objective")) {
+            pareto_of(&pts[i], 0, &mx, &gx);
+            pareto_of(&pts[i], 1, &my, &gy);
+        }
+    fputs("prompt_tokens,index,strategy,metric_x,goal_x,x,metric_y,goal_y,y,on_front\n", rf.f);
+    if (out && mx && my)
+        fprintf(out, "\nPareto front per prompt length: %s (%s) against %s (%s), of the points "
+                     "that fit:\n%14s %14s %14s  %s\n", mx, gx ? "max" : "min", my,
+                gy ? "max" : "min", "prompt_tokens", "x", "y", "configuration");
+    long long *prompts;
+    size_t np = prompts_of(pts, n, &prompts);
+    for (size_t q = 0; q < np && mx && my; q++)
+        for (size_t i = 0; i < n; i++) {
+            const plot_point *p = &pts[i];
+            if (p->prompt != prompts[q] || !pareto_candidate(p))
+                continue;
+            int front = 1;
+            for (size_t k = 0; k < n && front; k++)
+                front = !(pts[k].prompt == prompts[q] && pareto_candidate(&pts[k]) &&
+                          dominates(&pts[k], p));
+            double x = pareto_of(p, 0, NULL, NULL), y = pareto_of(p, 1, NULL, NULL);
+            fprintf(rf.f, "%lld,%d,", p->prompt, p->index);
+            csv_field(rf.f, p->label);
+            fprintf(rf.f, ",%s,%s,%.10g,%s,%s,%.10g,%d\n", mx, gx ? "max" : "min", x, my,
+                    gy ? "max" : "min", y, front);
+            if (out && front)
+                fprintf(out, "%14lld %14.6g %14.6g  %s\n", p->prompt, x, y, p->label);
+        }
     free(prompts);
     return rep_close(&rf, 1, err);
 }
@@ -389,8 +487,14 @@ static void print_failures(const rep_lines *l, FILE *out)
 
 static void print_points(const plot_point *pts, size_t n, FILE *out)
 {
-    fprintf(out, "\n%5s %-44s %8s %10s %9s %9s  %s\n", "point", "configuration", "prompt",
-            "ttft_s", "overlap", "peak_GB", "verdict");
+    const char *metric = NULL;
+    for (size_t i = 0; i < n && !metric; i++)
+        metric = json_string_value(json_object_get(json_object_get(pts[i].line, "objective"),
+                                                   "metric"));
+    if (metric && strcmp(metric, "ttft_s") == 0)
+        metric = NULL;   /* the TTFT column shows it */
+    fprintf(out, "\n%5s %-44s %8s %10s %9s %9s  %s%s%s\n", "point", "configuration", "prompt",
+            "ttft_s", "overlap", "peak_GB", "verdict", metric ? "  " : "", metric ? metric : "");
     for (size_t i = 0; i < n; i++) {
         const plot_point *p = &pts[i];
         if (!p->ok) {
@@ -398,9 +502,14 @@ static void print_points(const plot_point *pts, size_t n, FILE *out)
                     p->prompt, "-", "-", "-");
             continue;
         }
-        fprintf(out, "%5d %-44s %8lld %10.4f %8.1f%% %9.2f  %s\n", p->index, p->label,
-                p->prompt, p->ttft_s, 100.0 * p->overlap, p->peak_bytes / 1e9,
+        fprintf(out, "%5d %-44s %8lld %10.4f %8.1f%% %9.2f  %-*s", p->index, p->label,
+                p->prompt, p->ttft_s, 100.0 * p->overlap, p->peak_bytes / 1e9, metric ? 7 : 0,
                 p->oom ? "OOM" : "fits");
+        if (metric && p->obj_known)
+            fprintf(out, "  %.6g", p->obj);
+        else if (metric)
+            fputs("  -", out);
+        fputc('\n', out);
     }
 }
 
@@ -422,6 +531,9 @@ int rep_sweep_tables(json_t *const *lines, size_t nlines, const char *dir, FILE 
     snprintf(path, sizeof path, "%s/best.csv", dir);
     if (rc == 0)
         rc = write_best(l, pts, l->n, path, out, err);
+    snprintf(path, sizeof path, "%s/pareto.csv", dir);
+    if (rc == 0)
+        rc = write_pareto(pts, l->n, path, out, err);
     snprintf(path, sizeof path, "%s/split.csv", dir);
     if (rc == 0)
         rc = write_split(pts, l->n, path, out, err);

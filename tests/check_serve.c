@@ -424,6 +424,60 @@ START_TEST(test_serve_burst)
 }
 END_TEST
 
+/* The metrics that show a long prompt's stall: the short streams' longest
+ * inter-token gap is the long prefill's step (named, with its make-up),
+ * ITL max equals it, and goodput counts against the workload's slo, per
+ * class; percentiles interpolate (numpy's linear rule). */
+START_TEST(test_serve_stall_and_goodput)
+{
+    char *y = cat(THINKER, "requests:\n"
+                           "  - {every_s: 0.002, count: 4, prompt_tokens: 256, decode_tokens: 40,"
+                           " name: short}\n"
+                           "  - {prompt_tokens: 16384, arrival_s: 0.08, name: long}\n"
+                           "slo: {tpot_s: 1.0, by_name: {short: {ttft_s: 10, tpot_s: 1e-6}}}\n");
+    json_t *sum = serve(y, NULL, 0, 0.005);
+    json_t *sv = json_object_get(sum, "serving");
+    json_t *sh = json_object_get(json_object_get(sv, "by_name"), "short");
+    json_t *lg = json_object_get(json_object_get(sv, "by_name"), "long");
+    json_t *st = json_object_get(sh, "stall_step");
+    ck_assert(json_is_object(st));
+    double t0 = json_number_value(json_object_get(st, "t0_s"));
+    double t1 = json_number_value(json_object_get(st, "t1_s"));
+    double stall = json_number_value(json_object_get(sh, "stall_max_s"));
+    /* the step that made it is the long prefill, and the stall covers it */
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "prefills")), 1);
+    ck_assert(json_integer_value(json_object_get(st, "tokens")) >= 16384);
+    ck_assert(stall >= t1 - t0 && t1 - t0 > 0);
+    ck_assert(json_number_value(json_object_get(sh, "stall_at_s")) <= t0);
+    ck_assert(json_number_value(json_object_get(sh, "itl_max_s")) == stall);
+    ck_assert(json_number_value(json_object_get(sh, "itl_p99_s")) < stall);
+    /* a decode step is far below the stall: the p50 cannot show it */
+    ck_assert(json_number_value(json_object_get(sh, "itl_p50_s")) < 0.2 * stall);
+    /* goodput: the short class's TPOT bound fails every short request, the
+     * long request (no decode) meets the top-level one */
+    ck_assert_int_eq(json_integer_value(json_object_get(sh, "slo_met")), 0);
+    ck_assert(json_number_value(json_object_get(sh, "goodput_per_s")) == 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(lg, "slo_met")), 1);
+    double dur = json_number_value(json_object_get(sv, "duration_s"));
+    ck_assert(fabs(json_number_value(json_object_get(sv, "goodput_per_s")) - 1 / dur) < 1e-12);
+    /* ttft_p99 of the four short requests: between the 3rd and 4th values */
+    double v[4];
+    for (int i = 0; i < 4; i++)
+        v[i] = req_num(sum, i, "ttft_s");
+    for (int i = 1; i < 4; i++) /* insertion sort */
+        for (int k = i; k > 0 && v[k] < v[k - 1]; k--) {
+            double t = v[k];
+            v[k] = v[k - 1];
+            v[k - 1] = t;
+        }
+    double want = v[2] + 0.97 * (v[3] - v[2]);
+    ck_assert(fabs(json_number_value(json_object_get(sh, "ttft_p99_s")) - want) < 1e-12);
+    ck_assert(strstr(json_string_value(json_object_get(sv, "percentiles")), "linear"));
+    json_decref(sum);
+    free(y);
+}
+END_TEST
+
 /* Same inputs, byte-identical summary. */
 START_TEST(test_serve_deterministic)
 {
@@ -488,6 +542,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_serve_work_is_bounded);
     tcase_add_test(tc, test_serve_nothing_served);
     tcase_add_test(tc, test_serve_burst);
+    tcase_add_test(tc, test_serve_stall_and_goodput);
     suite_add_tcase(s, tc);
     return s;
 }

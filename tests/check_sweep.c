@@ -761,7 +761,8 @@ START_TEST(tables_pick_the_best_fit_and_the_crossing)
     ck_assert_ptr_nonnull(strstr(best, "\n65536,15,tp=4 sp=2 exchange=ring,0,9,"));
     /* (lines not ranked here: no margin) */
     ck_assert_ptr_nonnull(
-        strstr(best, "\n2048,4,tp=8 sp=1 exchange=none,0,0.1,5e+10,8e+10,5,6,,,,\n"));
+        strstr(best, "\n2048,4,tp=8 sp=1 exchange=none,0,0.1,5e+10,8e+10,5,6,,,,,ttft_s,min,"
+                                   "0.1\n"));
     /* ring: copied wins at 2048 (1.25 > 1.0) and 4096 (1.5 = 1.5: a tie is
      * no win), split from 16384 (3 < 4.5).  Interpolated on log L between
      * the ratios 1.0 at 4096 and 3/4.5 at 16384: 4096 itself */
@@ -771,9 +772,100 @@ START_TEST(tables_pick_the_best_fit_and_the_crossing)
     const char *csv = slurp("results.csv");
     ck_assert_ptr_nonnull(strstr(csv, "index,id,parallel.tp,parallel.sp,parallel.exchange,"
                                       "parallel.min_tokens,requests.0.prompt_tokens,status,"));
-    ck_assert_ptr_nonnull(strstr(csv, "\n20,ffffffffffffffff,2,4,ring,,2048,failed,2,2048,,,,,,,,,,"
-                                      "not available\n"));
+    ck_assert_ptr_nonnull(strstr(csv, "\n20,ffffffffffffffff,2,4,ring,,2048,failed,2,2048,"
+                                      ",,,,,,,,,,,not available\n"));
     sweep_lines_free(&l);
+}
+END_TEST
+
+/* A serving point's result line: goodput g, TTFT p99 t and TPOT p99 u. */
+static json_t *serving_result(int index, int tp, double g, double t, double u)
+{
+    json_t *j = result(index, tp, 1, "none", 0, 4096, t, 0);
+    json_t *s = json_object_get(j, "summary");
+    json_object_set_new(s, "mode", json_string("serving"));
+    json_object_set_new(s, "serving", json_pack("{s:f, s:f, s:f, s:{s:{s:f}}}", "goodput_per_s",
+                                                g, "ttft_p99_s", t, "tpot_p99_s", u, "by_name",
+                                                "short", "tpot_p99_s", u));
+    return j;
+}
+
+/* Serving points rank by goodput unless the sweep names another objective;
+ * best.csv and the ranking follow it, pareto.csv marks the front of the
+ * two chosen metrics (issue 28 part 2). */
+START_TEST(objective_ranks_serving_points)
+{
+    sweep_lines l = {0};
+    /* TP1 the most goodput; TP2 the best TTFT; TP4 the best TPOT; TP8
+     * dominated by TP4 (worse TTFT and TPOT) */
+    sweep_lines_add(&l, serving_result(0, 1, 3.0, 0.9, 0.030));
+    sweep_lines_add(&l, serving_result(1, 2, 2.0, 0.3, 0.040));
+    sweep_lines_add(&l, serving_result(2, 4, 1.0, 0.5, 0.010));
+    sweep_lines_add(&l, serving_result(3, 8, 0.5, 0.6, 0.020));
+    rep_sweep_objective(l.line, l.n, NULL);
+    rep_sweep_rank(l.line, l.n, NULL);
+    json_t *r0 = json_object_get(l.line[0], "ranking");
+    ck_assert_int_eq(json_integer_value(json_object_get(r0, "place")), 1);
+    ck_assert(fabs(json_number_value(json_object_get(r0, "margin")) - 0.5) < 1e-12);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(l.line[3], "ranking"), "place")), 4);
+    cp_err err = {0};
+    ck_assert_msg(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err) == 0, "%s", err.msg);
+    const char *best = slurp("best.csv");
+    ck_assert_ptr_nonnull(strstr(best, "\n4096,0,tp=1 sp=1 exchange=none,"));
+    ck_assert_ptr_nonnull(strstr(best, ",serving.goodput_per_s,max,3\n"));
+    const char *par = slurp("pareto.csv");
+    ck_assert_ptr_nonnull(strstr(par, "\n4096,1,tp=2 sp=1 exchange=none,serving.ttft_p99_s,min,"
+                                      "0.3,serving.tpot_p99_s,min,0.04,1\n"));
+    ck_assert_ptr_nonnull(strstr(par, ",0.5,serving.tpot_p99_s,min,0.01,1\n"));
+    ck_assert_ptr_nonnull(strstr(par, ",0.6,serving.tpot_p99_s,min,0.02,0\n"));
+    ck_assert_ptr_nonnull(strstr(par, ",0.9,serving.tpot_p99_s,min,0.03,0\n"));
+    /* a named objective: the short class's TPOT p99, lower is better */
+    json_t *obj = json_pack("{s:s, s:s}", "metric", "serving.by_name.short.tpot_p99_s", "goal",
+                            "min");
+    rep_sweep_objective(l.line, l.n, obj);
+    rep_sweep_rank(l.line, l.n, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(l.line[2], "ranking"), "place")), 1);
+    ck_assert(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err) == 0);
+    ck_assert_ptr_nonnull(strstr(slurp("best.csv"), "\n4096,2,tp=4 sp=1 exchange=none,"));
+    /* a metric no summary has: nothing ranked, best.csv says none */
+    json_object_set_new(obj, "metric", json_string("serving.by_name.long.tpot_p99_s"));
+    rep_sweep_objective(l.line, l.n, obj);
+    rep_sweep_rank(l.line, l.n, NULL);
+    ck_assert_ptr_null(json_object_get(l.line[0], "ranking"));
+    ck_assert(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err) == 0);
+    ck_assert_ptr_nonnull(strstr(slurp("best.csv"), "\n4096,,,,,,,4,4,"));
+    json_decref(obj);
+    sweep_lines_free(&l);
+}
+END_TEST
+
+/* objective: and pareto: are checked at load, with their place. */
+START_TEST(objective_keys_are_checked_at_load)
+{
+    const char *g = "base: base.yaml\ngrid: {parallel.tp: [1]}\n";
+    char t[512];
+    snprintf(t, sizeof t, "%sobjective: serving.goodput\n", g);
+    ck_assert_ptr_nonnull(strstr(refusal(t), "bad.yaml:3:12: objective: goodput: not a serving "
+                                             "figure"));
+    snprintf(t, sizeof t, "%sobjective: {metric: ttft, goal: min}\n", g);
+    ck_assert_ptr_nonnull(strstr(refusal(t), "objective.metric: ttft: not a summary figure"));
+    snprintf(t, sizeof t, "%sobjective: {metric: ttft_s, goal: least}\n", g);
+    ck_assert_ptr_nonnull(strstr(refusal(t), "objective.goal"));
+    snprintf(t, sizeof t, "%spareto: [ttft_s]\n", g);
+    ck_assert_ptr_nonnull(strstr(refusal(t), "pareto: give two metrics, got 1"));
+    snprintf(t, sizeof t, "%spareto: [ttft_s, requests.0.nope]\n", g);
+    ck_assert_ptr_nonnull(strstr(refusal(t), "pareto.1: requests.0.nope: not a request figure"));
+    sweep_spec sp;
+    cp_err err = {0};
+    snprintf(t, sizeof t, "%sobjective: serving.by_name.short.tpot_p99_s\n"
+             "pareto: [serving.by_name.long.ttft_p99_s, {metric: serving.goodput_per_s}]\n", g);
+    ck_assert_msg(load("ok.yaml", t, &sp, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(json_string_value(json_object_get(sp.objective, "goal")), "min");
+    json_t *p1 = json_array_get(json_object_get(sp.objective, "pareto"), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(p1, "goal")), "max");
+    sweep_free(&sp);
 }
 END_TEST
 
@@ -828,6 +920,8 @@ static Suite *suite(void)
     tcase_add_test(tc, points_classify_split_and_copied_steps);
     tcase_add_test(tc, tables_pick_the_best_fit_and_the_crossing);
     tcase_add_test(tc, crossing_interpolates_between_lengths);
+    tcase_add_test(tc, objective_ranks_serving_points);
+    tcase_add_test(tc, objective_keys_are_checked_at_load);
     suite_add_tcase(s, tc);
     return s;
 }

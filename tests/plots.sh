@@ -364,12 +364,14 @@ sv() {
         /"by_name": \{/ { on = 0 } n != "all" && $1 == "\"" n "\":" { on = 1 }
         on && $1 == f { sub(/,$/, "", $2); print $2; exit }' "$M/summary.json"
 }
-# cdf FILE LINE P: the nearest-rank P-quantile of that line's values in FILE;
-# cdfn FILE LINE: how many values it draws, its last fraction
+# cdf FILE LINE P: the P-quantile of that line's values in FILE (sorted), linear
+# between the closest ranks as the summary takes it; cdfn FILE LINE: how many
+# values it draws, its last fraction
 cdf() {
     awk -v c="$2" -v p="$3" '/^# / { on = index($0, "# " c ": ") == 1; if (on) n = 0; next }
         on && NF == 2 && $2 > 0 { v[++n] = $1 }
-        END { k = p * n; if (k > int(k)) k = int(k) + 1; print v[k] }' "$1"
+        END { h = p * (n - 1); k = int(h); if (k >= n - 1) { print v[n]; exit }
+              printf "%.10g\n", v[k + 1] + (h - k) * (v[k + 2] - v[k + 1]) }' "$1"
 }
 cdfn() {
     awk -v c="$2" '/^# / { on = index($0, "# " c ": ") == 1; next }
@@ -385,6 +387,18 @@ for c in short all; do
         done
     done
 done
+# requests.csv: a row per request; the short class's largest itl_max_s is
+# its stall_max_s, its TTFT column matches summary.json's requests
+[ "$(($(wc -l <"$M/requests.csv") - 1))" -eq "$(sv all requests)" ] ||
+    fail "requests.csv: $(wc -l <"$M/requests.csv") lines for $(sv all requests) requests"
+got=$(awk -F, 'NR > 1 && $2 == "short" && $11 != "" && $11 > m { m = $11 } END { print m }' \
+    "$M/requests.csv")
+near "$(sv short stall_max_s)" "$got" ||
+    fail "requests.csv: short itl_max_s up to $got, stall_max_s $(sv short stall_max_s)"
+got=$(awk -F, 'NR == 2 { print $9 }' "$M/requests.csv")
+want=$(awk '/"requests": \[/ { on = 1 } on && $1 == "\"ttft_s\":" { sub(/,$/, "", $2); print $2
+        exit }' "$M/summary.json")
+near "$want" "$got" || fail "requests.csv: request 0 TTFT $got, summary.json $want"
 # every request with a first token on the TTFT lines; the finished ones with
 # decode tokens on the TPOT lines, the others counted in the key
 reqs=$(sv all requests)

@@ -43,7 +43,7 @@ static const char *const sharding_names[] = { "q_b_proj", "o_proj", "kv_b_proj",
                                               "kv_a_proj", NULL };
 
 static const char *const top_keys[] = { "model", "platform", "precision", "parallel", "engine",
-                                        "requests", "simulation", NULL };
+                                        "requests", "simulation", "slo", NULL };
 static const char *const precision_keys[] = { "weights", "mlp_weights", "activations",
                                               "kv_cache", "activation_quant",
                                               "quant_description", NULL };

@@ -621,6 +621,57 @@ static void sort_by_arrival(wl_request *r, wl_request *tmp, size_t n)
 /* requests: a non-empty list of entries (single requests sorted by arrival
  * time among themselves); every open-loop request they make, merged in
  * arrival order (file order at equal times). */
+/* One slo map's bounds into o (what: its dotted path). */
+static int read_slo_bounds(const ynode *n, const char *what, wl_slo *o, cp_err *err)
+{
+    static const char *const keys[] = { "ttft_s", "tpot_s", NULL };
+    static const char *const outer[] = { "ttft_s", "tpot_s", "by_name", NULL };
+    if (yio_want_map(n, what, err) < 0 ||
+        yio_opt_double(n, what, "ttft_s", 1e-9, 1e9, &o->ttft_s, err) < 0 ||
+        yio_opt_double(n, what, "tpot_s", 1e-9, 1e9, &o->tpot_s, err) < 0)
+        return -1;
+    return yio_no_unknown(n, what, strcmp(what, "slo") == 0 ? outer : keys, err);
+}
+
+/* slo: {ttft_s, tpot_s, by_name: {CLASS: {ttft_s, tpot_s}}}: the goodput
+ * objective; a class's bounds default to the top level's.  After the
+ * requests, so that by_name can name only classes that exist. */
+static int read_slo(const ynode *root, scenario *s, cp_err *err)
+{
+    const ynode *n = yio_key(root, "slo");
+    if (!n)
+        return 0;
+    s->slo_given = 1;
+    const ynode *by = yio_key(n, "by_name");
+    if (read_slo_bounds(n, "slo", &s->slo, err) < 0)
+        return -1;
+    if (s->slo.ttft_s <= 0 && s->slo.tpot_s <= 0 && !by)
+        return cp_fail_at(err, n->loc, "slo: give ttft_s, tpot_s or by_name (seconds)");
+    for (int c = 0; c < s->nclasses; c++)
+        s->slo_cls[c] = s->slo;
+    if (!by)
+        return 0;
+    if (yio_want_map(by, "slo.by_name", err) < 0)
+        return -1;
+    for (size_t k = 0; k < by->n; k++) {
+        const char *name = by->keys[k];
+        char what[96], known[WL_MAX_CLASSES * (WL_CLASS_LEN + 2) + 8] = "";
+        snprintf(what, sizeof what, "slo.by_name.%.48s", name);
+        int c = 0;
+        while (c < s->nclasses && strcmp(s->classes[c], name) != 0)
+            c++;
+        for (int i = 0; i < s->nclasses; i++)
+            strcat(strcat(known, i ? ", " : ""), s->classes[i]);
+        if (c == s->nclasses)
+            return cp_fail_at(err, by->key_locs[k], "%s: no request entry has name: %s (the "
+                              "classes: %s)", what, name, s->nclasses ? known : "none");
+        (void)yio_key(by, name);
+        if (read_slo_bounds(by->kids[k], what, &s->slo_cls[c], err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int wl_read_requests(const ynode *root, scenario *s, cp_err *err)
 {
     const ynode *n = yio_key(root, "requests");
@@ -650,6 +701,6 @@ int wl_read_requests(const ynode *root, scenario *s, cp_err *err)
         free(tmp);
     }
     s->serving = s->nreqs > 1 || b.sources > 0 || s->duration_s > 0;
-    return 0;
+    return read_slo(root, s, err);
 }
 

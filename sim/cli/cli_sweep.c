@@ -40,10 +40,13 @@ static json_t *meta_json(const sweep_spec *sp, const sweep_points *pts, const cl
     json_t *keys = json_array();
     for (int k = 0; k < sp->naxes; k++)
         json_array_append_new(keys, json_string(sp->axes[k].key));
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:i, s:s, s:i, s:s}", "schema",
-                     "cpsim.sweep/1", "name", sp->name, "file", sp->path, "base", sp->base,
-                     "keys", keys, "candidates", pts->candidates, "points", pts->n, "shard",
-                     shard, "shard_points", shard_points, "spec_hash", h);
+    json_t *m = json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:i, s:s, s:i, s:s}", "schema",
+                          "cpsim.sweep/1", "name", sp->name, "file", sp->path, "base", sp->base,
+                          "keys", keys, "candidates", pts->candidates, "points", pts->n,
+                          "shard", shard, "shard_points", shard_points, "spec_hash", h);
+    if (sp->objective) /* the ranking's; absent: the default by the points' kind */
+        json_object_set(m, "objective", sp->objective);
+    return m;
 }
 
 /* Check DIR against this sweep (--resume) or that it holds no results. */
@@ -132,8 +135,8 @@ static int conclude(const char *dir, const cli_opts *a, int plots, cp_err *err)
     if (rc == 0 && plots)
         rc = plot_sweep(dir, l.line, l.n, err);
     if (rc == 0 && !a->quiet)
-        printf("\nwrote %s/results.jsonl, results.csv, best.csv, split.csv%s\n", dir,
-               plots ? ", plots/" : "");
+        printf("\nwrote %s/results.jsonl, results.csv, best.csv, pareto.csv, split.csv%s\n",
+               dir, plots ? ", plots/" : "");
     /* a sweep none of whose points ran is an error (a grid key misspelt,
      * a base that does not load), not an empty result */
     const json_t *first_failed = NULL;

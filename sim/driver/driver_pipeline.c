@@ -73,10 +73,11 @@ static int write_outputs(const drv_req *rq, const scenario *s, const plan *p,
         rc = rep_write_json(summary, path, err);
     rc = rep_group_end(rc == 0, err);
     /* a trace of an earlier run (the other form, or any with --trace none)
-     * or a serving run's steps would not belong */
-    snprintf(path, sizeof path, "%s/steps.csv", dir);
-    if (rc == 0)
+     * or a serving run's steps and requests would not belong */
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, k ? "requests.csv" : "steps.csv");
         unlink(path);
+    }
     for (int gz = 0; gz < 2 && rc == 0; gz++) {
         snprintf(path, sizeof path, "%s/trace.json%s", dir, gz ? ".gz" : "");
         if (none || gz != rq->trace_gz)

@@ -353,6 +353,13 @@ static void apply(sched *S, replica *r, double t1)
             if (!q->gaps)
                 abort();
             q->gaps[q->ngaps++] = t1 - q->last_token;
+            /* the earliest of gaps equal to rounding (SRV_GAP_TIE): a
+             * replayed layer's last bits must not move the stall named */
+            if (t1 - q->last_token > q->gap_max * (1 + SRV_GAP_TIE)) {
+                q->gap_max = t1 - q->last_token;
+                q->gap_max_at = q->last_token;
+                q->gap_max_inst = S->R->ninst - 1; /* record() ran first */
+            }
             S->R->gaps++;
             q->last_token = t1;
             if (++q->decoded == q->decode)
@@ -686,6 +693,9 @@ int srv_run(const srv_out *rq, const scenario *s, double reuse, json_t **summary
             snprintf(path, sizeof path, "%s/steps.csv", rq->out_dir);
             if (rc == 0)
                 rc = srv_write_steps(&R, path, err);
+            snprintf(path, sizeof path, "%s/requests.csv", rq->out_dir);
+            if (rc == 0)
+                rc = srv_write_requests(&R, path, err);
             snprintf(path, sizeof path, "%s/summary.json", rq->out_dir);
             if (rc == 0)
                 rc = rep_write_json(*summary, path, err);
@@ -702,8 +712,8 @@ int srv_run(const srv_out *rq, const scenario *s, double reuse, json_t **summary
     if (rc == 0 && table) {
         srv_print_table(&R, &sm, table);
         if (rq->out_dir)
-            fprintf(table, "\nwrote %s/summary.json, %s/memory.csv, %s/steps.csv%s%s%s ",
-                    rq->out_dir, rq->out_dir, rq->out_dir,
+            fprintf(table, "\nwrote %s/summary.json, %s/memory.csv, %s/steps.csv, "
+                    "%s/requests.csv%s%s%s ", rq->out_dir, rq->out_dir, rq->out_dir, rq->out_dir,
                     rq->trace && rq->trace->level == REP_TRACE_NONE ? "" : ", ",
                     rq->trace && rq->trace->level == REP_TRACE_NONE ? "" : rq->out_dir,
                     rq->trace && rq->trace->level == REP_TRACE_NONE ? ""

@@ -81,11 +81,20 @@ typedef struct srv_req {
     double last_token;
     double *gaps;                   /* inter-token times of its decodes */
     int ngaps;
+    double gap_max, gap_max_at;     /* its longest inter-token time and when that
+                                       gap began (its previous token) */
+    int gap_max_inst;               /* the step (index into srv_run_st.inst) that
+                                       ended that gap */
     int split_steps, steps;
     int ring;                       /* as rep_request.ring */
 } srv_req;
 
 enum { SRQ_FUTURE, SRQ_WAITING, SRQ_RUNNING, SRQ_DONE };
+
+/* Inter-token gaps within this relative share are one length when the
+ * longest is chosen (the earliest wins): replay agrees with simulation to
+ * 1e-9 relative (tests/replay.sh), so rounding never picks the stall. */
+#define SRV_GAP_TIE 1e-9
 
 /* A step as it ran. */
 typedef struct srv_inst {
@@ -137,6 +146,10 @@ int srv_write_trace(const srv_run_st *R, const rep_trace_opts *o, const char *pa
  * decodes, prefills, tokens, kv_bytes held at its start, simulated_as: the
  * index of the simulated step whose time it took). */
 int srv_write_steps(const srv_run_st *R, const char *path, cp_err *err);
+/* requests.csv: one row per request (id, name, replica, prompt, cached and
+ * decode tokens, arrival_s, queue_s, ttft_s, tpot_s, itl_max_s, end_s,
+ * finished, slo_met); empty fields for what it did not reach. */
+int srv_write_requests(const srv_run_st *R, const char *path, cp_err *err);
 int srv_write_memory(const srv_run_st *R, const char *path, cp_err *err);
 void srv_print_table(const srv_run_st *R, const rep_summary *sm, FILE *out);
 

@@ -1,6 +1,8 @@
 /* serve_report: a serving run's summary, trace, memory timeline and table
- * (see serve.h).  Percentiles are nearest-rank: the value at rank
- * ceil(p n) of the n sorted values. */
+ * (see serve.h).  Percentiles interpolate linearly between the closest
+ * ranks (numpy.percentile's default), as vLLM's serving benchmark takes
+ * them (benchmarks/benchmark_serving.py): the summary says so in
+ * serving.percentiles. */
 #include "sim/serve/serve_int.h"
 
 #include <math.h>
@@ -13,14 +15,18 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The p-quantile (0 < p <= 1) of v[0..n) (sorted here), 0 when n is 0. */
+/* The p-quantile (0 <= p <= 1) of v[0..n) (sorted here), 0 when n is 0:
+ * v at position p (n - 1), interpolated between its neighbours. */
 static double pct(double *v, int n, double p)
 {
     if (n <= 0)
         return 0;
     qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int k = (int)ceil(p * (double)n) - 1;
-    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+    double h = p * (double)(n - 1);
+    int k = (int)floor(h);
+    if (k >= n - 1)
+        return v[n - 1];
+    return v[k] + (h - (double)k) * (v[k + 1] - v[k]);
 }
 
 /* pct as JSON: null when there is no value to take it of. */
@@ -44,10 +50,66 @@ static double tpot(const srv_req *q)
     return q->decoded > 0 ? (q->last_token - q->first_token) / (double)q->decoded : 0;
 }
 
+/* Whether q finished within the workload's slo (every finished request
+ * when it has none). */
+static int slo_met(const srv_run_st *R, const srv_req *q)
+{
+    return finished(q) && sc_slo_met(R->s, q->cls, q->first_token - q->arrival, tpot(q));
+}
+
+/* The step that made q's longest inter-token gap: the longest step of q's
+ * replica that ran inside the gap (the one that ended it, unless a longer
+ * step ran before it in the same gap). */
+static int stall_step(const srv_run_st *R, const srv_req *q)
+{
+    int best = q->gap_max_inst;
+    for (int i = q->gap_max_inst; i >= 0 && R->inst[i].t1 > q->gap_max_at; i--) {
+        const srv_inst *in = &R->inst[i], *b = &R->inst[best];
+        if ((R->lockstep || in->replica == q->replica) && in->t1 - in->t0 > b->t1 - b->t0)
+            best = i;
+    }
+    return best;
+}
+
+/* The longest stall of the requests of class cls (-2: all) as JSON fields
+ * of j: stall_max_s, stall_at_s (when the gap began), stall_request and
+ * stall_step (the step of steps.csv that caused it, with its make-up). */
+static void stall_json(const srv_run_st *R, int cls, json_t *j)
+{
+    const srv_req *w = NULL;
+    for (int i = 0; i < R->nreq; i++) {
+        const srv_req *q = &R->req[i];
+        if ((cls == -2 || q->cls == cls) && q->ngaps > 0 &&
+            (!w || q->gap_max > w->gap_max * (1 + SRV_GAP_TIE) ||
+             (q->gap_max >= w->gap_max * (1 - SRV_GAP_TIE) && q->gap_max_at < w->gap_max_at)))
+            w = q;
+    }
+    if (!w) {
+        json_object_set_new(j, "stall_max_s", json_null());
+        json_object_set_new(j, "stall_at_s", json_null());
+        json_object_set_new(j, "stall_request", json_null());
+        json_object_set_new(j, "stall_step", json_null());
+        return;
+    }
+    int k = stall_step(R, w);
+    const srv_inst *in = &R->inst[k];
+    json_object_set_new(j, "stall_max_s", json_real(w->gap_max));
+    json_object_set_new(j, "stall_at_s", json_real(w->gap_max_at));
+    json_object_set_new(j, "stall_request", json_integer(w->id));
+    json_t *st = json_object();
+    json_object_set_new(st, "step", json_integer(k));
+    json_object_set_new(st, "t0_s", json_real(in->t0));
+    json_object_set_new(st, "t1_s", json_real(in->t1));
+    json_object_set_new(st, "decodes", json_integer(in->ndecode));
+    json_object_set_new(st, "prefills", json_integer(in->nprefill));
+    json_object_set_new(st, "tokens", json_integer(in->tokens));
+    json_object_set_new(j, "stall_step", st);
+}
+
 /* The serving figures of the requests of class cls (-2: all). */
 static json_t *figures(const srv_run_st *R, int cls)
 {
-    int n = 0, done = 0, nt = 0, np = 0, ng = 0;
+    int n = 0, done = 0, nt = 0, np = 0, ng = 0, good = 0;
     double *ttft = cp_xcalloc((size_t)R->nreq + 1, sizeof *ttft);
     double *tp = cp_xcalloc((size_t)R->nreq + 1, sizeof *tp);
     double *queue = cp_xcalloc((size_t)R->nreq + 1, sizeof *queue);
@@ -62,6 +124,7 @@ static json_t *figures(const srv_run_st *R, int cls)
             continue;
         n++;
         done += finished(q);
+        good += slo_met(R, q);
         in_tokens += (double)q->prefilled;
         out_tokens += (double)(got_first(q) + q->decoded);
         if (got_first(q)) {
@@ -93,6 +156,11 @@ static json_t *figures(const srv_run_st *R, int cls)
     json_object_set_new(j, "tpot_p99_s", pct_json(tp, ng, 0.99));
     json_object_set_new(j, "itl_p50_s", pct_json(gaps, (int)ig, 0.50));
     json_object_set_new(j, "itl_p99_s", pct_json(gaps, (int)ig, 0.99));
+    json_object_set_new(j, "itl_p999_s", pct_json(gaps, (int)ig, 0.999));
+    json_object_set_new(j, "itl_max_s", pct_json(gaps, (int)ig, 1.0));
+    stall_json(R, cls, j);
+    json_object_set_new(j, "slo_met", json_integer(good));
+    json_object_set_new(j, "goodput_per_s", json_real(dur > 0 ? good / dur : 0));
     json_object_set_new(j, "queue_p50_s", pct_json(queue, np, 0.50));
     json_object_set_new(j, "queue_p99_s", pct_json(queue, np, 0.99));
     free(ttft);
@@ -215,6 +283,29 @@ static void fill_summary(const srv_run_st *R, rep_summary *sm)
     sm->wall_s = R->steps.wall_s;
 }
 
+/* The bounds an slo sets (an absent one is no bound). */
+static json_t *bounds_json(const wl_slo *o)
+{
+    json_t *j = json_object();
+    if (o->ttft_s > 0)
+        json_object_set_new(j, "ttft_s", json_real(o->ttft_s));
+    if (o->tpot_s > 0)
+        json_object_set_new(j, "tpot_s", json_real(o->tpot_s));
+    return j;
+}
+
+/* The objective goodput counts against (null: every finished request). */
+static json_t *slo_json(const scenario *s)
+{
+    if (!s->slo_given)
+        return json_null();
+    json_t *j = bounds_json(&s->slo), *by = json_object();
+    for (int c = 0; c < s->nclasses; c++)
+        json_object_set_new(by, s->classes[c], bounds_json(&s->slo_cls[c]));
+    json_object_set_new(j, "by_name", by);
+    return j;
+}
+
 json_t *srv_summary(const srv_run_st *R, rep_summary *sm)
 {
     const scenario *s = R->s;
@@ -242,6 +333,8 @@ json_t *srv_summary(const srv_run_st *R, rep_summary *sm)
             memcpy(g, q->gaps, (size_t)q->ngaps * sizeof *g);
         json_object_set_new(o, "tpot_p50_s", json_real(pct(g, q->ngaps, 0.50)));
         json_object_set_new(o, "tpot_p99_s", json_real(pct(g, q->ngaps, 0.99)));
+        json_object_set_new(o, "itl_max_s", q->ngaps > 0 ? json_real(q->gap_max) : json_null());
+        json_object_set_new(o, "slo_met", json_boolean(slo_met(R, q)));
         free(g);
     }
     if (R->nreq == 0 || !got_first(&R->req[0]))
@@ -254,6 +347,10 @@ json_t *srv_summary(const srv_run_st *R, rep_summary *sm)
         json_object_set_new(by, s->classes[c], figures(R, c));
     json_object_set_new(sv, "by_name", by);
     json_object_set_new(sv, "kv_budget_bytes", json_real(R->kv_budget));
+    json_object_set_new(sv, "percentiles", json_string("linear interpolation between the closest "
+                                                       "ranks (numpy.percentile, as vLLM's "
+                                                       "benchmark_serving)"));
+    json_object_set_new(sv, "slo", slo_json(s));
     json_object_set_new(sv, "lockstep", json_boolean(R->lockstep));
     json_object_set_new(j, "serving", sv);
     json_t *sim = json_object_get(j, "simulation");
@@ -345,6 +442,40 @@ int srv_write_steps(const srv_run_st *R, const char *path, cp_err *err)
     return rep_close(&rf, 1, err); /* it reports a write error itself */
 }
 
+/* ---- requests.csv ----------------------------------------------------------------- */
+
+/* A time field of requests.csv: empty when the request did not reach it. */
+static void csv_time(FILE *f, int reached, double t)
+{
+    if (reached)
+        fprintf(f, ",%.9f", t);
+    else
+        fputc(',', f);
+}
+
+int srv_write_requests(const srv_run_st *R, const char *path, cp_err *err)
+{
+    rep_file rf;
+    if (rep_open(&rf, path, err) != 0)
+        return -1;
+    FILE *f = rf.f;
+    fputs("id,name,replica,prompt_tokens,cached_tokens,decode_tokens,arrival_s,queue_s,ttft_s,"
+          "tpot_s,itl_max_s,end_s,finished,slo_met\n", f);
+    for (int i = 0; i < R->nreq; i++) {
+        const srv_req *q = &R->req[i];
+        fprintf(f, "%d,%s,%d,%lld,%lld,%lld,%.9f", q->id, q->cls >= 0 ? R->s->classes[q->cls] : "",
+                q->replica, (long long)q->prompt, (long long)q->cached, (long long)q->decode,
+                q->arrival);
+        csv_time(f, q->state >= SRQ_RUNNING, q->admit - q->arrival);
+        csv_time(f, got_first(q), q->first_token - q->arrival);
+        csv_time(f, finished(q) && q->decoded > 0, tpot(q));
+        csv_time(f, q->ngaps > 0, q->gap_max);
+        csv_time(f, finished(q), q->end);
+        fprintf(f, ",%d,%d\n", finished(q), slo_met(R, q));
+    }
+    return rep_close(&rf, 1, err); /* it reports a write error itself */
+}
+
 /* ---- memory.csv ------------------------------------------------------------------- */
 
 int srv_write_memory(const srv_run_st *R, const char *path, cp_err *err)
@@ -400,7 +531,10 @@ static void table_line(FILE *out, const char *name, json_t *fig)
     fputc(' ', out);
     cell(out, fig, "tpot_p50_s", 9, 5);
     cell(out, fig, "tpot_p99_s", 9, 5);
+    cell(out, fig, "itl_p99_s", 9, 5);
+    cell(out, fig, "stall_max_s", 9, 4);
     fputc(' ', out);
+    cell(out, fig, "goodput_per_s", 8, 3);
     cell(out, fig, "throughput_tokens_per_s", 10, 1);
     fputc('\n', out);
 }
@@ -410,16 +544,28 @@ void srv_print_table(const srv_run_st *R, const rep_summary *sm, FILE *out)
     const scenario *s = R->s;
     fprintf(out, "cpsim serving: %s on %s, TP%d x SP%d x DP%d, %.3f s simulated\n",
             s->model.name, s->plat.name, s->par.tp, s->par.sp, s->par.dp, R->end_s);
-    fprintf(out, "  %-10s %6s %8s  %9s %9s  %9s %9s  %10s\n", "class", "reqs", "finished",
-            "ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "out tok/s");
+    fprintf(out, "  %-10s %6s %8s  %9s %9s  %9s %9s %9s %9s  %8s %10s\n", "class", "reqs",
+            "finished", "ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p99", "stall_max",
+            "good/s", "out tok/s");
     json_t *all = figures(R, -2);
     table_line(out, "all", all);
-    json_decref(all);
     for (int c = 0; c < s->nclasses; c++) {
         json_t *fig = figures(R, c);
         table_line(out, s->classes[c], fig);
         json_decref(fig);
     }
+    json_t *st = json_object_get(all, "stall_step");
+    if (json_is_object(st))
+        fprintf(out, "  longest stall %.4f s at %.4f s (request %lld), made by step %lld: "
+                "%lld decodes, %lld prefills, %lld tokens\n",
+                json_number_value(json_object_get(all, "stall_max_s")),
+                json_number_value(json_object_get(all, "stall_at_s")),
+                (long long)json_integer_value(json_object_get(all, "stall_request")),
+                (long long)json_integer_value(json_object_get(st, "step")),
+                (long long)json_integer_value(json_object_get(st, "decodes")),
+                (long long)json_integer_value(json_object_get(st, "prefills")),
+                (long long)json_integer_value(json_object_get(st, "tokens")));
+    json_decref(all);
     fprintf(out, "  peak memory %.2f GB on rank %d of %.2f GB%s; overlap %.1f %%\n",
             sm->peak_bytes_max / 1e9, sm->peak_rank, sm->capacity_bytes / 1e9,
             sm->oom ? " (OOM)" : "", 100.0 * sm->overlap_fraction);

@@ -12,6 +12,8 @@
  *   where:                        # conditions that must all hold (sweep_expr.h)
  *     - parallel.tp * parallel.sp == 8
  *   options: {jobs: 2, timeout_s: 600, plots: false}
+ *   objective: {metric: serving.by_name.short.tpot_p99_s, goal: min}
+ *   pareto: [serving.by_name.long.ttft_p99_s, serving.by_name.short.tpot_p99_s]
  *
  * The grid expands to the Cartesian product of its axes in file order (the
  * last axis varies fastest); the points whose conditions hold are numbered
@@ -71,6 +73,10 @@ typedef struct sweep_spec {
     int jobs;               /* options.jobs; 0: not given */
     double timeout_s;       /* options.timeout_s per point; 0: none */
     int plots;              /* options.plots */
+    /* objective: {metric, goal} and pareto: [metric, metric] as
+     * {metric, goal, pareto: [{metric, goal} x 2]} (reports/objective.c);
+     * NULL when the file gives neither (the default by the points' kind) */
+    json_t *objective;
 } sweep_spec;
 
 typedef struct sweep_point {

@@ -197,8 +197,12 @@ int sweep_rank_lines(sweep_lines *l, const char *dir, cp_err *err)
     /* the ranking's margins, and the accuracies they came from beside the
      * results (the heat maps' ties read them) */
     json_t *errs = source_errors(l);
-    rep_sweep_rank(l->line, l->n, errs);
     char path[4200];
+    snprintf(path, sizeof path, "%s/sweep.json", dir);
+    json_t *meta = json_load_file(path, 0, NULL);
+    rep_sweep_objective(l->line, l->n, json_object_get(meta, "objective"));
+    json_decref(meta);
+    rep_sweep_rank(l->line, l->n, errs);
     snprintf(path, sizeof path, "%s/source_errors.json", dir);
     int rc = 0;
     if (errs)

@@ -12,6 +12,7 @@
 
 #include "base/datadir.h"
 #include "base/yamlio.h"
+#include "reports/report.h"
 
 /* Upper bound on grid size before `where`: our own sanity limit, far beyond
  * the thousands of points a sweep of this simulator runs (issue 5 asks for
@@ -139,7 +140,8 @@ static json_t *typed_value(const ynode *n)
 
 /* ---- the sweep file --------------------------------------------------------- */
 
-static const char *const top_keys[] = {"name", "base", "set", "grid", "where", "options", NULL};
+static const char *const top_keys[] = {"name", "base", "set", "grid", "where", "options",
+                                       "objective", "pareto", NULL};
 static const char *const option_keys[] = {"jobs", "timeout_s", "plots", NULL};
 
 /* A value of a key with enumerated values (wl_enum_names) is one of them;
@@ -303,6 +305,73 @@ static int read_options(const ynode *n, sweep_spec *sp, cp_err *err)
     return 0;
 }
 
+/* One metric, PATH or {metric: PATH, goal: min|max}, as {metric, goal}
+ * (the goal by default the metric's natural one, rep_metric_goal). */
+static json_t *read_metric(const ynode *n, const char *what, cp_err *err)
+{
+    static const char *const keys[] = {"metric", "goal", NULL};
+    static const char *const goals[] = {"min", "max", NULL};
+    const ynode *m = n;
+    int goal = -1;
+    char mw[96];
+    snprintf(mw, sizeof mw, "%s", what);
+    if (n->kind == YN_MAP) {
+        m = yio_key(n, "metric");
+        snprintf(mw, sizeof mw, "%s.metric", what);
+        if (!m) {
+            cp_fail_at(err, n->loc, "%s: give metric: (a summary path such as "
+                       "serving.goodput_per_s)", what);
+            return NULL;
+        }
+        if (yio_opt_enum(n, what, "goal", goals, &goal, err) < 0 ||
+            yio_no_unknown(n, what, keys, err) < 0)
+            return NULL;
+    }
+    const char *path = yio_str(m, mw, err);
+    if (!path)
+        return NULL;
+    char why[900];
+    if (strlen(path) >= 200 || rep_metric_check(path, why, sizeof why) < 0) {
+        cp_fail_at(err, m->loc, "%s: %s", mw, strlen(path) >= 200 ? "a path of 200 or more "
+                   "characters" : why);
+        return NULL;
+    }
+    if (goal < 0)
+        goal = rep_metric_goal(path);
+    return json_pack("{s:s, s:s}", "metric", path, "goal", goal == REP_GOAL_MAX ? "max" : "min");
+}
+
+/* objective: and pareto: into sp->objective, each part only when given
+ * (the rest comes from the default by the points' kind, at ranking). */
+static int read_objective(const ynode *obj, const ynode *par, sweep_spec *sp, cp_err *err)
+{
+    if (!obj && !par)
+        return 0;
+    json_t *o = obj ? read_metric(obj, "objective", err) : json_object();
+    if (o && par) {
+        json_t *list = json_array();
+        json_object_set_new(o, "pareto", list);
+        if (yio_want_seq(par, "pareto", err) < 0 ||
+            (par->n != 2 && cp_fail_at(err, par->loc, "pareto: give two metrics, got %zu",
+                                       par->n) < 0)) {
+            json_decref(o);
+            return -1;
+        }
+        for (size_t i = 0; i < par->n; i++) {
+            char what[32];
+            snprintf(what, sizeof what, "pareto.%zu", i);
+            json_t *m = read_metric(par->kids[i], what, err);
+            if (!m) {
+                json_decref(o);
+                return -1;
+            }
+            json_array_append_new(list, m);
+        }
+    }
+    sp->objective = o;
+    return o ? 0 : -1;
+}
+
 /* The file's stem: "sweeps/thinker-h100.yaml" -> "thinker-h100". */
 static void stem(const char *path, char *buf, size_t len)
 {
@@ -339,7 +408,8 @@ static int read_spec(ydoc *doc, sweep_spec *sp, cp_err *err)
     if (read_sets(yio_key(root, "set"), sp, err) < 0 ||
         read_grid(yio_key(root, "grid"), sp, err) < 0 ||
         read_where(yio_key(root, "where"), sp, err) < 0 ||
-        read_options(yio_key(root, "options"), sp, err) < 0)
+        read_options(yio_key(root, "options"), sp, err) < 0 ||
+        read_objective(yio_key(root, "objective"), yio_key(root, "pareto"), sp, err) < 0)
         return -1;
     return 0;
 }
@@ -375,6 +445,7 @@ void sweep_free(sweep_spec *sp)
     for (int w = 0; w < sp->nwhere; w++)
         sweep_expr_free(sp->where[w]);
     free(sp->where);
+    json_decref(sp->objective);
     memset(sp, 0, sizeof *sp);
 }
 
