@@ -103,6 +103,14 @@
  * error by a random local search.  With the N tile choice of gemm_tile_n():
  * median 4.0 %, worst 21 % (cost_check_calibration, graph rows). */
 #define GEMM_TILE 128.0      /* cuBLAS Hopper bf16 tile 128x128 (rows M, cols N) */
+/* Below GEMM_TILE rows the kernels swap the operands, so that the batch
+ * rides the N dimension of the tensor-core instruction, whose width steps
+ * by 8 (PTX ISA wgmma.mma_async m64nNk16, N = 8..256 in steps of 8; vLLM's
+ * cutlass scaled_mm dispatch swaps A and B for M <= 64, cuBLASLt picks
+ * small-N tiles alike): a one-row GEMM computes an 8-row tile, not a
+ * 128-row one, and reads its weights (gemm_graph_decode.csv: Llama 405B
+ * TP8 gate_up at M = 1 runs 111 us, 3.9 TB/s of weights). */
+#define GEMM_TILE_M_STEP 8.0
 #define GEMM_BK 64.0         /* k depth of one main-loop iteration (16-bit) */
 #define GEMM_C_TILE 0.70e-6  /* per tile: prologue and epilogue (fitted) */
 #define GEMM_C_FIXUP 0.11e-6 /* per extra SM sharing a tile: one 64 KiB fp32
@@ -301,8 +309,17 @@ static double gemm_rate(const cost_dev *d, const plan_op *op)
     return rate;
 }
 
-/* Stream-K compute time of `tiles` output tiles of width tn over K. */
-static double gemm_tiles_time(const cost_dev *d, const plan_op *op, double tiles, double tn)
+/* Tile height along M: GEMM_TILE, or the rows rounded up to the
+ * instruction's step below it (GEMM_TILE_M_STEP). */
+static double gemm_tile_m(double m)
+{
+    return m >= GEMM_TILE ? GEMM_TILE : ceil(m / GEMM_TILE_M_STEP) * GEMM_TILE_M_STEP;
+}
+
+/* Stream-K compute time of `tiles` output tiles of tm rows by tn columns
+ * over K. */
+static double gemm_tiles_time(const cost_dev *d, const plan_op *op, double tiles, double tm,
+                              double tn)
 {
     double k = (double)op->k, rate = gemm_rate(d, op);
     /* 8-bit operands: twice the k depth in the same shared-memory stage */
@@ -311,7 +328,7 @@ static double gemm_tiles_time(const cost_dev *d, const plan_op *op, double tiles
     double kiters = ceil(k / bk);
     /* one iteration of a tile: a multiply-add (2 flops) per output element
      * and k, at the SM's share of the rate */
-    double t_iter = 2.0 * GEMM_TILE * tn * bk / (rate / sms);
+    double t_iter = 2.0 * tm * tn * bk / (rate / sms);
     double splits = tiles < sms ? fmin(ceil(sms / tiles), kiters) : 1.0;
     return ceil(tiles * kiters / sms) * t_iter + ceil(tiles / sms) * GEMM_C_TILE +
            (splits - 1.0) * GEMM_C_FIXUP * tn / GEMM_TILE;
@@ -327,8 +344,8 @@ static double gemm_time(const cost_dev *d, const plan_op *op)
     if (d->sm_count <= 0) {
         tc = 2.0 * g * m * k * n / gemm_rate(d, op); /* 2 flops per multiply-add */
     } else {
-        double tn = gemm_tile_n(n);
-        tc = gemm_tiles_time(d, op, g * ceil(m / GEMM_TILE) * ceil(n / tn), tn);
+        double tn = gemm_tile_n(n), tm = gemm_tile_m(m);
+        tc = gemm_tiles_time(d, op, g * ceil(m / tm) * ceil(n / tn), tm, tn);
     }
     double extra = op->dtype == DT_FP8 ? gemm_qs_t0[op->qscale < 4 ? op->qscale : 0] : 0;
     return T0 + extra + fmax(tc, mem_floor(d, op));
@@ -384,7 +401,8 @@ static double moe_time(const cost_dev *d, const plan_op *op)
         tc = 2.0 * R * K * N / gemm_rate(d, op); /* 2 flops per multiply-add */
     } else {
         double tn = gemm_tile_n(N), tiles = row_tiles * ceil(N / tn);
-        tc = fmax(gemm_tiles_time(d, op, tiles, tn), ceil(tiles / d->sm_count) * MOE_TILE_S);
+        tc = fmax(gemm_tiles_time(d, op, tiles, GEMM_TILE, tn),
+                  ceil(tiles / d->sm_count) * MOE_TILE_S);
     }
     return T0 + fmax(tc, tmem);
 }

@@ -173,7 +173,10 @@ static const struct {
     {"act_quant_row_graph", 0.067, 0.22},
     {"act_quant_block_graph", 0.05, 0.20},
     {"moe_gemm_graph", 0.05, 0.35},
-    {"moe_router_graph", 0.055, 0.34},
+    /* glm5's router at T = 128, left out, interpolated from T = 64, whose
+     * analytic time halved with the small-M tile (cost.c GEMM_TILE_M_STEP)
+     * while the kernel's stayed flat: 33.9 % -> 36.1 % */
+    {"moe_router_graph", 0.055, 0.37},
     {"moe_topk_graph", 0.05, 0.27},
     {"moe_permute_graph", 0.053, 0.26},
     {"activation_graph", 0.05, 0.20},

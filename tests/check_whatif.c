@@ -319,6 +319,49 @@ START_TEST(mesh_and_hierarchy)
 }
 END_TEST
 
+/* A batch-1 decode step of a dense model on one device is a read of its
+ * weights (Llama 3.1 70B: 141 GB of bf16 weights, against a few ms of
+ * kernels whose time is their fixed cost, about 13 % of the step on the
+ * B200): doubling device.hbm_bandwidth shortens it by at least 1.6x and
+ * 1.5x by at least 1.3x, on every preset, calibrated or not (issue 28 part
+ * 3: a one-row GEMM priced at a 128-row tile hit a compute floor, and 1.5x
+ * and 2x HBM gave the same TPOT). */
+START_TEST(decode_reads_weights_at_hbm_rate)
+{
+    for (int i = 0; plat_bundled[i]; i++) {
+        platform p;
+        cp_err err = {0};
+        ck_assert_msg(plat_load(plat_bundled[i], NULL, NULL, &p, &err) == 0, "%s", err.msg);
+        run r[3];
+        for (int k = 0; k < 3; k++) {
+            r[k].n = 0;
+            add(&r[k], "model=llama-3.1-70b");
+            add(&r[k], "platform=%s", plat_bundled[i]);
+            add(&r[k], "parallel.tp=1");
+            add(&r[k], "engine.graph=captured");
+            add(&r[k], "requests.0.prompt_tokens=256");
+            add(&r[k], "requests.0.decode_tokens=4");
+            if (k > 0)
+                add(&r[k], "platform.device.hbm_bandwidth=%.17g", (k == 1 ? 1.5 : 2.0) * p.hbm_bw);
+        }
+        json_t *sm[3];
+        simulate_all(r, 3, sm);
+        double t[3];
+        for (int k = 0; k < 3; k++)
+            t[k] = json_number_value(
+                json_object_get(json_array_get(json_object_get(sm[k], "requests"), 0), "tpot_s"));
+        printf("%-22s batch-1 decode step %.3f ms; HBM x1.5 %.3fx, x2 %.3fx shorter\n",
+               plat_bundled[i], 1e3 * t[0], t[0] / t[1], t[0] / t[2]);
+        ck_assert_msg(t[0] / t[2] >= 1.6, "%s: HBM x2 shortens decode %.3fx", plat_bundled[i],
+                      t[0] / t[2]);
+        ck_assert_msg(t[0] / t[1] >= 1.3, "%s: HBM x1.5 shortens decode %.3fx", plat_bundled[i],
+                      t[0] / t[1]);
+        for (int k = 0; k < 3; k++)
+            json_decref(sm[k]);
+    }
+}
+END_TEST
+
 /* Chunked prefill prefills a long prompt in passes of N tokens: the first
  * token comes after the last chunk, later with smaller chunks (every pass
  * reads the weights again and launches every kernel again), and the
@@ -604,6 +647,7 @@ static Suite *whatif_suite(void)
     tcase_add_test(tc, engine_memory_budgets);
     tcase_add_test(tc, llama405b_peaks);
     tcase_add_test(tc, llama405b_hbm);
+    tcase_add_test(tc, decode_reads_weights_at_hbm_rate);
     tcase_add_test(tc, tcp_network_slower);
     suite_add_tcase(s, tc);
     return s;
