@@ -63,6 +63,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/diag.h"
 
@@ -84,8 +85,11 @@ typedef struct plot_opts {
                                  NULL: every rank */
 } plot_opts;
 
-/* Plots of a run folder (opts NULL: the whole run). */
-int plot_run_dir(const char *dir, const plot_opts *opts, cp_err *err);
+/* Plots of a run folder (opts NULL: the whole run): what its outputs hold
+ * (a run with --trace none or steps: no timeline, the breakdown's compute
+ * not split by class), and then one line to say (NULL: none) naming what
+ * was not drawn and the flag that draws it. */
+int plot_run_dir(const char *dir, const plot_opts *opts, FILE *say, cp_err *err);
 
 /* Plots of a sweep folder from its result lines (sorted by index). */
 int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err);

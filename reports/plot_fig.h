@@ -31,7 +31,11 @@ typedef struct plot_figure {
 } plot_figure;
 
 typedef struct plot_figset {
-    char dir[4096];        /* the plots folder */
+    char dir[4096];        /* where the files are written: a folder beside the
+                              plots folder, DIR/plots.tmp-<pid>-XXXXXX, that
+                              plot_draw moves into it once all are drawn */
+    char final[4096];      /* the plots folder, DIR/plots */
+    int done;              /* plot_draw moved the files into place */
     char what[512];        /* the workload and platform, in every caption */
     plot_figure *fig;
     int n;
@@ -40,7 +44,10 @@ typedef struct plot_figset {
     int nnote;
 } plot_figset;
 
-/* The plots folder DIR/plots (created) into an empty *fs. */
+/* The plots of DIR into an empty *fs: drawn in a new folder beside
+ * DIR/plots (stale ones of killed processes removed first), so that a
+ * failure leaves DIR/plots as it was; plot_figset_free removes it unless
+ * plot_draw moved its files into DIR/plots (created when missing). */
 int plot_dir_open(const char *dir, plot_figset *fs, cp_err *err);
 /* A new figure NAME (file stem) of w x h pixels drawn from the data file
  * DATA.dat (NULL: none yet); its body and description are empty. */
@@ -62,8 +69,9 @@ int plot_multiplot(char *buf, size_t len, int n);
 void plot_gp_str(FILE *f, const char *s);
 /* The data file NAME.dat of the plots folder, opened atomically. */
 int plot_data_open(const plot_figset *fs, const char *name, rep_file *rf, cp_err *err);
-/* Write plots.gp, run gnuplot, write index.html under `heading`. */
-int plot_draw(const plot_figset *fs, const char *heading, cp_err *err);
+/* Write plots.gp, run gnuplot, write index.html under `heading`, then move
+ * every file into the plots folder, each whole (index.html last). */
+int plot_draw(plot_figset *fs, const char *heading, cp_err *err);
 
 /* ---- shared by the sweep pictures ------------------------------------------------ */
 

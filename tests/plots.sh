@@ -13,6 +13,9 @@
 #     trace.json and trace.json.gz alike); the timeline's --step, --window,
 #     --ranks and --layers windows, their refusals; a run out of memory: the
 #     OOM point on the memory picture;
+#   - runs with --trace none and --trace steps (and a serving run without a
+#     trace): what their outputs draw, the one line naming what is not drawn
+#     and --trace full; a failed plot leaves the plots folder as it was;
 #   - a serving run (the long/short mix, 5 simulated seconds): the TTFT and
 #     TPOT CDFs per class against summary.json's serving figures, the batch
 #     picture against steps.csv, the timeline of what the trace holds (--step
@@ -26,6 +29,7 @@ name=plots
 . "$top_srcdir/tests/plot_checks.sh"
 MODEL=qwen3-omni-30b-a3b-thinker
 PLAT=h100-sxm-8
+MIX="$top_srcdir/workloads/examples/long-short-mix.yaml"
 
 # csv FILE COLUMN WHERE: the column named COLUMN of the rows of a CSV file
 # (no quoted commas) for which the awk condition WHERE holds over columns
@@ -326,6 +330,63 @@ expect_refusal "--window 9000:9001: no op" "$CPSIM" plot "$R" --window 9000:9001
 expect_refusal "--step: $D is a sweep folder" "$CPSIM" plot "$D" --step 0
 expect_refusal "--ranks: $D is a sweep folder" "$CPSIM" plot "$D" --ranks 0
 
+# ---- runs without the ops of a trace: what their outputs draw -------------------------
+# --trace none and --trace steps: the breakdown from summary.json (compute
+# alone as one bar, not split by class) and the memory from memory.csv; no
+# timeline, said in one line that names --trace full and in index.html
+for lvl in none steps; do
+    N="$tmp/trace-$lvl"
+    "$CPSIM" run "$tmp/base.yaml" $RUN_SETS --trace $lvl --out "$N" >"$tmp/n.out" 2>&1 ||
+        fail "run --trace $lvl exited $?: $(cat "$tmp/n.out")"
+    [ $lvl = none ] || "$CPSIM" plot "$N" >"$tmp/n.out" 2>&1 ||
+        fail "plot after --trace $lvl exited $?: $(cat "$tmp/n.out")"
+    [ $lvl = steps ] || "$CPSIM" run "$tmp/base.yaml" $RUN_SETS --trace $lvl --plots \
+        --out "$N" >"$tmp/n.out" 2>&1 || fail "run --trace $lvl --plots exited $?: $(cat \
+"$tmp/n.out")"
+    check_pic "$N/plots" breakdown 1200 750
+    check_pic "$N/plots" memory 1200 750
+    check_index "$N/plots" $MODEL $PLAT
+    [ ! -e "$N/plots/timeline.png" ] || fail "--trace $lvl: a timeline of no ops"
+    [ "$(grep -c '^plots: no timeline' "$tmp/n.out")" -eq 1 ] &&
+        grep '^plots: no timeline' "$tmp/n.out" | grep -q -- "--trace $lvl.*--trace full" ||
+        fail "--trace $lvl: no line naming what is not drawn and --trace full: $(cat "$tmp/n.out")"
+    grep -q '<p class="note">timeline: not drawn: .*--trace full' "$N/plots/index.html" ||
+        fail "--trace $lvl: index.html does not say why there is no timeline"
+    # the one compute bar is the summary's compute_s - overlap_s of the rank
+    cs=$(grep -m1 '"compute_s"' "$N/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
+    os=$(grep -m1 '"overlap_s"' "$N/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
+    grep -q '^# rank compute overlapped_comm exposed_comm idle$' "$N/plots/breakdown.dat" ||
+        fail "--trace $lvl: breakdown.dat columns $(grep '^# rank' "$N/plots/breakdown.dat")"
+    got=$(awk '!/^#/ && $1 == 0 { print $2 }' "$N/plots/breakdown.dat")
+    near "$(awk -v c="$cs" -v o="$os" 'BEGIN { printf "%.9f", (c - o) * 1e3 }')" "$got" ||
+        fail "--trace $lvl: rank 0 computes $got ms alone, summary.json ${cs} - ${os} s"
+    # nothing but the run's outputs and the plots folder
+    left=$(ls "$N" | tr '\n' ' ')
+    case $left in
+        "memory.csv plots summary.json "|"memory.csv plots summary.json trace.json ") ;;
+        *) fail "--trace $lvl: the run folder holds $left" ;;
+    esac
+    expect_refusal "--layers: $N has no op to draw a timeline of" "$CPSIM" plot "$N" --layers 1-1
+done
+"$CPSIM" run "$MIX" --set simulation.duration_s=1 --trace none --plots --out "$tmp/mixnone" \
+    >"$tmp/n.out" 2>&1 || fail "the serving mix with --trace none exited $?: $(cat "$tmp/n.out")"
+check_pic "$tmp/mixnone/plots" batch 1200 750
+check_pic "$tmp/mixnone/plots" ttft-cdf 1200 750
+grep -q '^plots: no timeline: the run wrote no trace (--trace none); cpsim run --trace full' \
+    "$tmp/n.out" || fail "the serving mix with --trace none: $(cat "$tmp/n.out")"
+# a failed plot changes nothing: the plots folder as it was, no folder beside it
+snap() { (cd "$1" && cksum $(ls)); }
+snap "$R/plots" >"$tmp/before"
+expect_refusal "--step 9: the trace has no op in this step" "$CPSIM" plot "$R" --step 9
+expect_refusal "gnuplot" env PATH=/nonexistent "$CPSIM" plot "$R"
+snap "$R/plots" >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "a failed plot changed $R/plots"
+[ -z "$(ls -d "$R"/plots.tmp-* 2>/dev/null)" ] || fail "a failed plot left $(ls -d "$R"/plots.*)"
+rm -rf "$tmp/trace-none/plots"
+expect_refusal "gnuplot" env PATH=/nonexistent "$CPSIM" plot "$tmp/trace-none"
+[ "$(ls "$tmp/trace-none" | tr '\n' ' ')" = "memory.csv summary.json " ] ||
+    fail "a plot without gnuplot left $(ls "$tmp/trace-none" | tr '\n' ' ')"
+
 # ---- a run out of memory: the OOM point -----------------------------------------------
 O="$tmp/oom"
 "$CPSIM" run "$tmp/base.yaml" --set requests.0.prompt_tokens=1048576 --set parallel.tp=2 \
@@ -341,7 +402,6 @@ check_index "$O/plots" $MODEL $PLAT
 
 # ---- a serving run: TTFT and TPOT CDFs per class, batch composition ---------------------
 M="$tmp/mix"
-MIX="$top_srcdir/workloads/examples/long-short-mix.yaml"
 "$CPSIM" run "$MIX" --set simulation.duration_s=5 --quiet --plots --out "$M" ||
     fail "the serving mix exited $?"
 P="$M/plots"

@@ -44,7 +44,7 @@ int cli_plot(const cli_opts *o)
                           "of a run's timeline", tl, dir, tl)
                 : sweep_plot_dir(dir, &err);
     else if (exists(dir, "summary.json"))
-        rc = plot_run_dir(dir, &po, &err);
+        rc = plot_run_dir(dir, &po, stdout, &err);
     else
         rc = cp_fail(&err, CP_EXIT_INPUT, "%s: neither a run folder (summary.json) nor a sweep "
                      "folder (results.jsonl)", dir);
