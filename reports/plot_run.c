@@ -242,6 +242,16 @@ static const char *tl_option(const plot_opts *o)
                                          : NULL;
 }
 
+/* The timeline of the whole run, then that of the window opts picks (its
+ * own files: plot_timeline.c) when they pick one. */
+static int run_timelines(plot_figset *fs, const plot_run *run, const plot_opts *opts,
+                         cp_err *err)
+{
+    if (plot_timeline(fs, run, NULL, err) != 0)
+        return -1;
+    return tl_option(opts) ? plot_timeline(fs, run, opts, err) : 0;
+}
+
 /* Why a run's trace holds no op to draw (traced: it has a trace). */
 static const char *no_ops_why(int traced)
 {
@@ -306,16 +316,18 @@ static int plot_serving_run(plot_figset *fs, plot_run *run, const plot_opts *opt
             return cp_fail(err, CP_EXIT_INPUT, "--step %d: the trace of this serving run holds "
                            "the ops of steps %d-%d only (steps.csv lists every step)",
                            opts->step, lo_step, hi_step);
-        if (plot_timeline(fs, run, opts, err) != 0)
+        if (run_timelines(fs, run, opts, err) != 0)
             return -1;
-        plot_figure *f = &fs->fig[fs->n - 1];
-        size_t len = strlen(f->desc);
         char nsteps[32] = "the first";
         if (full >= 0)
             snprintf(nsteps, sizeof nsteps, "the first %d", full);
-        snprintf(f->desc + len, sizeof f->desc - len, ". A serving trace holds every op of %s "
-                 "steps (--step picks one of them), then one span per rank and step, not drawn "
-                 "here: the batch picture covers every step", nsteps);
+        for (int k = fs->n - (tl_option(opts) ? 2 : 1); k < fs->n; k++) {
+            plot_figure *f = &fs->fig[k];
+            size_t len = strlen(f->desc);
+            snprintf(f->desc + len, sizeof f->desc - len, ". A serving trace holds every op of "
+                     "%s steps (--step picks one of them), then one span per rank and step, not "
+                     "drawn here: the batch picture covers every step", nsteps);
+        }
     }
     return plot_memory(fs, run, err);
 }
@@ -348,7 +360,7 @@ int plot_run_dir(const char *dir, const plot_opts *opts, FILE *say, cp_err *err)
         if (rc == 0 && no_ops)
             rc = no_timeline(&fs, &run, opts, traced, "every op", err);
         else if (rc == 0)
-            rc = plot_timeline(&fs, &run, opts, err);
+            rc = run_timelines(&fs, &run, opts, err);
         if (rc == 0)
             rc = plot_memory(&fs, &run, err);
     }

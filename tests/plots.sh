@@ -11,7 +11,8 @@
 #   - a run with decode steps and one with overlap (ring): the per-rank
 #     breakdown sums to the makespan and agrees with the summary (from
 #     trace.json and trace.json.gz alike); the timeline's --step, --window,
-#     --ranks and --layers windows, their refusals; a run out of memory: the
+#     --ranks and --layers windows, each in files of its own beside the whole
+#     run's, their refusals; a run out of memory: the
 #     OOM point on the memory picture;
 #   - runs with --trace none and --trace steps (and a serving run without a
 #     trace): what their outputs draw, the one line naming what is not drawn
@@ -304,24 +305,32 @@ ttft=$(grep -m1 '"ttft_s"' "$R/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
 tl() { awk -v f="$1" '!/^#/ && NF { if (lo == "" || $1 < lo) lo = $1; if ($2 > hi) hi = $2
                                       if ($3 > row) row = $3 }
                       END { print (f == "lo" ? lo : f == "hi" ? hi : row) }' \
-           "$R/plots/timeline.dat"; }
+           "$R/plots/${2:-timeline}.dat"; }
 "$CPSIM" plot "$R" --step 2 >/dev/null || fail "plot --step 2 exited $?"
-awk -v lo="$(tl lo)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
-    fail "--step 2 starts at $(tl lo) ms, before the TTFT $ttft s"
+awk -v lo="$(tl lo timeline-step2)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
+    fail "--step 2 starts at $(tl lo timeline-step2) ms, before the TTFT $ttft s"
 grep -q 'set title "timeline, step 2\\n' "$R/plots/plots.gp" || fail "--step 2: no title"
 "$CPSIM" plot "$R" --ranks 0,2-3 >/dev/null || fail "plot --ranks exited $?"
-[ "$(tl row)" -eq 5 ] || fail "--ranks 0,2-3: rows up to $(tl row), expected 6 rows"
+[ "$(tl row timeline-ranks0_2-3)" -eq 5 ] ||
+    fail "--ranks 0,2-3: rows up to $(tl row timeline-ranks0_2-3), expected 6 rows"
 grep -q '"r2 compute" 2' "$R/plots/plots.gp" || fail "--ranks 0,2-3: rank 2 not third"
 "$CPSIM" plot "$R" --window 1.5:2.5 >/dev/null || fail "plot --window exited $?"
-[ "$(tl lo)" = 1.500000 ] && [ "$(tl hi)" = 2.500000 ] ||
-    fail "--window 1.5:2.5 spans $(tl lo)-$(tl hi) ms"
+[ "$(tl lo timeline-ms1.5-2.5)" = 1.500000 ] && [ "$(tl hi timeline-ms1.5-2.5)" = 2.500000 ] ||
+    fail "--window 1.5:2.5 spans $(tl lo timeline-ms1.5-2.5)-$(tl hi timeline-ms1.5-2.5) ms"
 "$CPSIM" plot "$R" --layers 1-1 >/dev/null || fail "plot --layers exited $?"
-awk -v hi="$(tl hi)" -v t="$ttft" 'BEGIN { exit !(hi < t * 1e3 / 4) }' ||
-    fail "--layers 1-1 should stay in the prefill step, ends at $(tl hi) ms"
+awk -v hi="$(tl hi timeline-layers1-1)" -v t="$ttft" 'BEGIN { exit !(hi < t * 1e3 / 4) }' ||
+    fail "--layers 1-1 should stay in the prefill step, ends at $(tl hi timeline-layers1-1) ms"
+# a window has files of its own: the whole run's timeline stays beside it
+check_pic "$R/plots" timeline-layers1-1 1600 900
+check_pic "$R/plots" timeline 1600 900
+span=$(grep -m1 '"makespan_s"' "$R/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
+awk -v hi="$(tl hi)" -v s="$span" 'BEGIN { d = hi - s * 1e3; exit !(d < 1e-3 && d > -1e-3) }' ||
+    fail "--layers 1-1 replaced the whole run's timeline: it ends at $(tl hi) ms, not $span s"
 "$CPSIM" plot "$R" --layers 1-1 --step 1 --ranks 1 >/dev/null || fail "combined options exited $?"
-awk -v lo="$(tl lo)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
-    fail "--layers 1-1 --step 1 starts at $(tl lo) ms"
-[ "$(tl row)" -eq 1 ] || fail "--ranks 1: rows up to $(tl row), expected 2 rows"
+W=timeline-step1-layers1-1-ranks1
+awk -v lo="$(tl lo $W)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
+    fail "--layers 1-1 --step 1 starts at $(tl lo $W) ms"
+[ "$(tl row $W)" -eq 1 ] || fail "--ranks 1: rows up to $(tl row $W), expected 2 rows"
 expect_refusal "--step 9: the trace has no op in this step" "$CPSIM" plot "$R" --step 9
 expect_refusal "--ranks 4: the run has 4 ranks (0-3)" "$CPSIM" plot "$R" --ranks 4
 expect_refusal "--ranks 2-1: expected a list" "$CPSIM" plot "$R" --ranks 2-1
@@ -478,16 +487,16 @@ grep -q 'axes x1y2' "$P/plots.gp" || fail "the batch picture lacks tokens on the
 step_t() { awk -F, -v s="$1" -v c="$2" 'NR > 1 && $1 == s { printf "%.6f\n", $c * 1e3 }' \
                "$M/steps.csv"; }
 tlm() { awk -v f="$1" '!/^#/ && NF { if (lo == "" || $1 < lo) lo = $1; if ($2 > hi) hi = $2 }
-                       END { print (f == "lo" ? lo : hi) }' "$P/timeline.dat"; }
+                       END { print (f == "lo" ? lo : hi) }' "$P/${2:-timeline}.dat"; }
 awk -v hi="$(tlm hi)" -v end="$(step_t 7 4)" 'BEGIN { exit !(hi <= end + 1e-3) }' ||
     fail "the serving timeline ends at $(tlm hi) ms, after step 7 ($(step_t 7 4) ms)"
 grep -q 'A serving trace holds every op of the first 8 steps' "$P/index.html" ||
     fail "the serving timeline's caption does not say what the trace holds"
 "$CPSIM" plot "$M" --step 3 >/dev/null || fail "plot --step 3 of the serving run exited $?"
-awk -v lo="$(tlm lo)" -v hi="$(tlm hi)" -v a="$(step_t 3 3)" -v b="$(step_t 3 4)" \
-    'BEGIN { exit !(lo >= a - 1e-3 && hi <= b + 1e-3 && hi > lo) }' ||
-    fail "--step 3 of the serving run spans $(tlm lo)-$(tlm hi) ms, steps.csv $(step_t 3 3)-\
-$(step_t 3 4)"
+awk -v lo="$(tlm lo timeline-step3)" -v hi="$(tlm hi timeline-step3)" -v a="$(step_t 3 3)" \
+    -v b="$(step_t 3 4)" 'BEGIN { exit !(lo >= a - 1e-3 && hi <= b + 1e-3 && hi > lo) }' ||
+    fail "--step 3 of the serving run spans $(tlm lo timeline-step3)-$(tlm hi timeline-step3) \
+ms, steps.csv $(step_t 3 3)-$(step_t 3 4)"
 expect_refusal "--step 20: the trace of this serving run holds the ops of steps 0-7 only" \
     "$CPSIM" plot "$M" --step 20
 # the serving trace's ops carry their kernel classes and layers, as a run's do

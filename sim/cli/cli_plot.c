@@ -1,7 +1,7 @@
 /* cli_plot: `cpsim plot DIR [--layers A-B] [--step N] [--window T0:T1]
  * [--ranks LIST]`: the plots of a run folder or of a sweep folder
- * (reports/plot.h), whichever DIR holds; the options pick the window of a
- * run's timeline. */
+ * (reports/plot.h), whichever DIR holds; the options pick a window of a
+ * run's timeline, drawn in files of its own beside the whole run's. */
 #include <stdio.h>
 #include <sys/stat.h>
 
