@@ -26,6 +26,35 @@ const char *const plot_colors[PLOT_NCOLORS] = {"#4477aa", "#ee7733", "#228833", 
  * diamond, pentagon, the same open, then a star */
 const int plot_markers[PLOT_NMARKERS] = {7, 5, 9, 11, 13, 15, 6, 4, 8, 10, 12, 14, 3};
 
+/* The exchanges' styles: the values of parallel.exchange
+ * (workloads/workload.c, wl_exchange_names), each its own colour and its
+ * own marker, the most compared first; colours 6-11 stay for names the
+ * table lacks. */
+static const struct {
+    const char *name;
+    int color, marker;
+} exchange_style[] = {{"none", 0, 0},    {"ring", 1, 1},       {"ring_kv", 2, 2},
+                      {"ulysses", 3, 3}, {"all_gather", 4, 4}, {"auto", 5, 5}};
+
+int plot_exchange_style(const char *exchange, int *color, int *marker)
+{
+    for (size_t i = 0; i < sizeof exchange_style / sizeof exchange_style[0]; i++)
+        if (strcmp(exchange, exchange_style[i].name) == 0) {
+            *color = exchange_style[i].color;
+            *marker = exchange_style[i].marker;
+            return 1;
+        }
+    return 0;
+}
+
+int plot_color_taken(int c)
+{
+    for (size_t i = 0; i < sizeof exchange_style / sizeof exchange_style[0]; i++)
+        if (exchange_style[i].color == c)
+            return 1;
+    return 0;
+}
+
 /* ---- figures and the script ----------------------------------------------------- */
 
 static void plot_fig_data(plot_figure *f, const char *stem);

@@ -56,7 +56,12 @@
  * (keys ending in prompt_tokens) and min_tokens; at each prompt length it
  * shows its best point that fits in memory (over min_tokens), or its best
  * point marked OOM when none fits.  Each strategy keeps one colour and one
- * marker in every sweep picture.
+ * marker in every sweep picture.  When the sweep compares exchanges, the
+ * colour says the exchange from a fixed table (plot_exchange_style), the
+ * same in every sweep, and so does the marker when nothing else varies
+ * (else the marker says the rest of the strategy).  Lines that coincide
+ * are dashed over each other and named together at their end; the points
+ * out of memory are labelled with their strategy.
  */
 #ifndef CP_PLOT_H
 #define CP_PLOT_H
@@ -116,6 +121,8 @@ typedef struct plot_point {
     char shape[256];           /* the label without exchange and kv_storage */
     char rest[256];            /* the label's exchange and kv_storage only ("all":
                                   none) */
+    char xkey[32];             /* the exchange of the label ("": not a parameter) */
+    char mkey[256];            /* the label without its exchange ("all": nothing) */
     json_t *line;              /* the result line (borrowed) */
 } plot_point;
 

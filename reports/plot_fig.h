@@ -90,6 +90,8 @@ typedef struct plot_sweepset {
                               gnuplot point type */
     int factored;          /* colours say the exchange (the rest of the label),
                               markers the shape; else both the strategy */
+    int by_exchange;       /* colours say the exchange from the fixed table
+                              (plot_exchange_style); factored is set too */
     const char *dir;       /* the sweep folder */
 } plot_sweepset;
 
@@ -100,6 +102,13 @@ extern const char *const plot_colors[PLOT_NCOLORS];
 /* Thirteen gnuplot point types, filled shapes first. */
 #define PLOT_NMARKERS 13
 extern const int plot_markers[PLOT_NMARKERS];
+
+/* The colour (an index into plot_colors) and marker (an index into
+ * plot_markers) of an exchange in every sweep picture, from a fixed table
+ * of the values of parallel.exchange; 0 for a name the table lacks. */
+int plot_exchange_style(const char *exchange, int *color, int *marker);
+/* Whether an exchange of the table has colour c. */
+int plot_color_taken(int c);
 
 /* The point a strategy shows at a prompt length: its best that fits, else
  * its best out of memory; NULL when none ran. */

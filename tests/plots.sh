@@ -6,6 +6,9 @@
 #   - a sweep with a point out of memory: hatched bar and cell, OOM marks;
 #   - a sweep over prompt lengths, shapes, exchanges and min_tokens: TTFT and
 #     overlap, the heat maps, the split/copied crossover against split.csv;
+#   - two sweeps of other exchange sets: each exchange in the same colour and
+#     marker in both; lines that coincide dashed and named together; points
+#     out of memory named with their strategy;
 #   - 23 strategies (result lines made from the demo's): each its own colour
 #     and marker pair, a legend that holds them all;
 #   - a run with decode steps and one with overlap (ring): the per-rank
@@ -137,6 +140,8 @@ sed -n '/^# ---- bars$/,/^unset output$/p' "$P/plots.gp" >"$tmp/bars.gp"
 grep -q 'pattern 4 lc rgb "#cc0000" notitle' "$tmp/bars.gp" || fail "OOM bars are not hatched"
 grep -q 'out of memory (hatched)' "$tmp/bars.gp" || fail "the bars' legend lacks the OOM mark"
 grep -q 'title "out of memory"' "$P/plots.gp" || fail "the Pareto plot lacks OOM marks"
+grep -q 'set label [0-9]* "tp=1 sp=8: out of memory" at ' "$P/plots.gp" ||
+    fail "the Pareto plot does not name the strategy out of memory"
 
 # ---- a sweep over prompt lengths: lines, heat maps, crossover --------------------------
 cat >"$tmp/len.yaml" <<'YAML'
@@ -190,6 +195,64 @@ for L in 1024 4096 16384; do
     x=$(awk -v L=$L 'BEGIN { print (L == 1024 ? 0 : L == 4096 ? 1 : 2) }')
     got=$(awk -v x=$x '!/^#/ && NF && $1 == x && $10 == 1 { print $3 }' "$P/heatmap.dat")
     near "$best" "$got" || fail "heatmap.dat: the winner at $L is $got s, best.csv $best"
+done
+
+# ---- an exchange's style in every sweep; lines that coincide; OOM names ---------------
+# two sweeps of other exchange sets: each exchange the same colour and marker
+# in both (the fixed table), whatever the others; at SP 1 the exchanges do
+# not run, their lines coincide: dashed and named together at their end
+for set in "none, ring, ring_kv" "ring, ring_kv"; do
+    k=$(echo "$set" | tr -d ', ')
+    cat >"$tmp/x-$k.yaml" <<YAML
+name: x-$k
+base: base.yaml
+grid:
+  parallel.exchange: [$set]
+  requests.0.prompt_tokens: [1024, 2048]
+YAML
+    "$CPSIM" sweep "$tmp/x-$k.yaml" -j 2 --quiet --plots --out "$tmp/x-$k" ||
+        fail "the sweep of $set exited $?"
+    for f in ttft pareto-1024; do
+        sed -n "/^# ---- $f\$/,/^unset output\$/p" "$tmp/x-$k/plots/plots.gp" |
+            grep -o 'rgb "#[0-9a-f]*" pt [0-9]* ps [0-9.]* title "exchange=[a-z_]*"' |
+            sed 's/ ps [0-9.]* title / /' >"$tmp/x-$k.$f"
+        [ "$(wc -l <"$tmp/x-$k.$f")" -eq "$(echo "$set" | tr ',' '\n' | wc -l)" ] ||
+            fail "$f of $set: styles $(cat "$tmp/x-$k.$f")"
+    done
+done
+for f in ttft pareto-1024; do
+    for x in ring ring_kv; do
+        a=$(grep "\"exchange=$x\"" "$tmp/x-noneringring_kv.$f")
+        b=$(grep "\"exchange=$x\"" "$tmp/x-ringring_kv.$f")
+        [ -n "$a" ] && [ "$a" = "$b" ] || fail "$f: $x drawn as $a in one sweep, $b in another"
+    done
+done
+gp=$(sed -n '/^# ---- ttft$/,/^unset output$/p' "$tmp/x-noneringring_kv/plots/plots.gp")
+echo "$gp" | grep -q 'set label [0-9]* "one line, exchange: none = ring = ring_kv" at 2048,' ||
+    fail "ttft: the coinciding lines are not named together at their end"
+[ "$(echo "$gp" | grep -c 'with linespoints lw 1.5 dt 2 ')" -eq 2 ] ||
+    fail "ttft: not the 2 lines on another's dashed"
+echo "$gp" | grep -q 'index 0 using 1:2 with linespoints lw 1.5 lc' ||
+    fail "ttft: the first of the coinciding lines is not solid"
+# the OOM sweep over two lengths and exchanges: each strategy out of memory
+# named on the TTFT and Pareto pictures
+more='\n  parallel.exchange: [none, ring]\n  requests.0.prompt_tokens: [262144, 524288]'
+{
+    sed -e 's/^name: oom$/name: oomx/' -e '/^set:/d' -e "s/^  parallel.sp: .*/&$more/" \
+        "$tmp/oom.yaml"
+    echo '  - parallel.sp == 8 || parallel.exchange == none'
+} >"$tmp/oomx.yaml"
+"$CPSIM" sweep "$tmp/oomx.yaml" -j 2 --quiet --plots --out "$tmp/oomx" ||
+    fail "the OOM sweep over lengths exited $?"
+for f in ttft pareto-524288; do
+    gp=$(sed -n "/^# ---- $f\$/,/^unset output\$/p" "$tmp/oomx/plots/plots.gp")
+    for i in $(csv "$tmp/oomx/results.csv" index '$c["oom"] == "true"'); do
+        st="tp=$(csv "$tmp/oomx/results.csv" parallel.tp "\$c[\"index\"] == $i")"
+        st="$st sp=$(csv "$tmp/oomx/results.csv" parallel.sp "\$c[\"index\"] == $i")"
+        st="$st exchange=$(csv "$tmp/oomx/results.csv" parallel.exchange "\$c[\"index\"] == $i")"
+        echo "$gp" | grep -q "set label [0-9]* \"$st: out of memory\" at .*tc rgb \"#cc0000\"" ||
+            fail "$f: point $i out of memory, its strategy $st not named"
+    done
 done
 
 # ---- 20 strategies: a style of their own each, a legend that holds them -------------
