@@ -9,12 +9,15 @@
  *                the makespan (plot_breakdown.c)
  *     timeline   one row per rank and stream, ops coloured by class (GEMM,
  *                attention, indexer, MoE GEMM, MoE routing, memory-bound,
- *                collective, hop, other), over the whole run or the window
- *                plot_opts picks (plot_timeline.c)
+ *                collective, hop, other), over the whole run; the window
+ *                plot_opts picks beside it, in files named by the options
+ *                (timeline-layers2-3, ...: plot_timeline.c)
  *     memory     per rank (ranks with equal timelines share a panel), bytes
  *                held stacked by category over time, the capacity line and,
  *                when the run ran out of memory, the OOM point
  *                (plot_memory.c)
+ *     a trace without ops (--trace none or steps): the breakdown's compute
+ *     alone one bar per rank, no timeline (plot_run.c)
  *   a serving run folder (summary.json "mode": "serving", steps.csv):
  *     ttft-cdf   the empirical CDF of each request's TTFT per request class
  *                (and of all requests with 2+ classes), log x in seconds;
