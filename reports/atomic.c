@@ -64,23 +64,44 @@ void rep_clear_outputs(const char *dir)
     }
 }
 
-void rep_remove_stale(const char *dir)
+/* A temporary file or folder of a process that no longer exists. */
+static int stale(const char *name)
+{
+    const char *t = strstr(name, ".tmp-");
+    char *end;
+    long pid = t ? strtol(t + 5, &end, 10) : 0;
+    return pid > 0 && *end == '-' && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 &&
+           errno == ESRCH;
+}
+
+/* Remove the entries of dir that pick takes (NULL: every one); with pick,
+ * a folder goes with its files (rep_remove_dir). */
+static void remove_entries(const char *dir, int (*pick)(const char *name))
 {
     DIR *d = opendir(dir);
     struct dirent *e;
     char path[8192];
     while (d && (e = readdir(d))) {
-        const char *t = strstr(e->d_name, ".tmp-");
-        char *end;
-        long pid = t ? strtol(t + 5, &end, 10) : 0;
-        if (pid <= 0 || *end != '-' || pid == (long)getpid() ||
-            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            (pick && !pick(e->d_name)))
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
+        if (unlink(path) != 0 && pick)
+            rep_remove_dir(path);
     }
     if (d)
         closedir(d);
+}
+
+void rep_remove_stale(const char *dir)
+{
+    remove_entries(dir, stale);
+}
+
+void rep_remove_dir(const char *dir)
+{
+    remove_entries(dir, NULL);
+    rmdir(dir);
 }
 
 /* The longest output folder: the files inside it take paths of up to 4096

@@ -2,6 +2,7 @@
  * the colours and markers every picture family shares (see plot_fig.h). */
 #include "reports/plot_fig.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -24,6 +25,35 @@ const char *const plot_colors[PLOT_NCOLORS] = {"#4477aa", "#ee7733", "#228833", 
 /* gnuplot's point types: filled circle, square, triangles up and down,
  * diamond, pentagon, the same open, then a star */
 const int plot_markers[PLOT_NMARKERS] = {7, 5, 9, 11, 13, 15, 6, 4, 8, 10, 12, 14, 3};
+
+/* The exchanges' styles: the values of parallel.exchange
+ * (workloads/workload.c, wl_exchange_names), each its own colour and its
+ * own marker, the most compared first; colours 6-11 stay for names the
+ * table lacks. */
+static const struct {
+    const char *name;
+    int color, marker;
+} exchange_style[] = {{"none", 0, 0},    {"ring", 1, 1},       {"ring_kv", 2, 2},
+                      {"ulysses", 3, 3}, {"all_gather", 4, 4}, {"auto", 5, 5}};
+
+int plot_exchange_style(const char *exchange, int *color, int *marker)
+{
+    for (size_t i = 0; i < sizeof exchange_style / sizeof exchange_style[0]; i++)
+        if (strcmp(exchange, exchange_style[i].name) == 0) {
+            *color = exchange_style[i].color;
+            *marker = exchange_style[i].marker;
+            return 1;
+        }
+    return 0;
+}
+
+int plot_color_taken(int c)
+{
+    for (size_t i = 0; i < sizeof exchange_style / sizeof exchange_style[0]; i++)
+        if (exchange_style[i].color == c)
+            return 1;
+    return 0;
+}
 
 /* ---- figures and the script ----------------------------------------------------- */
 
@@ -56,6 +86,8 @@ static void plot_fig_data(plot_figure *f, const char *stem)
 
 void plot_figset_free(plot_figset *fs)
 {
+    if (fs->dir[0] && !fs->done)
+        rep_remove_dir(fs->dir);
     for (int i = 0; i < fs->n; i++)
         free(fs->fig[i].body);
     free(fs->fig);
@@ -259,12 +291,54 @@ static int run_gnuplot(const char *dir, cp_err *err)
     if (strstr(msg, "unknown or ambiguous terminal"))
         return cp_fail(err, CP_EXIT_INPUT, "%s: gnuplot lacks the pngcairo or svg terminal "
                        "(Debian: gnuplot-nox has both): %s", exe, msg);
-    return cp_fail(err, CP_EXIT_INTERNAL, "gnuplot failed on %s/plots.gp (see gnuplot.log): %s",
-                   dir, msg);
+    return cp_fail(err, CP_EXIT_INTERNAL, "gnuplot failed on plots.gp (nothing was written): %s",
+                   msg);
 }
 
-/* Script, gnuplot, index.html. */
-int plot_draw(const plot_figset *fs, const char *heading, cp_err *err)
+/* One file of the drawing folder into the plots folder. */
+static int move_in(const plot_figset *fs, const char *name, cp_err *err)
+{
+    char from[4400], to[4400];
+    snprintf(from, sizeof from, "%s/%s", fs->dir, name);
+    snprintf(to, sizeof to, "%s/%s", fs->final, name);
+    if (rename(from, to) != 0)
+        return cp_fail(err, CP_EXIT_INPUT, "%s: cannot move the plots into place: %s", to,
+                       strerror(errno));
+    return 0;
+}
+
+/* Every file drawn into the plots folder, index.html last: it links the
+ * others. */
+static int plot_commit(plot_figset *fs, cp_err *err)
+{
+    struct stat st;
+    if (mkdir(fs->final, 0777) != 0 && errno != EEXIST)
+        return cp_fail(err, CP_EXIT_INPUT, "%s: cannot create it: %s", fs->final,
+                       strerror(errno));
+    if (stat(fs->final, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cp_fail(err, CP_EXIT_INPUT, "%s: not a folder", fs->final);
+    DIR *d = opendir(fs->dir);
+    if (!d)
+        return cp_fail(err, CP_EXIT_INTERNAL, "%s: cannot read it: %s", fs->dir,
+                       strerror(errno));
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            strcmp(e->d_name, "index.html") != 0)
+            rc = move_in(fs, e->d_name, err);
+    closedir(d);
+    if (rc == 0)
+        rc = move_in(fs, "index.html", err);
+    if (rc == 0) {
+        rmdir(fs->dir);
+        fs->done = 1;
+    }
+    return rc;
+}
+
+/* Script, gnuplot, index.html, then into place. */
+int plot_draw(plot_figset *fs, const char *heading, cp_err *err)
 {
     char path[4200];
     rep_file rf;
@@ -280,16 +354,22 @@ int plot_draw(const plot_figset *fs, const char *heading, cp_err *err)
     if (rep_open(&rf, path, err) != 0)
         return -1;
     write_index(fs, heading, rf.f);
-    return rep_close(&rf, 1, err);
+    if (rep_close(&rf, 1, err) != 0)
+        return -1;
+    return plot_commit(fs, err);
 }
 
 int plot_dir_open(const char *dir, plot_figset *fs, cp_err *err)
 {
     memset(fs, 0, sizeof *fs);
-    snprintf(fs->dir, sizeof fs->dir, "%s/plots", dir);
-    if (mkdir(fs->dir, 0777) != 0 && errno != EEXIST)
-        return cp_fail(err, CP_EXIT_INPUT, "%s: cannot create it: %s", fs->dir,
-                       strerror(errno));
+    rep_remove_stale(dir);
+    snprintf(fs->final, sizeof fs->final, "%s/plots", dir);
+    snprintf(fs->dir, sizeof fs->dir, "%s/plots.tmp-%ld-XXXXXX", dir, (long)getpid());
+    if (!mkdtemp(fs->dir)) {
+        int e = errno;
+        fs->dir[0] = '\0';
+        return cp_fail(err, CP_EXIT_INPUT, "%s: cannot create it: %s", fs->final, strerror(e));
+    }
     return 0;
 }
 

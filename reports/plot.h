@@ -9,12 +9,15 @@
  *                the makespan (plot_breakdown.c)
  *     timeline   one row per rank and stream, ops coloured by class (GEMM,
  *                attention, indexer, MoE GEMM, MoE routing, memory-bound,
- *                collective, hop, other), over the whole run or the window
- *                plot_opts picks (plot_timeline.c)
+ *                collective, hop, other), over the whole run; the window
+ *                plot_opts picks beside it, in files named by the options
+ *                (timeline-layers2-3, ...: plot_timeline.c)
  *     memory     per rank (ranks with equal timelines share a panel), bytes
  *                held stacked by category over time, the capacity line and,
  *                when the run ran out of memory, the OOM point
  *                (plot_memory.c)
+ *     a trace without ops (--trace none or steps): the breakdown's compute
+ *     alone one bar per rank, no timeline (plot_run.c)
  *   a serving run folder (summary.json "mode": "serving", steps.csv):
  *     ttft-cdf   the empirical CDF of each request's TTFT per request class
  *                (and of all requests with 2+ classes), log x in seconds;
@@ -56,13 +59,19 @@
  * (keys ending in prompt_tokens) and min_tokens; at each prompt length it
  * shows its best point that fits in memory (over min_tokens), or its best
  * point marked OOM when none fits.  Each strategy keeps one colour and one
- * marker in every sweep picture.
+ * marker in every sweep picture.  When the sweep compares exchanges, the
+ * colour says the exchange from a fixed table (plot_exchange_style), the
+ * same in every sweep, and so does the marker when nothing else varies
+ * (else the marker says the rest of the strategy).  Lines that coincide
+ * are dashed over each other and named together at their end; the points
+ * out of memory are labelled with their strategy.
  */
 #ifndef CP_PLOT_H
 #define CP_PLOT_H
 
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/diag.h"
 
@@ -84,8 +93,11 @@ typedef struct plot_opts {
                                  NULL: every rank */
 } plot_opts;
 
-/* Plots of a run folder (opts NULL: the whole run). */
-int plot_run_dir(const char *dir, const plot_opts *opts, cp_err *err);
+/* Plots of a run folder (opts NULL: the whole run): what its outputs hold
+ * (a run with --trace none or steps: no timeline, the breakdown's compute
+ * not split by class), and then one line to say (NULL: none) naming what
+ * was not drawn and the flag that draws it. */
+int plot_run_dir(const char *dir, const plot_opts *opts, FILE *say, cp_err *err);
 
 /* Plots of a sweep folder from its result lines (sorted by index). */
 int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err);
@@ -117,6 +129,8 @@ typedef struct plot_point {
     double obj;
     int obj_goal;              /* REP_GOAL_MIN or REP_GOAL_MAX */
     int obj_known;             /* the point's summary has the metric */
+    char xkey[32];             /* the exchange of the label ("": not a parameter) */
+    char mkey[256];            /* the label without its exchange ("all": nothing) */
     json_t *line;              /* the result line (borrowed) */
 } plot_point;
 

@@ -30,7 +30,11 @@ static void bar_keys(FILE *b, const plot_sweepset *ss, int any_oom, int best)
                 first = &ss->p[i];
         fprintf(b, "keyentry with boxes fs solid 1.0 lc rgb \"%s\" title ",
                 plot_colors[ss->color[k]]);
-        plot_gp_str(b, ss->factored && first ? first->rest : ss->labels[k]);
+        char xname[64];
+        snprintf(xname, sizeof xname, "exchange=%s", first && first->xkey[0] ? first->xkey
+                                                                              : "(not varied)");
+        plot_gp_str(b, ss->by_exchange ? xname
+                       : ss->factored && first ? first->rest : ss->labels[k]);
         fputs(", \\\n    ", b);
     }
     if (any_oom)

@@ -68,11 +68,16 @@ static double compute_alone(const plot_trace *tr, int rank, edge *ed, double *al
     return total;
 }
 
-/* Columns of breakdown.dat after the rank: the classes, then these. */
-enum { BD_OVERLAP, BD_EXPOSED, BD_IDLE, BD_COUNT };
-static const char *const bd_name[BD_COUNT] = {"overlapped communication",
+/* Columns of breakdown.dat after the rank: the classes, then these:
+ * compute alone not split by class (a rank whose ops the trace lacks:
+ * --trace none or steps, a rank --trace-ranks left out), then
+ * communication and idle. */
+enum { BD_COMPUTE, BD_OVERLAP, BD_EXPOSED, BD_IDLE, BD_COUNT };
+static const char *const bd_name[BD_COUNT] = {"compute alone (no ops in the trace to split it)",
+                                              "overlapped communication",
                                               "exposed communication", "idle"};
-static const char *const bd_col[BD_COUNT] = {"overlapped_comm", "exposed_comm", "idle"};
+static const char *const bd_col[BD_COUNT] = {"compute", "overlapped_comm", "exposed_comm",
+                                             "idle"};
 
 /* Per rank: ms of compute alone by class, then BD_COUNT more (ms). */
 static void rank_times(const plot_trace *tr, json_t *rr, double makespan_ms, int rank,
@@ -87,6 +92,8 @@ static void rank_times(const plot_trace *tr, json_t *rr, double makespan_ms, int
     double scale = alone > 0 ? (compute - overlap) / alone : 0;
     for (int c = 0; c < PLOT_CL_COUNT; c++)
         t[c] *= scale;
+    if (!(alone > 0))
+        t[PLOT_CL_COUNT + BD_COMPUTE] = compute - overlap;
     t[PLOT_CL_COUNT + BD_OVERLAP] = overlap;
     t[PLOT_CL_COUNT + BD_EXPOSED] = comm_ms - overlap;
     t[PLOT_CL_COUNT + BD_IDLE] = fmax(0, makespan_ms - compute - (comm_ms - overlap));
@@ -114,6 +121,7 @@ static void bd_body(plot_figure *f, const plot_figset *fs, const int *used, int 
         /* communication in the collectives' colour, hatched under compute */
         const char *color = c < PLOT_CL_COUNT                  ? plot_class_color[c]
                             : c == PLOT_CL_COUNT + BD_IDLE    ? "#e0e0e0"
+                            : c == PLOT_CL_COUNT + BD_COMPUTE ? "#332288"
                             : c == PLOT_CL_COUNT + BD_OVERLAP ? "#0088aa"
                                                               : plot_class_color[PLOT_CL_COLL];
         if (first)
@@ -155,7 +163,7 @@ int plot_breakdown(plot_figset *fs, const plot_run *run, cp_err *err)
             used[c] |= t[r * ncol + c] > 0;
     }
     /* the communication and idle columns always, so that readers find them */
-    for (int c = PLOT_CL_COUNT; c < ncol; c++)
+    for (int c = PLOT_CL_COUNT + BD_OVERLAP; c < ncol; c++)
         used[c] = 1;
     rep_file rf;
     int rc = plot_data_open(fs, "breakdown", &rf, err);
@@ -186,7 +194,11 @@ int plot_breakdown(plot_figset *fs, const plot_run *run, cp_err *err)
                                       "where the time went, per rank", PLOT_WIDTH, PLOT_HEIGHT);
         snprintf(f->desc, sizeof f->desc, "Per rank, the makespan as stacked bars: compute "
                  "running alone by kernel class, communication under compute (overlapped, "
-                 "hatched), communication alone (exposed) and idle");
+                 "hatched), communication alone (exposed) and idle%s",
+                 used[PLOT_CL_COUNT + BD_COMPUTE]
+                     ? "; the compute of a rank whose ops the trace lacks is one bar, not split "
+                       "by class (cpsim run --trace full writes every op)"
+                     : "");
         bd_body(f, fs, used, nranks, makespan, ttft);
     }
     free(t);

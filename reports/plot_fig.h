@@ -31,7 +31,11 @@ typedef struct plot_figure {
 } plot_figure;
 
 typedef struct plot_figset {
-    char dir[4096];        /* the plots folder */
+    char dir[4096];        /* where the files are written: a folder beside the
+                              plots folder, DIR/plots.tmp-<pid>-XXXXXX, that
+                              plot_draw moves into it once all are drawn */
+    char final[4096];      /* the plots folder, DIR/plots */
+    int done;              /* plot_draw moved the files into place */
     char what[512];        /* the workload and platform, in every caption */
     plot_figure *fig;
     int n;
@@ -40,7 +44,10 @@ typedef struct plot_figset {
     int nnote;
 } plot_figset;
 
-/* The plots folder DIR/plots (created) into an empty *fs. */
+/* The plots of DIR into an empty *fs: drawn in a new folder beside
+ * DIR/plots (stale ones of killed processes removed first), so that a
+ * failure leaves DIR/plots as it was; plot_figset_free removes it unless
+ * plot_draw moved its files into DIR/plots (created when missing). */
 int plot_dir_open(const char *dir, plot_figset *fs, cp_err *err);
 /* A new figure NAME (file stem) of w x h pixels drawn from the data file
  * DATA.dat (NULL: none yet); its body and description are empty. */
@@ -62,8 +69,9 @@ int plot_multiplot(char *buf, size_t len, int n);
 void plot_gp_str(FILE *f, const char *s);
 /* The data file NAME.dat of the plots folder, opened atomically. */
 int plot_data_open(const plot_figset *fs, const char *name, rep_file *rf, cp_err *err);
-/* Write plots.gp, run gnuplot, write index.html under `heading`. */
-int plot_draw(const plot_figset *fs, const char *heading, cp_err *err);
+/* Write plots.gp, run gnuplot, write index.html under `heading`, then move
+ * every file into the plots folder, each whole (index.html last). */
+int plot_draw(plot_figset *fs, const char *heading, cp_err *err);
 
 /* ---- shared by the sweep pictures ------------------------------------------------ */
 
@@ -82,6 +90,8 @@ typedef struct plot_sweepset {
                               gnuplot point type */
     int factored;          /* colours say the exchange (the rest of the label),
                               markers the shape; else both the strategy */
+    int by_exchange;       /* colours say the exchange from the fixed table
+                              (plot_exchange_style); factored is set too */
     const char *dir;       /* the sweep folder */
 } plot_sweepset;
 
@@ -92,6 +102,13 @@ extern const char *const plot_colors[PLOT_NCOLORS];
 /* Thirteen gnuplot point types, filled shapes first. */
 #define PLOT_NMARKERS 13
 extern const int plot_markers[PLOT_NMARKERS];
+
+/* The colour (an index into plot_colors) and marker (an index into
+ * plot_markers) of an exchange in every sweep picture, from a fixed table
+ * of the values of parallel.exchange; 0 for a name the table lacks. */
+int plot_exchange_style(const char *exchange, int *color, int *marker);
+/* Whether an exchange of the table has colour c. */
+int plot_color_taken(int c);
 
 /* The point a strategy shows at a prompt length: its best that fits, else
  * its best out of memory; NULL when none ran. */

@@ -49,6 +49,42 @@ static int varies_min_tokens(const plot_sweepset *ss, long long L)
     return 0;
 }
 
+/* At most this many strategies out of memory are named on a picture; more
+ * would cover the points. */
+#define PARETO_OOM_NAMES 12
+
+/* Each strategy with points out of memory at L named (in red, tags from
+ * `tag` on) at the fastest of them; returns how many were not (past
+ * PARETO_OOM_NAMES). */
+static size_t oom_names(FILE *b, const plot_sweepset *ss, long long L, size_t tag, double mid)
+{
+    size_t n = 0, more = 0;
+    for (size_t k = 0; k < ss->ns; k++) {
+        const plot_point *best = NULL;
+        for (size_t i = 0; i < ss->n; i++) {
+            const plot_point *p = &ss->p[i];
+            if (p->ok && p->oom && p->prompt == L && strcmp(p->label, ss->labels[k]) == 0 &&
+                (!best || p->ttft_s < best->ttft_s))
+                best = p;
+        }
+        if (!best)
+            continue;
+        if (n == PARETO_OOM_NAMES) {
+            more++;
+            continue;
+        }
+        char text[300];
+        snprintf(text, sizeof text, "%s: out of memory", ss->labels[k]);
+        fprintf(b, "set label %zu ", tag + n++);
+        plot_gp_str(b, text);
+        /* on the side of the point with more room (mid: the x axis' middle, GB) */
+        int right = best->peak_bytes / 1e9 > mid;
+        fprintf(b, " at %.6f,%.9g %s offset %s1.5,0 font \",8\" tc rgb \"#cc0000\" front\n",
+                best->peak_bytes / 1e9, best->ttft_s, right ? "right" : "left", right ? "-" : "");
+    }
+    return more;
+}
+
 static int pareto(plot_figset *fs, const plot_sweepset *ss, long long L, const plot_point **f,
                   cp_err *err)
 {
@@ -99,7 +135,8 @@ static int pareto(plot_figset *fs, const plot_sweepset *ss, long long L, const p
     snprintf(fg->desc, sizeof fg->desc, "At %lld prompt tokens, every point's TTFT against its "
              "peak memory in its strategy's colour and marker; the Pareto front of the points "
              "that fit (none faster and smaller) joined and named%s", L,
-             any_oom ? "; out-of-memory points crossed" : "");
+             any_oom ? "; out-of-memory points crossed, each such strategy named at its "
+                       "fastest" : "");
     FILE *b = plot_fig_body(fs, fg, "set title", "TTFT against peak memory, prompt of %lld "
                             "tokens%s", L, show_cap ? "" : " (every point far below the capacity)");
     fprintf(b, "set xlabel \"peak memory per GPU (GB)\"\nset ylabel \"TTFT (s)\"\nset grid\n"
@@ -137,10 +174,23 @@ static int pareto(plot_figset *fs, const plot_sweepset *ss, long long L, const p
     if (show_cap)
         fprintf(b, "set arrow 1 from %.6f, graph 0 to %.6f, graph 1 nohead dt 2 lw 2 "
                    "lc rgb \"#cc0000\"\n", cap, cap);
+    double xlo = fmax(0, lo_m - (xmax - lo_m) * 0.08);
+    size_t unnamed = any_oom ? oom_names(b, ss, L, nf + 2, (xlo + xmax) / 2) : 0;
+    if (unnamed) {
+        size_t len = strlen(fg->desc);
+        snprintf(fg->desc + len, sizeof fg->desc - len, " (%zu more strategies out of memory "
+                 "not named: %s.dat has them)", unnamed, name);
+    }
+    /* the crosses first: the strategy's point stays visible on its cross */
     fputs("plot", b);
+    if (any_oom)
+        for (size_t k = 0; k < ss->ns; k++)
+            fprintf(b, "%s \"%s.dat\" index %zu using 1:($3 > 0 ? $2 : 1/0) with points "
+                       "pt 2 ps 2.4 lw 2 lc rgb \"#cc0000\" %s", k ? ", \\\n   " : "", name, k,
+                    k ? "notitle" : "title \"out of memory\"");
     for (size_t k = 0; k < ss->ns; k++) {
         fprintf(b, "%s \"%s.dat\" index %zu using 1:2 with points lc rgb \"%s\" pt %d ps 1.4 "
-                   "title ", k ? ", \\\n    " : "", name, k, plot_colors[ss->color[k]],
+                   "title ", k || any_oom ? ", \\\n    " : "", name, k, plot_colors[ss->color[k]],
                 ss->marker[k]);
         plot_gp_str(b, ss->labels[k]);
     }
@@ -148,11 +198,6 @@ static int pareto(plot_figset *fs, const plot_sweepset *ss, long long L, const p
                "title \"Pareto front (fits)\", \\\n    \"%s.dat\" index %zu using 1:2 with "
                "points pt 6 ps 2.4 lw 1.5 lc rgb \"#000000\" notitle", name, ss->ns, name,
             ss->ns);
-    if (any_oom)
-        for (size_t k = 0; k < ss->ns; k++)
-            fprintf(b, ", \\\n    \"%s.dat\" index %zu using 1:($3 > 0 ? $2 : 1/0) with points "
-                       "pt 2 ps 2.4 lw 2 lc rgb \"#cc0000\" %s", name, k,
-                    k ? "notitle" : "title \"out of memory\"");
     if (show_cap)
         fprintf(b, ", \\\n    NaN with lines dt 2 lw 2 lc rgb \"#cc0000\" title \"capacity "
                    "%.1f GB\"", cap);

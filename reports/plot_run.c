@@ -242,8 +242,43 @@ static const char *tl_option(const plot_opts *o)
                                          : NULL;
 }
 
-/* The pictures of a serving run (see the top of this file). */
-static int plot_serving_run(plot_figset *fs, plot_run *run, const plot_opts *opts, cp_err *err)
+/* The timeline of the whole run, then that of the window opts picks (its
+ * own files: plot_timeline.c) when they pick one. */
+static int run_timelines(plot_figset *fs, const plot_run *run, const plot_opts *opts,
+                         cp_err *err)
+{
+    if (plot_timeline(fs, run, NULL, err) != 0)
+        return -1;
+    return tl_option(opts) ? plot_timeline(fs, run, opts, err) : 0;
+}
+
+/* Why a run's trace holds no op to draw (traced: it has a trace). */
+static const char *no_ops_why(int traced)
+{
+    return traced ? "the run's trace holds one span per rank and step, no op (--trace steps)"
+                  : "the run wrote no trace (--trace none)";
+}
+
+/* The timeline of a run whose trace holds no op: a timeline option is
+ * refused, else index.html says why there is none (`ops`: what --trace
+ * full writes, for the message). */
+static int no_timeline(plot_figset *fs, const plot_run *run, const plot_opts *opts, int traced,
+                       const char *ops, cp_err *err)
+{
+    const char *opt = tl_option(opts);
+    if (opt)
+        return cp_fail(err, CP_EXIT_INPUT, "%s: %s has no op to draw a timeline of: "
+                       "%s; cpsim run --trace full writes %s", opt, run->dir,
+                       no_ops_why(traced), ops);
+    plot_note(fs, "timeline: not drawn: %s; cpsim run --trace full writes %s",
+              no_ops_why(traced), ops);
+    return 0;
+}
+
+/* The pictures of a serving run (see the top of this file); *no_ops set
+ * when its trace holds no op. */
+static int plot_serving_run(plot_figset *fs, plot_run *run, const plot_opts *opts, int *no_ops,
+                            cp_err *err)
 {
     int rc = plot_read_steps(run->dir, &run->steps, err);
     if (rc < 0)
@@ -260,17 +295,10 @@ static int plot_serving_run(plot_figset *fs, plot_run *run, const plot_opts *opt
               "first steps only, and summary.json's ttft_s is the first request's; every "
               "rank's compute_s, comm_s and overlap_s over the whole run are in "
               "summary.json's ranks");
-    const char *opt = tl_option(opts);
+    *no_ops = run->tr.n == 0;
     if (run->tr.n == 0) {
-        if (opt)
-            return cp_fail(err, CP_EXIT_INPUT, "%s: the serving run in %s has %s: no op to "
-                           "draw a timeline of (cpsim run --trace full writes the ops of the "
-                           "first steps)", opt, run->dir,
-                           traced ? "a trace of step spans only" : "no trace");
-        plot_note(fs, "timeline: not drawn: %s", traced
-                  ? "the trace holds one span per rank and step, no op (cpsim run --trace full "
-                    "writes every op of the first steps)"
-                  : "the run wrote no trace (--trace none)");
+        if (no_timeline(fs, run, opts, traced, "the ops of the first steps", err) != 0)
+            return -1;
     } else {
         /* what plot_timeline would refuse, said of a serving trace */
         int has_step = 0, lo_step = -1, hi_step = -1;
@@ -288,21 +316,23 @@ static int plot_serving_run(plot_figset *fs, plot_run *run, const plot_opts *opt
             return cp_fail(err, CP_EXIT_INPUT, "--step %d: the trace of this serving run holds "
                            "the ops of steps %d-%d only (steps.csv lists every step)",
                            opts->step, lo_step, hi_step);
-        if (plot_timeline(fs, run, opts, err) != 0)
+        if (run_timelines(fs, run, opts, err) != 0)
             return -1;
-        plot_figure *f = &fs->fig[fs->n - 1];
-        size_t len = strlen(f->desc);
         char nsteps[32] = "the first";
         if (full >= 0)
             snprintf(nsteps, sizeof nsteps, "the first %d", full);
-        snprintf(f->desc + len, sizeof f->desc - len, ". A serving trace holds every op of %s "
-                 "steps (--step picks one of them), then one span per rank and step, not drawn "
-                 "here: the batch picture covers every step", nsteps);
+        for (int k = fs->n - (tl_option(opts) ? 2 : 1); k < fs->n; k++) {
+            plot_figure *f = &fs->fig[k];
+            size_t len = strlen(f->desc);
+            snprintf(f->desc + len, sizeof f->desc - len, ". A serving trace holds every op of "
+                     "%s steps (--step picks one of them), then one span per rank and step, not "
+                     "drawn here: the batch picture covers every step", nsteps);
+        }
     }
     return plot_memory(fs, run, err);
 }
 
-int plot_run_dir(const char *dir, const plot_opts *opts, cp_err *err)
+int plot_run_dir(const char *dir, const plot_opts *opts, FILE *say, cp_err *err)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/summary.json", dir);
@@ -318,15 +348,19 @@ int plot_run_dir(const char *dir, const plot_opts *opts, cp_err *err)
     int rc = plot_dir_open(dir, &fs, err);
     if (rc == 0)
         run_what(run.summary, fs.what, sizeof fs.what);
+    int traced = trace_exists(dir), no_ops = 0;
     if (rc == 0 && run.serving) {
-        rc = plot_serving_run(&fs, &run, opts, err);
+        rc = plot_serving_run(&fs, &run, opts, &no_ops, err);
     } else {
-        if (rc == 0)
+        if (rc == 0 && traced)
             rc = read_trace(dir, &run.tr, NULL, err);
+        no_ops = run.tr.n == 0;
         if (rc == 0)
             rc = plot_breakdown(&fs, &run, err);
-        if (rc == 0)
-            rc = plot_timeline(&fs, &run, opts, err);
+        if (rc == 0 && no_ops)
+            rc = no_timeline(&fs, &run, opts, traced, "every op", err);
+        else if (rc == 0)
+            rc = run_timelines(&fs, &run, opts, err);
         if (rc == 0)
             rc = plot_memory(&fs, &run, err);
     }
@@ -335,6 +369,11 @@ int plot_run_dir(const char *dir, const plot_opts *opts, cp_err *err)
              fs.what);
     if (rc == 0)
         rc = plot_draw(&fs, heading, err);
+    /* the one line on what the outputs could not draw, and the flag that would */
+    if (rc == 0 && no_ops && say)
+        fprintf(say, "plots: no timeline%s: %s; cpsim run --trace full draws %s\n",
+                run.serving ? "" : ", and the breakdown's compute is not split by kernel class",
+                no_ops_why(traced), run.serving ? "it" : "them");
     plot_figset_free(&fs);
     free(run.tr.e);
     free(run.steps.v);

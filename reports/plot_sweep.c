@@ -50,7 +50,7 @@ static char *label_value(json_t *v)
  * part */
 static void point_labels(json_t *params, plot_point *pt)
 {
-    size_t ol = 0, os = 0, orr = 0;
+    size_t ol = 0, os = 0, orr = 0, om = 0;
     const char *k;
     json_t *v;
     json_object_foreach(params, k, v) {
@@ -62,6 +62,11 @@ static void point_labels(json_t *params, plot_point *pt)
             ol += (size_t)snprintf(pt->label + ol, sizeof pt->label - ol, "%s%s=%s",
                                    ol ? " " : "", short_k, text);
         int rest = ends_with(k, "exchange") || ends_with(k, "kv_storage");
+        if (strcmp(k, "parallel.exchange") == 0)
+            snprintf(pt->xkey, sizeof pt->xkey, "%s", text);
+        else if (om < sizeof pt->mkey)
+            om += (size_t)snprintf(pt->mkey + om, sizeof pt->mkey - om, "%s%s=%s",
+                                   om ? " " : "", short_k, text);
         if (!rest && os < sizeof pt->shape)
             os += (size_t)snprintf(pt->shape + os, sizeof pt->shape - os, "%s%s=%s",
                                    os ? " " : "", short_k, text);
@@ -76,6 +81,8 @@ static void point_labels(json_t *params, plot_point *pt)
         snprintf(pt->shape, sizeof pt->shape, "all");
     if (!orr)
         snprintf(pt->rest, sizeof pt->rest, "all");
+    if (!om)
+        snprintf(pt->mkey, sizeof pt->mkey, "all");
 }
 
 static long long param_int(json_t *params, const char *key, long long dflt)
@@ -214,13 +221,78 @@ static size_t intern(const char **v, size_t *n, const char *s)
     return (*n)++;
 }
 
-/* Colour and marker per strategy.  When the strategies vary both in shape
- * and in exchange (a few of each), the colour says the exchange and the
- * marker the shape, so every strategy has a pair of its own that reads;
- * otherwise strategy k takes colour k % 12 and marker k % 13: pairs of
- * their own for the first 156, and neighbours apart in both. */
+/* Whether two strategies share a colour and a marker. */
+static int styles_clash(const plot_sweepset *ss)
+{
+    for (size_t k = 0; k < ss->ns; k++)
+        for (size_t j = 0; j < k; j++)
+            if (ss->color[j] == ss->color[k] && ss->marker[j] == ss->marker[k])
+                return 1;
+    return 0;
+}
+
+/* When the sweep compares exchanges (2+ in its labels): the colour of each
+ * from the fixed table, an exchange it lacks (and "", the strategies
+ * without one) taking the colours no exchange of the table has, in order;
+ * the marker the exchange's too when nothing else varies, else the rest of
+ * the label's, in order.  0 when the sweep does not compare exchanges or
+ * two strategies would look alike. */
+static int styles_by_exchange(plot_sweepset *ss, const plot_point *const *first)
+{
+    const char **xs = malloc((ss->ns + 1) * sizeof *xs);
+    const char **ms = malloc((ss->ns + 1) * sizeof *ms);
+    int *xcolor = malloc((ss->ns + 1) * sizeof *xcolor);
+    if (!xs || !ms || !xcolor)
+        abort();
+    size_t nx = 0, nm = 0, named = 0;
+    for (size_t k = 0; k < ss->ns; k++) {
+        intern(ms, &nm, first[k]->mkey);
+        size_t before = nx;
+        size_t x = intern(xs, &nx, first[k]->xkey);
+        if (nx == before)
+            continue;
+        named += first[k]->xkey[0] != '\0';
+        int c, m;
+        xcolor[x] = -1;
+        if (plot_exchange_style(first[k]->xkey, &c, &m))
+            xcolor[x] = c;
+    }
+    /* the free colours for the exchanges the table lacks */
+    int next = 0;
+    for (size_t x = 0; x < nx; x++) {
+        if (xcolor[x] >= 0)
+            continue;
+        while (next < PLOT_NCOLORS && plot_color_taken(next))
+            next++;
+        xcolor[x] = next < PLOT_NCOLORS ? next++ : (int)(x % PLOT_NCOLORS);
+    }
+    for (size_t k = 0; named >= 2 && k < ss->ns; k++) {
+        size_t x = intern(xs, &nx, first[k]->xkey), mi = intern(ms, &nm, first[k]->mkey);
+        int c, m;
+        int known = plot_exchange_style(first[k]->xkey, &c, &m);
+        ss->color[k] = xcolor[x];
+        ss->marker[k] = nm == 1 ? plot_markers[known ? m : (int)(x % PLOT_NMARKERS)]
+                                : plot_markers[mi % PLOT_NMARKERS];
+    }
+    free(xs);
+    free(ms);
+    free(xcolor);
+    return named >= 2 && !styles_clash(ss);
+}
+
+/* Colour and marker per strategy: by exchange when the sweep compares
+ * exchanges (styles_by_exchange).  Else, when the strategies vary both in
+ * shape and in the rest (kv_storage; a few of each), the colour says the
+ * rest and the marker the shape, so every strategy has a pair of its own
+ * that reads; otherwise strategy k takes colour k % 12 and marker k % 13:
+ * pairs of their own for the first 156, and neighbours apart in both. */
 static void assign_styles(plot_sweepset *ss, const plot_point *const *first)
 {
+    ss->by_exchange = styles_by_exchange(ss, first);
+    if (ss->by_exchange) {
+        ss->factored = 1;
+        return;
+    }
     const char **rests = malloc((ss->ns + 1) * sizeof *rests);
     const char **shapes = malloc((ss->ns + 1) * sizeof *shapes);
     size_t *ri = malloc((ss->ns + 1) * sizeof *ri), *si = malloc((ss->ns + 1) * sizeof *si);

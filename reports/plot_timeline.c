@@ -91,8 +91,32 @@ static void tl_title(const plot_opts *o, int step, char *buf, size_t len)
         snprintf(buf + off, len - off, ", %g-%g ms", o->win_lo, o->win_hi);
 }
 
+/* The file stem: "timeline" for the whole run, else the window's own, so
+ * that it leaves the whole run's in place: "timeline-step2-layers2-3-
+ * ranks0_2-3-ms1.5-2.5" (the options given, in this order; a comma of
+ * --ranks as "_"). */
+static void tl_stem(const plot_opts *o, char *buf, size_t len)
+{
+    size_t off = (size_t)snprintf(buf, len, "timeline");
+    if (o && o->step >= 0 && off < len)
+        off += (size_t)snprintf(buf + off, len - off, "-step%d", o->step);
+    if (o && o->layer_lo >= 0 && off < len)
+        off += (size_t)snprintf(buf + off, len - off, "-layers%d-%d", o->layer_lo,
+                                o->layer_hi);
+    if (o && o->ranks && off < len) {
+        off += (size_t)snprintf(buf + off, len - off, "-ranks");
+        for (const char *c = o->ranks; *c && off + 1 < len; c++)
+            buf[off++] = (*c >= '0' && *c <= '9') || *c == '-' ? *c : '_';
+        buf[off < len ? off : len - 1] = '\0';
+    }
+    if (o && o->win_hi > o->win_lo && off < len)
+        snprintf(buf + off, len - off, "-ms%g-%g", o->win_lo, o->win_hi);
+}
+
 int plot_timeline(plot_figset *fs, const plot_run *run, const plot_opts *o, cp_err *err)
 {
+    char stem[64];
+    tl_stem(o, stem, sizeof stem);
     const plot_trace *tr = &run->tr;
     const plot_event *e = tr->e;
     int nslots = tr->nranks * ST_COUNT;
@@ -120,7 +144,7 @@ int plot_timeline(plot_figset *fs, const plot_run *run, const plot_opts *o, cp_e
         rc = tl_window(tr, rsel, o, &lo, &hi, &step, err);
     rep_file rf;
     if (rc == 0)
-        rc = plot_data_open(fs, "timeline", &rf, err);
+        rc = plot_data_open(fs, stem, &rf, err);
     int blocks[PLOT_CL_COUNT], nblocks = 0;
     for (int c = 0; rc == 0 && c < PLOT_CL_COUNT; c++) {
         blocks[c] = -1;
@@ -141,7 +165,7 @@ int plot_timeline(plot_figset *fs, const plot_run *run, const plot_opts *o, cp_e
     if (rc == 0) {
         char title[256];
         tl_title(o, step, title, sizeof title);
-        plot_figure *f = plot_fig_add(fs, "timeline", "timeline", title, PLOT_TIMELINE_WIDTH,
+        plot_figure *f = plot_fig_add(fs, stem, stem, title, PLOT_TIMELINE_WIDTH,
                                       PLOT_TIMELINE_HEIGHT);
         snprintf(f->desc, sizeof f->desc, "One row per rank and stream, every op coloured by "
                  "its class, from %.3f to %.3f ms of simulated time (cpsim plot --step, "
@@ -155,9 +179,9 @@ int plot_timeline(plot_figset *fs, const plot_run *run, const plot_opts *o, cp_e
         for (int c = 0, first = 1; c < PLOT_CL_COUNT; c++) {
             if (blocks[c] < 0)
                 continue;
-            fprintf(b, "%s \"timeline.dat\" index %d using (($1+$2)/2):3:(($2-$1)/2):(0.4) "
+            fprintf(b, "%s \"%s.dat\" index %d using (($1+$2)/2):3:(($2-$1)/2):(0.4) "
                        "with boxxyerror lc rgb \"%s\" title \"%s\"", first ? "" : ", \\\n",
-                    blocks[c], plot_class_color[c], plot_class_name[c]);
+                    stem, blocks[c], plot_class_color[c], plot_class_name[c]);
             first = 0;
         }
         if (nblocks == 0)   /* a window between ops: an empty frame */

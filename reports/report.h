@@ -293,7 +293,12 @@ void rep_tmp_cleanup(void);
 void rep_clear_outputs(const char *dir);
 
 /* Remove the temporary files in dir left by processes that no longer
- * exist (killed runs and sweeps: PATH.tmp-<pid>-XXXXXX). */
+ * exist (killed runs and sweeps: PATH.tmp-<pid>-XXXXXX), and such folders
+ * (a plots folder being drawn: plots.tmp-<pid>-XXXXXX) with their files. */
 void rep_remove_stale(const char *dir);
+
+/* Remove the folder dir and the files in it (a folder of files only, such
+ * as a plots folder being drawn); what cannot be removed stays. */
+void rep_remove_dir(const char *dir);
 
 #endif

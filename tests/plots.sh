@@ -6,13 +6,20 @@
 #   - a sweep with a point out of memory: hatched bar and cell, OOM marks;
 #   - a sweep over prompt lengths, shapes, exchanges and min_tokens: TTFT and
 #     overlap, the heat maps, the split/copied crossover against split.csv;
+#   - two sweeps of other exchange sets: each exchange in the same colour and
+#     marker in both; lines that coincide dashed and named together; points
+#     out of memory named with their strategy;
 #   - 23 strategies (result lines made from the demo's): each its own colour
 #     and marker pair, a legend that holds them all;
 #   - a run with decode steps and one with overlap (ring): the per-rank
 #     breakdown sums to the makespan and agrees with the summary (from
 #     trace.json and trace.json.gz alike); the timeline's --step, --window,
-#     --ranks and --layers windows, their refusals; a run out of memory: the
+#     --ranks and --layers windows, each in files of its own beside the whole
+#     run's, their refusals; a run out of memory: the
 #     OOM point on the memory picture;
+#   - runs with --trace none and --trace steps (and a serving run without a
+#     trace): what their outputs draw, the one line naming what is not drawn
+#     and --trace full; a failed plot leaves the plots folder as it was;
 #   - a serving run (the long/short mix, 5 simulated seconds): the TTFT and
 #     TPOT CDFs per class against summary.json's serving figures, the batch
 #     picture against steps.csv, the timeline of what the trace holds (--step
@@ -26,6 +33,7 @@ name=plots
 . "$top_srcdir/tests/plot_checks.sh"
 MODEL=qwen3-omni-30b-a3b-thinker
 PLAT=h100-sxm-8
+MIX="$top_srcdir/workloads/examples/long-short-mix.yaml"
 
 # csv FILE COLUMN WHERE: the column named COLUMN of the rows of a CSV file
 # (no quoted commas) for which the awk condition WHERE holds over columns
@@ -132,6 +140,8 @@ sed -n '/^# ---- bars$/,/^unset output$/p' "$P/plots.gp" >"$tmp/bars.gp"
 grep -q 'pattern 4 lc rgb "#cc0000" notitle' "$tmp/bars.gp" || fail "OOM bars are not hatched"
 grep -q 'out of memory (hatched)' "$tmp/bars.gp" || fail "the bars' legend lacks the OOM mark"
 grep -q 'title "out of memory"' "$P/plots.gp" || fail "the Pareto plot lacks OOM marks"
+grep -q 'set label [0-9]* "tp=1 sp=8: out of memory" at ' "$P/plots.gp" ||
+    fail "the Pareto plot does not name the strategy out of memory"
 
 # ---- a sweep over prompt lengths: lines, heat maps, crossover --------------------------
 cat >"$tmp/len.yaml" <<'YAML'
@@ -185,6 +195,64 @@ for L in 1024 4096 16384; do
     x=$(awk -v L=$L 'BEGIN { print (L == 1024 ? 0 : L == 4096 ? 1 : 2) }')
     got=$(awk -v x=$x '!/^#/ && NF && $1 == x && $10 == 1 { print $3 }' "$P/heatmap.dat")
     near "$best" "$got" || fail "heatmap.dat: the winner at $L is $got s, best.csv $best"
+done
+
+# ---- an exchange's style in every sweep; lines that coincide; OOM names ---------------
+# two sweeps of other exchange sets: each exchange the same colour and marker
+# in both (the fixed table), whatever the others; at SP 1 the exchanges do
+# not run, their lines coincide: dashed and named together at their end
+for set in "none, ring, ring_kv" "ring, ring_kv"; do
+    k=$(echo "$set" | tr -d ', ')
+    cat >"$tmp/x-$k.yaml" <<YAML
+name: x-$k
+base: base.yaml
+grid:
+  parallel.exchange: [$set]
+  requests.0.prompt_tokens: [1024, 2048]
+YAML
+    "$CPSIM" sweep "$tmp/x-$k.yaml" -j 2 --quiet --plots --out "$tmp/x-$k" ||
+        fail "the sweep of $set exited $?"
+    for f in ttft pareto-1024; do
+        sed -n "/^# ---- $f\$/,/^unset output\$/p" "$tmp/x-$k/plots/plots.gp" |
+            grep -o 'rgb "#[0-9a-f]*" pt [0-9]* ps [0-9.]* title "exchange=[a-z_]*"' |
+            sed 's/ ps [0-9.]* title / /' >"$tmp/x-$k.$f"
+        [ "$(wc -l <"$tmp/x-$k.$f")" -eq "$(echo "$set" | tr ',' '\n' | wc -l)" ] ||
+            fail "$f of $set: styles $(cat "$tmp/x-$k.$f")"
+    done
+done
+for f in ttft pareto-1024; do
+    for x in ring ring_kv; do
+        a=$(grep "\"exchange=$x\"" "$tmp/x-noneringring_kv.$f")
+        b=$(grep "\"exchange=$x\"" "$tmp/x-ringring_kv.$f")
+        [ -n "$a" ] && [ "$a" = "$b" ] || fail "$f: $x drawn as $a in one sweep, $b in another"
+    done
+done
+gp=$(sed -n '/^# ---- ttft$/,/^unset output$/p' "$tmp/x-noneringring_kv/plots/plots.gp")
+echo "$gp" | grep -q 'set label [0-9]* "one line, exchange: none = ring = ring_kv" at 2048,' ||
+    fail "ttft: the coinciding lines are not named together at their end"
+[ "$(echo "$gp" | grep -c 'with linespoints lw 1.5 dt 2 ')" -eq 2 ] ||
+    fail "ttft: not the 2 lines on another's dashed"
+echo "$gp" | grep -q 'index 0 using 1:2 with linespoints lw 1.5 lc' ||
+    fail "ttft: the first of the coinciding lines is not solid"
+# the OOM sweep over two lengths and exchanges: each strategy out of memory
+# named on the TTFT and Pareto pictures
+more='\n  parallel.exchange: [none, ring]\n  requests.0.prompt_tokens: [262144, 524288]'
+{
+    sed -e 's/^name: oom$/name: oomx/' -e '/^set:/d' -e "s/^  parallel.sp: .*/&$more/" \
+        "$tmp/oom.yaml"
+    echo '  - parallel.sp == 8 || parallel.exchange == none'
+} >"$tmp/oomx.yaml"
+"$CPSIM" sweep "$tmp/oomx.yaml" -j 2 --quiet --plots --out "$tmp/oomx" ||
+    fail "the OOM sweep over lengths exited $?"
+for f in ttft pareto-524288; do
+    gp=$(sed -n "/^# ---- $f\$/,/^unset output\$/p" "$tmp/oomx/plots/plots.gp")
+    for i in $(csv "$tmp/oomx/results.csv" index '$c["oom"] == "true"'); do
+        st="tp=$(csv "$tmp/oomx/results.csv" parallel.tp "\$c[\"index\"] == $i")"
+        st="$st sp=$(csv "$tmp/oomx/results.csv" parallel.sp "\$c[\"index\"] == $i")"
+        st="$st exchange=$(csv "$tmp/oomx/results.csv" parallel.exchange "\$c[\"index\"] == $i")"
+        echo "$gp" | grep -q "set label [0-9]* \"$st: out of memory\" at .*tc rgb \"#cc0000\"" ||
+            fail "$f: point $i out of memory, its strategy $st not named"
+    done
 done
 
 # ---- 20 strategies: a style of their own each, a legend that holds them -------------
@@ -300,24 +368,32 @@ ttft=$(grep -m1 '"ttft_s"' "$R/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
 tl() { awk -v f="$1" '!/^#/ && NF { if (lo == "" || $1 < lo) lo = $1; if ($2 > hi) hi = $2
                                       if ($3 > row) row = $3 }
                       END { print (f == "lo" ? lo : f == "hi" ? hi : row) }' \
-           "$R/plots/timeline.dat"; }
+           "$R/plots/${2:-timeline}.dat"; }
 "$CPSIM" plot "$R" --step 2 >/dev/null || fail "plot --step 2 exited $?"
-awk -v lo="$(tl lo)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
-    fail "--step 2 starts at $(tl lo) ms, before the TTFT $ttft s"
+awk -v lo="$(tl lo timeline-step2)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
+    fail "--step 2 starts at $(tl lo timeline-step2) ms, before the TTFT $ttft s"
 grep -q 'set title "timeline, step 2\\n' "$R/plots/plots.gp" || fail "--step 2: no title"
 "$CPSIM" plot "$R" --ranks 0,2-3 >/dev/null || fail "plot --ranks exited $?"
-[ "$(tl row)" -eq 5 ] || fail "--ranks 0,2-3: rows up to $(tl row), expected 6 rows"
+[ "$(tl row timeline-ranks0_2-3)" -eq 5 ] ||
+    fail "--ranks 0,2-3: rows up to $(tl row timeline-ranks0_2-3), expected 6 rows"
 grep -q '"r2 compute" 2' "$R/plots/plots.gp" || fail "--ranks 0,2-3: rank 2 not third"
 "$CPSIM" plot "$R" --window 1.5:2.5 >/dev/null || fail "plot --window exited $?"
-[ "$(tl lo)" = 1.500000 ] && [ "$(tl hi)" = 2.500000 ] ||
-    fail "--window 1.5:2.5 spans $(tl lo)-$(tl hi) ms"
+[ "$(tl lo timeline-ms1.5-2.5)" = 1.500000 ] && [ "$(tl hi timeline-ms1.5-2.5)" = 2.500000 ] ||
+    fail "--window 1.5:2.5 spans $(tl lo timeline-ms1.5-2.5)-$(tl hi timeline-ms1.5-2.5) ms"
 "$CPSIM" plot "$R" --layers 1-1 >/dev/null || fail "plot --layers exited $?"
-awk -v hi="$(tl hi)" -v t="$ttft" 'BEGIN { exit !(hi < t * 1e3 / 4) }' ||
-    fail "--layers 1-1 should stay in the prefill step, ends at $(tl hi) ms"
+awk -v hi="$(tl hi timeline-layers1-1)" -v t="$ttft" 'BEGIN { exit !(hi < t * 1e3 / 4) }' ||
+    fail "--layers 1-1 should stay in the prefill step, ends at $(tl hi timeline-layers1-1) ms"
+# a window has files of its own: the whole run's timeline stays beside it
+check_pic "$R/plots" timeline-layers1-1 1600 900
+check_pic "$R/plots" timeline 1600 900
+span=$(grep -m1 '"makespan_s"' "$R/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
+awk -v hi="$(tl hi)" -v s="$span" 'BEGIN { d = hi - s * 1e3; exit !(d < 1e-3 && d > -1e-3) }' ||
+    fail "--layers 1-1 replaced the whole run's timeline: it ends at $(tl hi) ms, not $span s"
 "$CPSIM" plot "$R" --layers 1-1 --step 1 --ranks 1 >/dev/null || fail "combined options exited $?"
-awk -v lo="$(tl lo)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
-    fail "--layers 1-1 --step 1 starts at $(tl lo) ms"
-[ "$(tl row)" -eq 1 ] || fail "--ranks 1: rows up to $(tl row), expected 2 rows"
+W=timeline-step1-layers1-1-ranks1
+awk -v lo="$(tl lo $W)" -v t="$ttft" 'BEGIN { exit !(lo > t * 1e3) }' ||
+    fail "--layers 1-1 --step 1 starts at $(tl lo $W) ms"
+[ "$(tl row $W)" -eq 1 ] || fail "--ranks 1: rows up to $(tl row $W), expected 2 rows"
 expect_refusal "--step 9: the trace has no op in this step" "$CPSIM" plot "$R" --step 9
 expect_refusal "--ranks 4: the run has 4 ranks (0-3)" "$CPSIM" plot "$R" --ranks 4
 expect_refusal "--ranks 2-1: expected a list" "$CPSIM" plot "$R" --ranks 2-1
@@ -325,6 +401,63 @@ expect_refusal "--window 5:1: expected T0:T1" "$CPSIM" plot "$R" --window 5:1
 expect_refusal "--window 9000:9001: no op" "$CPSIM" plot "$R" --window 9000:9001
 expect_refusal "--step: $D is a sweep folder" "$CPSIM" plot "$D" --step 0
 expect_refusal "--ranks: $D is a sweep folder" "$CPSIM" plot "$D" --ranks 0
+
+# ---- runs without the ops of a trace: what their outputs draw -------------------------
+# --trace none and --trace steps: the breakdown from summary.json (compute
+# alone as one bar, not split by class) and the memory from memory.csv; no
+# timeline, said in one line that names --trace full and in index.html
+for lvl in none steps; do
+    N="$tmp/trace-$lvl"
+    "$CPSIM" run "$tmp/base.yaml" $RUN_SETS --trace $lvl --out "$N" >"$tmp/n.out" 2>&1 ||
+        fail "run --trace $lvl exited $?: $(cat "$tmp/n.out")"
+    [ $lvl = none ] || "$CPSIM" plot "$N" >"$tmp/n.out" 2>&1 ||
+        fail "plot after --trace $lvl exited $?: $(cat "$tmp/n.out")"
+    [ $lvl = steps ] || "$CPSIM" run "$tmp/base.yaml" $RUN_SETS --trace $lvl --plots \
+        --out "$N" >"$tmp/n.out" 2>&1 || fail "run --trace $lvl --plots exited $?: $(cat \
+"$tmp/n.out")"
+    check_pic "$N/plots" breakdown 1200 750
+    check_pic "$N/plots" memory 1200 750
+    check_index "$N/plots" $MODEL $PLAT
+    [ ! -e "$N/plots/timeline.png" ] || fail "--trace $lvl: a timeline of no ops"
+    [ "$(grep -c '^plots: no timeline' "$tmp/n.out")" -eq 1 ] &&
+        grep '^plots: no timeline' "$tmp/n.out" | grep -q -- "--trace $lvl.*--trace full" ||
+        fail "--trace $lvl: no line naming what is not drawn and --trace full: $(cat "$tmp/n.out")"
+    grep -q '<p class="note">timeline: not drawn: .*--trace full' "$N/plots/index.html" ||
+        fail "--trace $lvl: index.html does not say why there is no timeline"
+    # the one compute bar is the summary's compute_s - overlap_s of the rank
+    cs=$(grep -m1 '"compute_s"' "$N/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
+    os=$(grep -m1 '"overlap_s"' "$N/summary.json" | sed 's/.*: \([0-9.e+-]*\).*/\1/')
+    grep -q '^# rank compute overlapped_comm exposed_comm idle$' "$N/plots/breakdown.dat" ||
+        fail "--trace $lvl: breakdown.dat columns $(grep '^# rank' "$N/plots/breakdown.dat")"
+    got=$(awk '!/^#/ && $1 == 0 { print $2 }' "$N/plots/breakdown.dat")
+    near "$(awk -v c="$cs" -v o="$os" 'BEGIN { printf "%.9f", (c - o) * 1e3 }')" "$got" ||
+        fail "--trace $lvl: rank 0 computes $got ms alone, summary.json ${cs} - ${os} s"
+    # nothing but the run's outputs and the plots folder
+    left=$(ls "$N" | tr '\n' ' ')
+    case $left in
+        "memory.csv plots summary.json "|"memory.csv plots summary.json trace.json ") ;;
+        *) fail "--trace $lvl: the run folder holds $left" ;;
+    esac
+    expect_refusal "--layers: $N has no op to draw a timeline of" "$CPSIM" plot "$N" --layers 1-1
+done
+"$CPSIM" run "$MIX" --set simulation.duration_s=1 --trace none --plots --out "$tmp/mixnone" \
+    >"$tmp/n.out" 2>&1 || fail "the serving mix with --trace none exited $?: $(cat "$tmp/n.out")"
+check_pic "$tmp/mixnone/plots" batch 1200 750
+check_pic "$tmp/mixnone/plots" ttft-cdf 1200 750
+grep -q '^plots: no timeline: the run wrote no trace (--trace none); cpsim run --trace full' \
+    "$tmp/n.out" || fail "the serving mix with --trace none: $(cat "$tmp/n.out")"
+# a failed plot changes nothing: the plots folder as it was, no folder beside it
+snap() { (cd "$1" && cksum $(ls)); }
+snap "$R/plots" >"$tmp/before"
+expect_refusal "--step 9: the trace has no op in this step" "$CPSIM" plot "$R" --step 9
+expect_refusal "gnuplot" env PATH=/nonexistent "$CPSIM" plot "$R"
+snap "$R/plots" >"$tmp/after"
+cmp -s "$tmp/before" "$tmp/after" || fail "a failed plot changed $R/plots"
+[ -z "$(ls -d "$R"/plots.tmp-* 2>/dev/null)" ] || fail "a failed plot left $(ls -d "$R"/plots.*)"
+rm -rf "$tmp/trace-none/plots"
+expect_refusal "gnuplot" env PATH=/nonexistent "$CPSIM" plot "$tmp/trace-none"
+[ "$(ls "$tmp/trace-none" | tr '\n' ' ')" = "memory.csv summary.json " ] ||
+    fail "a plot without gnuplot left $(ls "$tmp/trace-none" | tr '\n' ' ')"
 
 # ---- a run out of memory: the OOM point -----------------------------------------------
 O="$tmp/oom"
@@ -341,7 +474,6 @@ check_index "$O/plots" $MODEL $PLAT
 
 # ---- a serving run: TTFT and TPOT CDFs per class, batch composition ---------------------
 M="$tmp/mix"
-MIX="$top_srcdir/workloads/examples/long-short-mix.yaml"
 "$CPSIM" run "$MIX" --set simulation.duration_s=5 --quiet --plots --out "$M" ||
     fail "the serving mix exited $?"
 P="$M/plots"
@@ -432,16 +564,16 @@ grep -q 'axes x1y2' "$P/plots.gp" || fail "the batch picture lacks tokens on the
 step_t() { awk -F, -v s="$1" -v c="$2" 'NR > 1 && $1 == s { printf "%.6f\n", $c * 1e3 }' \
                "$M/steps.csv"; }
 tlm() { awk -v f="$1" '!/^#/ && NF { if (lo == "" || $1 < lo) lo = $1; if ($2 > hi) hi = $2 }
-                       END { print (f == "lo" ? lo : hi) }' "$P/timeline.dat"; }
+                       END { print (f == "lo" ? lo : hi) }' "$P/${2:-timeline}.dat"; }
 awk -v hi="$(tlm hi)" -v end="$(step_t 7 4)" 'BEGIN { exit !(hi <= end + 1e-3) }' ||
     fail "the serving timeline ends at $(tlm hi) ms, after step 7 ($(step_t 7 4) ms)"
 grep -q 'A serving trace holds every op of the first 8 steps' "$P/index.html" ||
     fail "the serving timeline's caption does not say what the trace holds"
 "$CPSIM" plot "$M" --step 3 >/dev/null || fail "plot --step 3 of the serving run exited $?"
-awk -v lo="$(tlm lo)" -v hi="$(tlm hi)" -v a="$(step_t 3 3)" -v b="$(step_t 3 4)" \
-    'BEGIN { exit !(lo >= a - 1e-3 && hi <= b + 1e-3 && hi > lo) }' ||
-    fail "--step 3 of the serving run spans $(tlm lo)-$(tlm hi) ms, steps.csv $(step_t 3 3)-\
-$(step_t 3 4)"
+awk -v lo="$(tlm lo timeline-step3)" -v hi="$(tlm hi timeline-step3)" -v a="$(step_t 3 3)" \
+    -v b="$(step_t 3 4)" 'BEGIN { exit !(lo >= a - 1e-3 && hi <= b + 1e-3 && hi > lo) }' ||
+    fail "--step 3 of the serving run spans $(tlm lo timeline-step3)-$(tlm hi timeline-step3) \
+ms, steps.csv $(step_t 3 3)-$(step_t 3 4)"
 expect_refusal "--step 20: the trace of this serving run holds the ops of steps 0-7 only" \
     "$CPSIM" plot "$M" --step 20
 # the serving trace's ops carry their kernel classes and layers, as a run's do

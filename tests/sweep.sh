@@ -163,7 +163,8 @@ end=$(awk '!/^#/ && NF { if ($2 > m) m = $2 } END { print m }' "$tmp/run/plots/t
 awk -v s="$span" -v e="$end" 'BEGIN { d = s * 1e3 - e; exit !(d < 1e-3 && d > -1e-3) }' ||
     fail "timeline.dat ends at $end ms, makespan $span s"
 "$CPSIM" plot "$tmp/run" --layers 2-3 >/dev/null || fail "plot --layers exited $?"
-end2=$(awk '!/^#/ && NF { if ($2 > m) m = $2 } END { print m }' "$tmp/run/plots/timeline.dat")
+end2=$(awk '!/^#/ && NF { if ($2 > m) m = $2 } END { print m }' \
+    "$tmp/run/plots/timeline-layers2-3.dat")
 awk -v a="$end2" -v e="$end" 'BEGIN { exit !(a < e / 4) }' ||
     fail "--layers 2-3 window ends at $end2 ms"
 expect_refusal "no op in these layers" "$CPSIM" plot "$tmp/run" --layers 900-901

@@ -1,7 +1,7 @@
 /* cli_plot: `cpsim plot DIR [--layers A-B] [--step N] [--window T0:T1]
  * [--ranks LIST]`: the plots of a run folder or of a sweep folder
- * (reports/plot.h), whichever DIR holds; the options pick the window of a
- * run's timeline. */
+ * (reports/plot.h), whichever DIR holds; the options pick a window of a
+ * run's timeline, drawn in files of its own beside the whole run's. */
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -44,7 +44,7 @@ int cli_plot(const cli_opts *o)
                           "of a run's timeline", tl, dir, tl)
                 : sweep_plot_dir(dir, &err);
     else if (exists(dir, "summary.json"))
-        rc = plot_run_dir(dir, &po, &err);
+        rc = plot_run_dir(dir, &po, stdout, &err);
     else
         rc = cp_fail(&err, CP_EXIT_INPUT, "%s: neither a run folder (summary.json) nor a sweep "
                      "folder (results.jsonl)", dir);

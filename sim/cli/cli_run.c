@@ -60,7 +60,7 @@ int cli_run(const cli_opts *o, int *argc, char **argv)
     if (drv_run(&rq, &summary, o->quiet ? NULL : stdout, &err) != 0)
         return fail(&err);
     json_decref(summary);
-    if (o->plots && plot_run_dir(o->out_dir, NULL, &err) != 0)
+    if (o->plots && plot_run_dir(o->out_dir, NULL, o->quiet ? NULL : stdout, &err) != 0)
         return fail(&err);
     if (o->plots && !o->quiet)
         printf("plots: %s/plots/index.html\n", o->out_dir);
