@@ -37,13 +37,29 @@ const char *const arch_bundled[] = {
  * 2^53, so every count computed in double below is an exact integer. */
 #define MAX_PARAMS 1e15
 
+/* The dotted names of the fields the loader read and of those it warned,
+ * for arch_fields and the warning on fields not read. */
+#define SEEN_MAX 1024
+typedef struct seen {
+    int n;
+    char name[SEEN_MAX][ARCH_FIELD_LEN];
+    uint8_t warned[SEEN_MAX]; /* 1: warned (a field warned as a whole covers
+                                 its members) */
+} seen;
+
+struct family;
+
 /* The JSON being read and where to report problems. */
 typedef struct cfg {
     const char *path;
     const json_t *top;
     const json_t *text;    /* nested text config, NULL when none */
     const char *text_name; /* its dotted name, for messages */
-    int qk_class;          /* an architectures[] class is in qk_norm_classes */
+    const struct family *fam; /* the model family (families), NULL if unknown */
+    int fam_by_class;      /* fam was named by an architectures[] class, not
+                              by model_type */
+    char fam_via[96];      /* how fam was found, for warnings */
+    seen *seen;            /* fields read and warned, NULL: not recorded */
     cp_err *err;
 } cfg;
 
@@ -52,17 +68,38 @@ static cp_loc at(const cfg *c)
     return (cp_loc){c->path, 0, 0};
 }
 
+/* Record the field named qname as read (warned = 0) or warned (1). */
+static void note(const cfg *c, const char *qname, int warned)
+{
+    seen *s = c->seen;
+    if (!s)
+        return;
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->name[i], qname) == 0) {
+            s->warned[i] |= (uint8_t)warned;
+            return;
+        }
+    if (s->n == SEEN_MAX)
+        return; /* more fields than any config: the rest count as not read */
+    snprintf(s->name[s->n], sizeof s->name[0], "%s", qname);
+    s->warned[s->n++] = (uint8_t)warned;
+}
+
 /* The value of `key` (nested text config first, then top level) and, in
- * qname, the dotted name it was found under; NULL when absent or null. */
+ * qname, the dotted name it was found under; NULL when absent or null.  A
+ * value found is recorded as read. */
 static const json_t *lookup(const cfg *c, const char *key, char *qname, size_t n)
 {
     const json_t *v = c->text ? json_object_get(c->text, key) : NULL;
     if (v && !json_is_null(v)) {
         snprintf(qname, n, "%s.%s", c->text_name, key);
+        note(c, qname, 0);
         return v;
     }
     snprintf(qname, n, "%s", key);
     v = json_object_get(c->top, key);
+    if (v && !json_is_null(v))
+        note(c, qname, 0);
     return json_is_null(v) ? NULL : v;
 }
 
@@ -83,6 +120,16 @@ static const json_t *member(const json_t *o, const char *oname, const char *key,
     snprintf(qname, n, "%s.%s", oname, key);
     const json_t *v = json_object_get(o, key);
     return json_is_null(v) ? NULL : v;
+}
+
+/* member of the config's object named oname, recorded as read when found. */
+static const json_t *field(const cfg *c, const json_t *o, const char *oname, const char *key,
+                           char *qname, size_t n)
+{
+    const json_t *v = member(o, oname, key, qname, n);
+    if (v)
+        note(c, qname, 0);
+    return v;
 }
 
 /* The present value v, named qname, as an integer in [lo, hi]; 0 or -1. */
@@ -190,6 +237,7 @@ void arch_warn(arch *a, const char *fmt, ...)
 static void warn_field(const cfg *c, arch *a, const char *qname, const char *value,
                        const char *what, const char *work, const char *how)
 {
+    note(c, qname, 1);
     arch_warn(a, "%s: field \"%s\" = %s (%s) changes the %s work and is not modelled: %s",
               base_name(c->path), qname, value, what, work, how);
 }
@@ -212,6 +260,172 @@ static int opt_dtype(const cfg *c, arch *a)
                       show(v, got, sizeof got));
 }
 
+/* Model families: what no field of their configs states, from transformers
+ * (src/transformers/models/<dir>/).  A family is named by an architectures[]
+ * class (cls: exact, or a prefix when it ends in '*') or, failing that, by
+ * model_type (types).
+ *   qk:   the attention class's __init__ in modeling_<dir>.py builds q_norm
+ *         and k_norm: qwen3 Qwen3Attention, qwen3_moe Qwen3MoeAttention,
+ *         qwen3_next Qwen3NextAttention (full-attention layers), qwen3_vl
+ *         Qwen3VLTextAttention, qwen3_vl_moe Qwen3VLMoeTextAttention,
+ *         qwen3_omni_moe Qwen3OmniMoeThinkerTextAttention: RMSNorm(head_dim)
+ *         per head; gemma3 Gemma3Attention: Gemma3RMSNorm(dim=head_dim);
+ *         olmo2 Olmo2Attention: Olmo2RMSNorm(heads * head_dim) and
+ *         (kv_heads * head_dim); olmoe OlmoeAttention: OlmoeRMSNorm(hidden)
+ *         and (kv_heads * head_dim).  The two OLMo families normalise the
+ *         whole projection rather than each head: the same work, but
+ *         (heads + kv_heads) * head_dim weights where gqa_params counts
+ *         2 * head_dim (< 0.01 % of those models).
+ *   sig:  the router scores by sigmoid with a correction bias (noaux_tc):
+ *         deepseek_v3 DeepseekV3Config scoring_func default "sigmoid"
+ *         (DeepseekV3TopkRouter), deepseek_v32 likewise, glm4_moe
+ *         Glm4MoeTopkRouter and glm_moe_dsa (sigmoid +
+ *         e_score_correction_bias); every other router: softmax.
+ *   tied: the tie_word_embeddings default of configuration_<dir>.py's
+ *         config class __init__: True for GemmaConfig, Gemma2Config,
+ *         Gemma3TextConfig (and Gemma3Config, a PretrainedConfig, whose
+ *         default is True); False for every other family here. */
+typedef struct family {
+    const char *name;     /* for messages */
+    const char *cls;
+    const char *types[4]; /* model_type values, NULL-terminated */
+    uint8_t qk, sig, tied;
+} family;
+
+static const family families[] = {
+    {"Qwen3", "Qwen3ForCausalLM", {"qwen3"}, 1, 0, 0},
+    {"Qwen3-MoE", "Qwen3MoeForCausalLM", {"qwen3_moe"}, 1, 0, 0},
+    {"Qwen3-Next", "Qwen3NextForCausalLM", {"qwen3_next"}, 1, 0, 0},
+    {"Qwen3-Omni", "Qwen3OmniMoe*", /* ...ForConditionalGeneration, ...ThinkerFor... */
+     {"qwen3_omni_moe", "qwen3_omni_moe_thinker", "qwen3_omni_moe_text"}, 1, 0, 0},
+    {"Qwen3-VL", "Qwen3VLForConditionalGeneration", {"qwen3_vl", "qwen3_vl_text"}, 1, 0, 0},
+    {"Qwen3-VL-MoE", "Qwen3VLMoeForConditionalGeneration", {"qwen3_vl_moe",
+     "qwen3_vl_moe_text"}, 1, 0, 0},
+    {"Gemma3", "Gemma3ForCausalLM", {"gemma3_text"}, 1, 0, 1},
+    {"Gemma3", "Gemma3ForConditionalGeneration", {"gemma3"}, 1, 0, 1},
+    {"Gemma2", "Gemma2ForCausalLM", {"gemma2"}, 0, 0, 1},
+    {"Gemma", "GemmaForCausalLM", {"gemma"}, 0, 0, 1},
+    {"OLMo2", "Olmo2ForCausalLM", {"olmo2"}, 1, 0, 0},
+    {"OLMoE", "OlmoeForCausalLM", {"olmoe"}, 1, 0, 0},
+    {"DeepSeek-V3", "DeepseekV3*", {"deepseek_v3"}, 0, 1, 0},
+    {"DeepSeek-V3.2", "DeepseekV32*", {"deepseek_v32"}, 0, 1, 0},
+    {"GLM-4-MoE", "Glm4Moe*", {"glm4_moe"}, 0, 1, 0},
+    {"GLM-MoE-DSA", "GlmMoeDsa*", {"glm_moe_dsa"}, 0, 1, 0},
+    {"Llama", "LlamaForCausalLM", {"llama"}, 0, 0, 0},
+    {"Llama-4", "Llama4*", {"llama4", "llama4_text"}, 0, 0, 0},
+    {"Mistral", "MistralForCausalLM", {"mistral"}, 0, 0, 0},
+    {"Mixtral", "MixtralForCausalLM", {"mixtral"}, 0, 0, 0},
+    {"Qwen2", "Qwen2ForCausalLM", {"qwen2"}, 0, 0, 0},
+    {"Qwen2-MoE", "Qwen2MoeForCausalLM", {"qwen2_moe"}, 0, 0, 0},
+    {"GPT-OSS", "GptOssForCausalLM", {"gpt_oss"}, 0, 0, 0},
+};
+
+static const family *family_of_class(const char *name)
+{
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        const char *k = families[i].cls;
+        size_t n = strlen(k);
+        if (k[n - 1] == '*' ? strncmp(name, k, n - 1) == 0 : strcmp(name, k) == 0)
+            return &families[i];
+    }
+    return NULL;
+}
+
+static const family *family_of_type(const char *type)
+{
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+        for (int t = 0; families[i].types[t]; t++)
+            if (strcmp(families[i].types[t], type) == 0)
+                return &families[i];
+    return NULL;
+}
+
+/* One architectures[] list v, named qname: class names shorter than
+ * arch_class.  The first class of a known family (the first list read
+ * first) names c->fam; when `top`, a->arch_class is the first entry. */
+static int class_list(cfg *c, const json_t *v, const char *qname, arch *a, int top)
+{
+    char got[64];
+    size_t i;
+    const json_t *e;
+    if (!v || json_is_null(v))
+        return 0;
+    note(c, qname, 0);
+    int ok = json_is_array(v);
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e) || json_string_length(e) >= sizeof a->arch_class) {
+            ok = 0;
+            break;
+        }
+        if (top && i == 0)
+            snprintf(a->arch_class, sizeof a->arch_class, "%s", json_string_value(e));
+        if (!c->fam && (c->fam = family_of_class(json_string_value(e)))) {
+            c->fam_by_class = 1;
+            snprintf(c->fam_via, sizeof c->fam_via, "%s \"%.40s\"", qname,
+                     json_string_value(e));
+        }
+    }
+    if (ok)
+        return 0;
+    return cp_fail_at(c->err, at(c),
+                      "field \"%s\" must be a list of class names shorter than %zu characters, "
+                      "got %s", qname, sizeof a->arch_class, show(v, got, sizeof got));
+}
+
+/* model_type, read where lookup finds it and then at the other levels
+ * (the top level, thinker_config): the first of a known family names c->fam
+ * when no class did. */
+static int parse_type(cfg *c)
+{
+    char qname[160], got[64];
+    const json_t *thinker = json_object_get(c->top, "thinker_config");
+    const json_t *v[3] = {lookup(c, "model_type", qname, sizeof qname),
+                          json_object_get(c->top, "model_type"),
+                          json_is_object(thinker) ? json_object_get(thinker, "model_type") : NULL};
+    const char *name[3] = {qname, "model_type", "thinker_config.model_type"};
+    for (int i = 0; i < 3; i++) {
+        if (!v[i] || json_is_null(v[i]))
+            continue;
+        if (!json_is_string(v[i]))
+            return cp_fail_at(c->err, at(c), "field \"%s\" must be a string, got %s", name[i],
+                              show(v[i], got, sizeof got));
+        note(c, name[i], 0);
+        if (!c->fam && (c->fam = family_of_type(json_string_value(v[i]))))
+            snprintf(c->fam_via, sizeof c->fam_via, "%s \"%.40s\"", name[i],
+                     json_string_value(v[i]));
+    }
+    return 0;
+}
+
+/* The family: architectures[] at the top level and in thinker_config
+ * (Qwen3-Omni), else model_type. */
+static int parse_class(cfg *c, arch *a)
+{
+    const json_t *thinker = json_object_get(c->top, "thinker_config");
+    if (class_list(c, json_object_get(c->top, "architectures"), "architectures", a, 1) < 0)
+        return -1;
+    if (json_is_object(thinker) && class_list(c, json_object_get(thinker, "architectures"),
+                                              "thinker_config.architectures", a, 0) < 0)
+        return -1;
+    return parse_type(c);
+}
+
+/* A choice no field states, taken from the family found by model_type or,
+ * with no family, assumed: warned (one found by class is not: the class is
+ * the checkpoint's own statement of its model). */
+static void warn_assumed(const cfg *c, arch *a, const char *what, const char *chosen)
+{
+    if (c->fam && c->fam_by_class)
+        return;
+    if (c->fam)
+        arch_warn(a, "%s: %s: %s, the transformers default of the %s family, named by %s "
+                  "(no architectures[] class cpsim knows)", base_name(c->path), what, chosen,
+                  c->fam->name, c->fam_via);
+    else
+        arch_warn(a, "%s: %s: %s assumed (no architectures[] class or model_type cpsim knows "
+                  "the family of)", base_name(c->path), what, chosen);
+}
+
 /* Follow thinker_config.text_config, else text_config, when present. */
 static int pick_text(cfg *c)
 {
@@ -228,6 +442,53 @@ static int pick_text(cfg *c)
                           show(t, got, sizeof got));
     }
     c->text = json_is_object(t) ? t : NULL;
+    if (json_is_object(thinker))
+        note(c, "thinker_config", 0);
+    if (c->text)
+        note(c, c->text_name, 0);
+    return 0;
+}
+
+/* The positions the model is built for (arch.max_context), as vLLM derives
+ * max_model_len from the config (vllm/config.py _get_and_verify_max_len):
+ * max_position_embeddings, or, when rope_scaling (rope_parameters in newer
+ * transformers) has a factor and its rope_type (or type) is not "llama3",
+ * "longrope" or "su" (whose max_position_embeddings already states the
+ * extended length), factor x original_max_position_embeddings for "yarn"
+ * and factor x max_position_embeddings for the others; the larger of the
+ * two.  A rope_scaling without a type that gives
+ * original_max_position_embeddings (the bundled DeepSeek abridgements of
+ * "type": "yarn") is yarn. */
+static int context_of(const cfg *c, arch *a)
+{
+    char rn[160], qname[224], got[64], type[32] = "";
+    const json_t *rs = lookup(c, "rope_scaling", rn, sizeof rn), *v;
+    if (!rs)
+        rs = lookup(c, "rope_parameters", rn, sizeof rn);
+    a->max_context = a->max_position;
+    if (!rs)
+        return 0;
+    if (!json_is_object(rs))
+        return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", rn,
+                          show(rs, got, sizeof got));
+    if (((v = field(c, rs, rn, "rope_type", qname, sizeof qname)) ||
+         (v = field(c, rs, rn, "type", qname, sizeof qname))) &&
+        want_str(c, v, qname, type, sizeof type, "a RoPE type such as \"yarn\"") < 0)
+        return -1;
+    int64_t orig = 0;
+    if ((v = field(c, rs, rn, "original_max_position_embeddings", qname, sizeof qname)) &&
+        want_int(c, v, qname, 1, MAX_POSITION, &orig) < 0)
+        return -1;
+    v = field(c, rs, rn, "factor", qname, sizeof qname);
+    if (v && (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 1e6))
+        return cp_fail_at(c->err, at(c), "field \"%s\" must be a number in (0, 1e6], got %s",
+                          qname, show(v, got, sizeof got));
+    if (!v || !strcmp(type, "llama3") || !strcmp(type, "longrope") || !strcmp(type, "su"))
+        return 0;
+    int yarn = !strcmp(type, "yarn") || (!type[0] && orig > 0);
+    double ext = json_number_value(v) * (double)(yarn ? orig : a->max_position);
+    if (ext > (double)a->max_context)
+        a->max_context = (int64_t)ext;
     return 0;
 }
 
@@ -239,11 +500,23 @@ static int parse_common(const cfg *c, arch *a)
         opt_int(c, "max_position_embeddings", 1, MAX_POSITION, &a->max_position) < 0 ||
         opt_int(c, "num_nextn_predict_layers", 0, ARCH_MAX_LAYERS, &a->mtp_layers) < 0)
         return -1;
-    /* Absent tie_word_embeddings: untied, the default of the transformers
-     * config classes of every bundled family (Llama, Qwen3, DeepseekV3). */
-    if (opt_bool(c, "tie_word_embeddings", &a->tie_embeddings) < 0)
+    /* Absent tie_word_embeddings: the family's transformers default
+     * (families), untied for an unknown family; warned either way. */
+    int r = opt_bool(c, "tie_word_embeddings", &a->tie_embeddings);
+    if (r < 0)
         return -1;
-    return opt_dtype(c, a);
+    if (r == 0) {
+        a->tie_embeddings = c->fam && c->fam->tied;
+        if (c->fam)
+            arch_warn(a, "%s: field \"tie_word_embeddings\" is absent: %s embeddings, the "
+                      "transformers default of the %s family (named by %s)", base_name(c->path),
+                      a->tie_embeddings ? "tied" : "untied", c->fam->name, c->fam_via);
+        else
+            arch_warn(a, "%s: field \"tie_word_embeddings\" is absent: untied embeddings "
+                      "assumed (no architectures[] class or model_type cpsim knows the family "
+                      "of)", base_name(c->path));
+    }
+    return opt_dtype(c, a) < 0 || context_of(c, a) < 0 ? -1 : 0;
 }
 
 /* Grouped-query (or multi-head) attention: kv heads default to the query
@@ -308,91 +581,9 @@ static int parse_dsa(const cfg *c, arch *a)
     return 0;
 }
 
-/* Architecture classes whose transformers model applies q_norm and k_norm in
- * its (full-)attention layers although their configs carry no flag for it
- * (Qwen3's config.json has no use_qk_norm).  prefix = 1 matches every class
- * name that starts with `name`.  Source: transformers src/transformers/
- * models/<dir>/modeling_<dir>.py, the attention class's __init__:
- *   qwen3 Qwen3Attention, qwen3_moe Qwen3MoeAttention, qwen3_next
- *   Qwen3NextAttention (the full-attention layers), qwen3_vl
- *   Qwen3VLTextAttention, qwen3_vl_moe Qwen3VLMoeTextAttention,
- *   qwen3_omni_moe Qwen3OmniMoeThinkerTextAttention (thinker and talker
- *   classes): q_norm / k_norm = RMSNorm(head_dim), per head;
- *   gemma3 Gemma3Attention: Gemma3RMSNorm(dim=head_dim), per head;
- *   olmo2 Olmo2Attention: Olmo2RMSNorm(num_attention_heads * head_dim) and
- *   Olmo2RMSNorm(num_key_value_heads * head_dim); olmoe OlmoeAttention:
- *   OlmoeRMSNorm(hidden_size) and OlmoeRMSNorm(kv_heads * head_dim).
- * The two OLMo families normalise the whole projection rather than each
- * head: the same work, but (heads + kv_heads) * head_dim weights where
- * gqa_params counts 2 * head_dim (< 0.01 % of those models). */
-static const struct {
-    const char *name;
-    int prefix;
-} qk_norm_classes[] = {
-    {"Qwen3ForCausalLM", 0},
-    {"Qwen3MoeForCausalLM", 0},
-    {"Qwen3NextForCausalLM", 0},
-    {"Qwen3OmniMoe", 1}, /* ...ForConditionalGeneration, ...ThinkerFor... */
-    {"Qwen3VLForConditionalGeneration", 0},
-    {"Qwen3VLMoeForConditionalGeneration", 0},
-    {"Gemma3ForCausalLM", 0},
-    {"Gemma3ForConditionalGeneration", 0},
-    {"Olmo2ForCausalLM", 0},
-    {"OlmoeForCausalLM", 0},
-};
-
-static int qk_norm_class(const char *name)
-{
-    for (size_t i = 0; i < sizeof qk_norm_classes / sizeof qk_norm_classes[0]; i++) {
-        const char *k = qk_norm_classes[i].name;
-        if (qk_norm_classes[i].prefix ? strncmp(name, k, strlen(k)) == 0 : strcmp(name, k) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* One architectures[] list v, named qname: class names shorter than
- * arch_class.  Sets c->qk_class when one is in qk_norm_classes and, when
- * `top`, a->arch_class to the first entry. */
-static int class_list(cfg *c, const json_t *v, const char *qname, arch *a, int top)
-{
-    char got[64];
-    size_t i;
-    const json_t *e;
-    if (!v || json_is_null(v))
-        return 0;
-    int ok = json_is_array(v);
-    json_array_foreach(v, i, e) {
-        if (!json_is_string(e) || json_string_length(e) >= sizeof a->arch_class) {
-            ok = 0;
-            break;
-        }
-        if (top && i == 0)
-            snprintf(a->arch_class, sizeof a->arch_class, "%s", json_string_value(e));
-        c->qk_class |= qk_norm_class(json_string_value(e));
-    }
-    if (ok)
-        return 0;
-    return cp_fail_at(c->err, at(c),
-                      "field \"%s\" must be a list of class names shorter than %zu characters, "
-                      "got %s", qname, sizeof a->arch_class, show(v, got, sizeof got));
-}
-
-/* architectures[] at the top level and in thinker_config (Qwen3-Omni). */
-static int parse_class(cfg *c, arch *a)
-{
-    const json_t *thinker = json_object_get(c->top, "thinker_config");
-    if (class_list(c, json_object_get(c->top, "architectures"), "architectures", a, 1) < 0)
-        return -1;
-    if (!json_is_object(thinker))
-        return 0;
-    return class_list(c, json_object_get(thinker, "architectures"),
-                      "thinker_config.architectures", a, 0);
-}
-
-/* qk_norm is use_qk_norm when present (true or false wins), else 1 when an
- * architectures[] class is in qk_norm_classes, else 0.  Only the presence of
- * q/k norms is taken from the class; every size still comes from fields. */
+/* qk_norm is use_qk_norm when present (true or false wins), else the
+ * family's (families), else 0.  Only the presence of q/k norms is taken
+ * from the family; every size still comes from fields. */
 static int parse_attention(const cfg *c, arch *a)
 {
     int r = 0;
@@ -401,8 +592,10 @@ static int parse_attention(const cfg *c, arch *a)
         opt_bool(c, "attention_bias", &a->attention_bias) < 0 ||
         opt_int(c, "kv_lora_rank", 0, MAX_WIDTH, &a->kv_lora_rank) < 0)
         return -1;
-    if (r == 0)
-        a->qk_norm = c->qk_class;
+    if (r == 0) {
+        a->qk_norm = c->fam && c->fam->qk;
+        warn_assumed(c, a, "no use_qk_norm", a->qk_norm ? "q/k normalised" : "no q/k norm");
+    }
     int rc = a->kv_lora_rank > 0 ? parse_mla(c, a) : parse_gqa(c, a);
     return rc < 0 ? -1 : parse_dsa(c, a);
 }
@@ -417,7 +610,7 @@ static int warn_attention(const cfg *c, arch *a)
     const json_t *v = lookup(c, "partial_rotary_factor", qname, sizeof qname);
     const json_t *rp = lookup(c, "rope_parameters", rp_name, sizeof rp_name);
     if (!v && json_is_object(rp))
-        v = member(rp, rp_name, "partial_rotary_factor", qname, sizeof qname);
+        v = field(c, rp, rp_name, "partial_rotary_factor", qname, sizeof qname);
     if (v && (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 1))
         return cp_fail_at(c->err, at(c), "field \"%s\" must be a number in (0, 1], got %s",
                           qname, show(v, got, sizeof got));
@@ -608,15 +801,9 @@ enum { EXPERTS_SIZED, EXPERTS_LOCAL, EXPERTS_LLAMA4 };
 /* Routing and expert widths; shared experts as n_shared_experts (DeepSeek,
  * each moe_intermediate wide) or one shared_expert_intermediate_size wide
  * MLP (Qwen-MoE; 0 means none), or Llama-4's one shared expert. */
-/* Classes whose router scores experts by sigmoid with a correction bias
- * (noaux_tc) when the config does not say: transformers deepseek_v3
- * DeepseekV3Config scoring_func default "sigmoid" (DeepseekV3TopkRouter),
- * deepseek_v32 likewise, glm4_moe Glm4MoeTopkRouter and glm_moe_dsa
- * (sigmoid + e_score_correction_bias).  Every other router: softmax. */
-static const char *const sigmoid_router_classes[] = {
-    "DeepseekV3", "DeepseekV32", "Glm4Moe", "GlmMoeDsa", NULL,
-};
-
+/* The router's scoring: scoring_func when present, else the family's
+ * (families: sigmoid with a correction bias for DeepSeek-V3 and GLM-MoE),
+ * else softmax. */
 static int parse_router(const cfg *c, arch *a)
 {
     char qname[160], got[64];
@@ -630,9 +817,8 @@ static int parse_router(const cfg *c, arch *a)
         return cp_fail_at(c->err, at(c), "field \"%s\" must be \"softmax\" or \"sigmoid\", got %s",
                           qname, show(v, got, sizeof got));
     }
-    for (int i = 0; sigmoid_router_classes[i]; i++)
-        if (!strncmp(a->arch_class, sigmoid_router_classes[i], strlen(sigmoid_router_classes[i])))
-            a->router_sigmoid = 1;
+    a->router_sigmoid = c->fam && c->fam->sig;
+    warn_assumed(c, a, "no scoring_func", a->router_sigmoid ? "sigmoid router" : "softmax router");
     return 0;
 }
 
@@ -808,15 +994,16 @@ static int same_member(const json_t *x, const json_t *y, const char *key)
 }
 
 /* compressed-tensors: the scheme of config_groups' first group by name
- * (weights.num_bits / type / strategy / group_size / block_structure,
- * input_activations.dynamic).  Groups whose weights or input activations
+ * (weights.num_bits / type / strategy / group_size / block_structure /
+ * symmetric, input_activations.dynamic; targets other than ["Linear"] are
+ * warned).  Groups whose weights or input activations
  * differ from it, a strategy outside weight_strategies, a missing
  * config_groups and a kv_cache_scheme are warned. */
 static int parse_compressed(const cfg *c, arch *a, const json_t *q, const char *qn)
 {
     /* each dotted name is sized for its parent's plus the longest key */
     char gname[192], sub[240], wname[264], qname[288], got[64], val[64];
-    const json_t *groups = member(q, qn, "config_groups", gname, sizeof gname), *v;
+    const json_t *groups = field(c, q, qn, "config_groups", gname, sizeof gname), *v;
     const char *key, *first = NULL;
     json_t *g;
     if (groups && !json_is_object(groups))
@@ -833,30 +1020,31 @@ static int parse_compressed(const cfg *c, arch *a, const json_t *q, const char *
     } else {
         const json_t *grp = json_object_get(groups, first), *w, *in;
         snprintf(sub, sizeof sub, "%s.%.40s", gname, first);
+        note(c, sub, 0);
         if (!json_is_object(grp))
             return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", sub,
                               show(grp, got, sizeof got));
-        w = member(grp, sub, "weights", qname, sizeof qname);
+        w = field(c, grp, sub, "weights", qname, sizeof qname);
         if (w && !json_is_object(w))
             return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", qname,
                               show(w, got, sizeof got));
         int64_t bits = 0;
         snprintf(wname, sizeof wname, "%s.weights", sub);
-        if (w && (v = member(w, wname, "num_bits", qname, sizeof qname)) &&
+        if (w && (v = field(c, w, wname, "num_bits", qname, sizeof qname)) &&
             want_int(c, v, qname, 1, 64, &bits) < 0)
             return -1;
         a->quant_bits = (int)bits;
-        if (w && (v = member(w, wname, "type", qname, sizeof qname)) &&
+        if (w && (v = field(c, w, wname, "type", qname, sizeof qname)) &&
             want_str(c, v, qname, a->quant_type, sizeof a->quant_type,
                      "a number type such as \"float\" or \"int\"") < 0)
             return -1;
-        if (w && (v = member(w, wname, "group_size", qname, sizeof qname)) &&
+        if (w && (v = field(c, w, wname, "group_size", qname, sizeof qname)) &&
             want_int(c, v, qname, 1, MAX_WIDTH, &a->quant_group) < 0)
             return -1;
-        if (w && (v = member(w, wname, "block_structure", qname, sizeof qname)) &&
+        if (w && (v = field(c, w, wname, "block_structure", qname, sizeof qname)) &&
             block_pair(c, v, qname, a->quant_block) < 0)
             return -1;
-        if (w && (v = member(w, wname, "strategy", qname, sizeof qname))) {
+        if (w && (v = field(c, w, wname, "strategy", qname, sizeof qname))) {
             char strategy[32];
             if (want_str(c, v, qname, strategy, sizeof strategy, "a strategy name") < 0)
                 return -1;
@@ -869,12 +1057,23 @@ static int parse_compressed(const cfg *c, arch *a, const json_t *q, const char *
                 warn_field(c, a, qname, show(v, got, sizeof got), "unknown weight strategy",
                            "GEMM/memory", "quant_strategy is left empty");
         }
-        in = member(grp, sub, "input_activations", qname, sizeof qname);
+        int sym = 1;
+        if (w && (v = field(c, w, wname, "symmetric", qname, sizeof qname)) &&
+            want_bool(c, v, qname, &sym) < 0)
+            return -1;
+        a->quant_zeros = !sym; /* asymmetric: a zero point per scale */
+        v = field(c, grp, sub, "targets", qname, sizeof qname);
+        if (v && !(json_is_array(v) && json_array_size(v) == 1 &&
+                   json_is_string(json_array_get(v, 0)) &&
+                   !strcmp(json_string_value(json_array_get(v, 0)), "Linear")))
+            warn_field(c, a, qname, show(v, got, sizeof got), "the modules the scheme applies to",
+                       "GEMM/memory", "it is applied to every linear but the float exceptions");
+        in = field(c, grp, sub, "input_activations", qname, sizeof qname);
         if (in && !json_is_object(in))
             return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", qname,
                               show(in, got, sizeof got));
         snprintf(wname, sizeof wname, "%s.input_activations", sub);
-        v = in ? member(in, wname, "dynamic", qname, sizeof qname) : NULL;
+        v = in ? field(c, in, wname, "dynamic", qname, sizeof qname) : NULL;
         if (v && json_is_boolean(v))
             snprintf(a->quant_act, sizeof a->quant_act, "%s",
                      json_is_true(v) ? "dynamic" : "static");
@@ -891,7 +1090,7 @@ static int parse_compressed(const cfg *c, arch *a, const json_t *q, const char *
             warn_field(c, a, gname, val, "mixed weight schemes", "GEMM/memory", sub);
         }
     }
-    v = member(q, qn, "kv_cache_scheme", qname, sizeof qname);
+    v = field(c, q, qn, "kv_cache_scheme", qname, sizeof qname);
     if (v)
         warn_field(c, a, qname, json_is_object(v) ? "{...}" : show(v, got, sizeof got),
                    "quantized KV cache", "KV-cache",
@@ -900,27 +1099,72 @@ static int parse_compressed(const cfg *c, arch *a, const json_t *q, const char *
 }
 
 /* GPTQ / AWQ (transformers GPTQConfig, AwqConfig): integer weights of
- * `bits`, scales per group_size columns, or per channel for group_size -1;
- * activations stay unquantized. */
+ * `bits` (AwqConfig default 4; GPTQConfig has no default, so required),
+ * scales per group_size input columns (default 128 in both classes; -1: per
+ * channel); activations stay unquantized.  Zero points: AWQ stores qzeros
+ * when zero_point (default True); GPTQ's QuantLinear stores qzeros whatever
+ * `sym` says, and g_idx (models/quant.c prices both). */
 static int parse_int_weights(const cfg *c, arch *a, const json_t *q, const char *qn)
 {
     char qname[224];
-    int64_t bits = 0, group = 0;
-    const json_t *v;
-    if ((v = member(q, qn, "bits", qname, sizeof qname)) && want_int(c, v, qname, 1, 16, &bits) < 0)
+    int awq = strcmp(a->quant_method, "awq") == 0;
+    int64_t bits = 4, group = 128; /* AwqConfig bits=4; group_size=128 in both */
+    int zeros = 1;                 /* AwqConfig zero_point=True */
+    const json_t *v = field(c, q, qn, "bits", qname, sizeof qname);
+    if (!v && !awq)
+        return cp_fail_at(c->err, at(c), "missing required field \"%s.bits\" (gptq)", qn);
+    if (v && want_int(c, v, qname, 1, 16, &bits) < 0)
         return -1;
+    if (!v)
+        arch_warn(a, "%s: field \"%s\" is absent: 4-bit weights, AwqConfig's default",
+                  base_name(c->path), qname);
     a->quant_bits = (int)bits;
     snprintf(a->quant_type, sizeof a->quant_type, "int");
-    v = member(q, qn, "group_size", qname, sizeof qname);
+    if (awq && (v = field(c, q, qn, "zero_point", qname, sizeof qname)) &&
+        want_bool(c, v, qname, &zeros) < 0)
+        return -1;
+    a->quant_zeros = zeros;
+    v = field(c, q, qn, "group_size", qname, sizeof qname);
+    if (!v)
+        arch_warn(a, "%s: field \"%s\" is absent: groups of 128 input columns, the "
+                  "transformers default", base_name(c->path), qname);
     if (v && json_is_integer(v) && json_integer_value(v) == -1) {
         snprintf(a->quant_strategy, sizeof a->quant_strategy, "channel");
         return 0;
     }
     if (v && want_int(c, v, qname, 1, MAX_WIDTH, &group) < 0)
         return -1;
-    if (group > 0) {
-        snprintf(a->quant_strategy, sizeof a->quant_strategy, "group");
-        a->quant_group = group;
+    snprintf(a->quant_strategy, sizeof a->quant_strategy, "group");
+    a->quant_group = group;
+    return 0;
+}
+
+/* modules_to_not_convert (or ignored_layers, as vLLM's Fp8Config also
+ * reads it; compressed-tensors' ignore): modules left unquantized.  A list
+ * of only the LM head, the embedding and routers (named by their last
+ * component: lm_head, embed_tokens, gate, router), which the float
+ * exceptions of models/quant.h keep in floating point anyway, is what cpsim
+ * simulates; any other entry is warned (the exceptions apply instead). */
+static int warn_not_converted(const cfg *c, arch *a, const json_t *q, const char *qn)
+{
+    char qname[224], val[32];
+    const char *keys[] = {"modules_to_not_convert", "ignored_layers", "ignore"};
+    for (int k = 0; k < 3; k++) {
+        const json_t *v = field(c, q, qn, keys[k], qname, sizeof qname), *e;
+        size_t i, other = 0;
+        if (!v)
+            continue;
+        json_array_foreach(v, i, e) {
+            const char *m = json_string_value(e), *dot = m ? strrchr(m, '.') : NULL;
+            const char *last = dot ? dot + 1 : m ? m : "";
+            other += strcmp(last, "lm_head") && strcmp(last, "embed_tokens") &&
+                     strcmp(last, "gate") && strcmp(last, "router");
+        }
+        if (json_is_array(v) && other == 0)
+            continue; /* only modules those rules keep in floating point */
+        snprintf(val, sizeof val, "%zu entries", json_is_array(v) ? json_array_size(v) : 1);
+        warn_field(c, a, qname, val, "modules kept unquantized", "GEMM/memory",
+                   "cpsim's float exceptions apply instead");
     }
     return 0;
 }
@@ -942,14 +1186,14 @@ static int parse_quant(const cfg *c, arch *a)
     if (!json_is_object(q))
         return cp_fail_at(c->err, at(c), "field \"%s\" must be an object, got %s", qn,
                           show(q, got, sizeof got));
-    if (((v = member(q, qn, "quant_method", qname, sizeof qname)) &&
+    if (((v = field(c, q, qn, "quant_method", qname, sizeof qname)) &&
          want_str(c, v, qname, a->quant_method, sizeof a->quant_method, "a method name") < 0) ||
-        ((v = member(q, qn, "weight_block_size", qname, sizeof qname)) &&
+        ((v = field(c, q, qn, "weight_block_size", qname, sizeof qname)) &&
          block_pair(c, v, qname, a->quant_block) < 0) ||
-        ((v = member(q, qn, "fmt", qname, sizeof qname)) &&
+        ((v = field(c, q, qn, "fmt", qname, sizeof qname)) &&
          want_str(c, v, qname, a->quant_fmt, sizeof a->quant_fmt,
                   "a format such as \"e4m3\"") < 0) ||
-        ((v = member(q, qn, "activation_scheme", qname, sizeof qname)) &&
+        ((v = field(c, q, qn, "activation_scheme", qname, sizeof qname)) &&
          want_str(c, v, qname, a->quant_act, sizeof a->quant_act,
                   "\"dynamic\" or \"static\"") < 0))
         return -1;
@@ -961,12 +1205,15 @@ static int parse_quant(const cfg *c, arch *a)
         snprintf(a->quant_type, sizeof a->quant_type, "float");
         snprintf(a->quant_strategy, sizeof a->quant_strategy, "%s",
                  a->quant_block[0] > 0 ? "block" : "tensor");
-        return 0;
+        return warn_not_converted(c, a, q, qn);
     }
     if (strcmp(m, "compressed-tensors") == 0)
-        return parse_compressed(c, a, q, qn);
-    if (strcmp(m, "gptq") == 0 || strcmp(m, "awq") == 0)
-        return parse_int_weights(c, a, q, qn);
+        return parse_compressed(c, a, q, qn) < 0 ? -1 : warn_not_converted(c, a, q, qn);
+    if (strcmp(m, "gptq") == 0 || strcmp(m, "awq") == 0) {
+        if (parse_int_weights(c, a, q, qn) < 0)
+            return -1;
+        return warn_not_converted(c, a, q, qn);
+    }
     if (m[0] == 0 && json_object_size(q) == 0)
         return 0;
     if (m[0] == 0) {
@@ -974,7 +1221,8 @@ static int parse_quant(const cfg *c, arch *a)
                    "the quantization is not recorded");
         return 0;
     }
-    v = member(q, qn, "quant_method", qname, sizeof qname);
+    v = field(c, q, qn, "quant_method", qname, sizeof qname);
+    note(c, qn, 1); /* the warning covers every member */
     warn_field(c, a, qname, show(v, got, sizeof got), "unknown quantization method",
                "GEMM/memory", "quant_bits is left 0");
     return 0;
@@ -1079,6 +1327,251 @@ int64_t arch_kv_elems_per_token_layer(const arch *a)
     return 2 * a->kv_heads * a->head_dim; /* K and V */
 }
 
+/* --- other towers and aliases ------------------------------------------ */
+
+/* Encoders and decoders beside the text model (Llama-4 and Gemma-3
+ * vision_config, Qwen3-Omni's thinker_config.audio_config and
+ * vision_config, its talker_config): requests are simulated as text, so
+ * their work and their weights are not; each is warned as a whole. */
+static void warn_towers(const cfg *c, arch *a)
+{
+    static const char *const towers[][2] = {
+        {"vision_config", "an image encoder"},
+        {"audio_config", "an audio encoder"},
+        {"talker_config", "a speech decoder"},
+    };
+    const json_t *thinker = json_object_get(c->top, "thinker_config");
+    char qname[64];
+    for (int lvl = 0; lvl < 2; lvl++)
+        for (size_t t = 0; t < sizeof towers / sizeof towers[0]; t++) {
+            const json_t *o = lvl ? (json_is_object(thinker) ? thinker : NULL) : c->top;
+            const json_t *v = o ? json_object_get(o, towers[t][0]) : NULL;
+            if (!v || json_is_null(v))
+                continue;
+            snprintf(qname, sizeof qname, "%s%s", lvl ? "thinker_config." : "", towers[t][0]);
+            warn_field(c, a, qname, "{...}", towers[t][1], "encoder",
+                       "its weights and work are not counted");
+        }
+}
+
+/* Fields another field states too, read to check they agree: gpt-oss's
+ * experts_per_token (its original checkpoint's name of num_experts_per_tok)
+ * and MLA's qk_head_dim (= qk_nope_head_dim + qk_rope_head_dim,
+ * DeepseekV3Config). */
+static int check_aliases(const cfg *c, const arch *a)
+{
+    char qname[160];
+    int64_t v = 0;
+    int r = opt_int(c, "experts_per_token", 1, MAX_EXPERTS, &v);
+    if (r < 0)
+        return -1;
+    if (r > 0 && v != a->top_k)
+        return cp_fail_at(c->err, at(c), "field \"%s\" (%" PRId64 ") differs from "
+                          "num_experts_per_tok (%" PRId64 ")",
+                          (lookup(c, "experts_per_token", qname, sizeof qname), qname), v,
+                          a->top_k);
+    if (a->attn != ATTN_MLA)
+        return 0;
+    r = opt_int(c, "qk_head_dim", 1, MAX_DIM, &v);
+    if (r < 0)
+        return -1;
+    if (r > 0 && v != a->qk_nope_dim + a->qk_rope_dim)
+        return cp_fail_at(c->err, at(c), "field \"qk_head_dim\" (%" PRId64 ") must be "
+                          "qk_nope_head_dim + qk_rope_head_dim (%" PRId64 ")", v,
+                          a->qk_nope_dim + a->qk_rope_dim);
+    return 0;
+}
+
+/* --- what became of each field ----------------------------------------- */
+
+/* Fields known not to change the simulated work, by name inside the text
+ * config (or at the top level); a name starting with '*' matches any
+ * field name ending in the rest, "_*" any starting with '_'.  Only fields
+ * the loader did not read are looked up here. */
+static const struct {
+    const char *name, *why;
+} not_work[] = {
+    {"_*", "a note for readers (a name starting with '_')"},
+    {"*_token_id", "a token id: which token, not how much work"},
+    {"*_token_index", "a token id: which token, not how much work"},
+    {"transformers_version", "the version of the library that wrote the file"},
+    {"rms_norm_eps", "a norm's epsilon: a value, not work"},
+    {"layer_norm_eps", "a norm's epsilon: a value, not work"},
+    {"rope_theta", "the RoPE base: a value, not work"},
+    {"rope_local_base_freq", "the RoPE base of local layers: a value, not work"},
+    {"initializer_range", "training-time initialisation"},
+    {"use_cache", "generate()'s KV-cache switch; the simulated engine always caches"},
+    {"attention_dropout", "dropout: training only"},
+    {"hidden_dropout", "dropout: training only"},
+    {"router_aux_loss_coef", "a training loss term"},
+    {"output_router_logits", "a training output"},
+    {"aux_loss_alpha", "a training loss term"},
+    {"seq_aux", "a training loss term"},
+    {"pretraining_tp", "the TP degree the checkpoint was trained with; parallel.tp is the run's"},
+    {"ep_size", "the EP degree the checkpoint was trained with; parallel.ep is the run's"},
+    {"norm_topk_prob", "normalises the top-k weights: values, the same work"},
+    {"routed_scaling_factor", "scales the routed output: a value, the same work"},
+    {"n_group", "group-limited expert choice: which experts, not how many "
+                "(simulation.moe_routing decides which)"},
+    {"topk_group", "group-limited expert choice: which experts, not how many "
+                   "(simulation.moe_routing decides which)"},
+    {"topk_method", "how experts are chosen, not how many (simulation.moe_routing decides)"},
+    {"hidden_act", "the activation function: one elementwise pass whatever the function"},
+    {"hidden_activation", "the activation function: one elementwise pass whatever the function"},
+    {"swiglu_limit", "clamps the SwiGLU input: the same elementwise work"},
+    {"rope_interleave", "the layout of RoPE's pairs: the same work"},
+    {"indexer_rope_interleave", "the layout of the indexer's RoPE pairs: the same work"},
+    {"attn_temperature_tuning", "Llama-4's per-position query scale: a value, the same work"},
+    {"initial_context_length",
+     "gpt-oss's pre-training context; rope_scaling.original_max_position_embeddings is read"},
+    {"num_key_value_heads", "MLA: every head has its own k and v after kv_b_proj (read for GQA)"},
+    {"head_dim", "MLA: the q/k head width is qk_nope_head_dim + qk_rope_head_dim (read)"},
+    {"rope_scaling.beta_fast", "shapes RoPE's frequencies: values, the same work"},
+    {"rope_scaling.beta_slow", "shapes RoPE's frequencies: values, the same work"},
+    {"rope_scaling.mscale", "YaRN's attention scale: a value, the same work"},
+    {"rope_scaling.mscale_all_dim", "YaRN's attention scale: a value, the same work"},
+    {"rope_scaling.attention_factor", "YaRN's attention scale: a value, the same work"},
+    {"rope_scaling.low_freq_factor", "shapes RoPE's frequencies: values, the same work"},
+    {"rope_scaling.high_freq_factor", "shapes RoPE's frequencies: values, the same work"},
+    {"rope_scaling.short_factor", "shapes RoPE's frequencies: values, the same work"},
+    {"rope_scaling.long_factor", "shapes RoPE's frequencies: values, the same work"},
+    {"rope_scaling.truncate", "shapes RoPE's frequencies: values, the same work"},
+    {"rope_scaling.mrope_section",
+     "multimodal RoPE sections: a text token has one position in every section, the same work"},
+    {"rope_scaling.interleaved", "the layout of multimodal RoPE's sections: the same work"},
+    {"rope_scaling.mrope_interleaved", "the layout of multimodal RoPE's sections: the same work"},
+    {"quantization_config.sym", "GPTQ stores qzeros whether or not (priced either way)"},
+    {"quantization_config.desc_act", "act-order: GPTQ stores g_idx either way (priced)"},
+    {"quantization_config.damp_percent", "calibration: how the weights were made"},
+    {"quantization_config.true_sequential", "calibration: how the weights were made"},
+    {"quantization_config.dataset", "calibration: how the weights were made"},
+    {"quantization_config.tokenizer", "calibration: how the weights were made"},
+    {"quantization_config.model_seqlen", "calibration: how the weights were made"},
+    {"quantization_config.batch_size", "calibration: how the weights were made"},
+    {"quantization_config.cache_block_outputs", "calibration: how the weights were made"},
+    {"quantization_config.version", "AutoAWQ's kernel layout; the serving engine picks its own"},
+    {"quantization_config.backend", "the loader's kernel choice; the serving engine picks its own"},
+    {"quantization_config.use_exllama", "the loader's kernel choice"},
+    {"quantization_config.exllama_config", "the loader's kernel choice"},
+    {"quantization_config.use_cuda_fp16", "the loader's kernel choice"},
+    {"quantization_config.checkpoint_format", "the file layout of the same tensors"},
+    {"quantization_config.format", "compressed-tensors' file layout of the same tensors"},
+    {"*observer", "calibration: how the scales were found"},
+    {"*observer_kwargs", "calibration: how the scales were found"},
+    {"*quantization_status", "compressed-tensors' state of the checkpoint (compressed, frozen)"},
+    {"quantization_config.do_fuse", "AutoAWQ's module fusion; the serving engine fuses its own"},
+    {"quantization_config.fuse_max_seq_len", "AutoAWQ's module fusion"},
+    {"quantization_config.modules_to_fuse", "AutoAWQ's module fusion"},
+};
+
+/* The reason name (inside the text config when under it) does not change
+ * the work, NULL when not known. */
+static const char *not_work_why(const cfg *c, const char *name)
+{
+    size_t tn = c->text ? strlen(c->text_name) : 0;
+    if (tn && strncmp(name, c->text_name, tn) == 0 && name[tn] == '.')
+        name += tn + 1;
+    const char *last = strrchr(name, '.');
+    last = last ? last + 1 : name;
+    for (size_t i = 0; i < sizeof not_work / sizeof not_work[0]; i++) {
+        const char *k = not_work[i].name;
+        size_t n = strlen(k), ln = strlen(last);
+        if (!strcmp(k, "_*") ? last[0] == '_'
+            : k[0] == '*'    ? ln >= n - 1 && !strcmp(last + ln - (n - 1), k + 1)
+                             : !strcmp(k, name))
+            return not_work[i].why;
+    }
+    return NULL;
+}
+
+/* 1 read, 2 warned, 0 neither. */
+static int seen_as(const cfg *c, const char *name)
+{
+    for (int i = 0; i < c->seen->n; i++)
+        if (!strcmp(c->seen->name[i], name))
+            return c->seen->warned[i] ? 2 : 1;
+    return 0;
+}
+
+/* What one pass over the fields found. */
+typedef struct tally {
+    arch_fields *out;   /* NULL: not listed */
+    int unknown;
+    char names[1024];   /* the unknown ones, ", "-separated, as many as fit */
+} tally;
+
+static void put(tally *t, const char *name, arch_use use, const char *why)
+{
+    if (use == AF_UNKNOWN) {
+        size_t n = strlen(t->names);
+        if (n + strlen(name) + 8 < sizeof t->names)
+            snprintf(t->names + n, sizeof t->names - n, "%s%s", t->unknown ? ", " : "", name);
+        t->unknown++;
+    }
+    if (!t->out || t->out->n == ARCH_MAX_FIELDS)
+        return;
+    snprintf(t->out->f[t->out->n].name, sizeof t->out->f[0].name, "%s", name);
+    t->out->f[t->out->n].use = use;
+    t->out->f[t->out->n++].why = why;
+}
+
+/* Every member of object o, named prefix (NULL: the top level). */
+static void classify(const cfg *c, const json_t *o, const char *prefix, tally *t)
+{
+    const char *key;
+    json_t *v;
+    char name[ARCH_FIELD_LEN], shadow[ARCH_FIELD_LEN + 64];
+    json_object_foreach((json_t *)o, key, v) {
+        snprintf(name, sizeof name, "%s%s%s", prefix ? prefix : "", prefix ? "." : "", key);
+        int s = seen_as(c, name);
+        const char *why = s ? NULL : not_work_why(c, name);
+        snprintf(shadow, sizeof shadow, "%s.%s", c->text ? c->text_name : "", key);
+        if (s == 2)
+            put(t, name, AF_WARNED, NULL);
+        else if (s == 1) {
+            put(t, name, AF_READ, NULL);
+            if (json_is_object(v))
+                classify(c, v, name, t);
+        } else if (why)
+            put(t, name, AF_IGNORED, why);
+        else if (!prefix && c->text && seen_as(c, shadow))
+            put(t, name, AF_IGNORED, "the text config's field of that name is read instead");
+        else if (json_is_null(v))
+            put(t, name, AF_IGNORED, "null: absent, as transformers reads it");
+        else
+            put(t, name, AF_UNKNOWN, NULL);
+    }
+}
+
+/* The fields neither read, warned nor known not to change the work: one
+ * warning line naming them. */
+static void warn_unread(const cfg *c, arch *a, arch_fields *out)
+{
+    tally t = {.out = out};
+    if (out)
+        out->n = 0;
+    classify(c, c->top, NULL, &t);
+    if (t.unknown == 0)
+        return;
+    char line[ARCH_WARN_LEN];
+    int n = snprintf(line, sizeof line, "%.60s: %d field%s cpsim does not read (the work they may "
+                     "change is not modelled): ", base_name(c->path), t.unknown,
+                     t.unknown > 1 ? "s" : "");
+    size_t room = sizeof line - (size_t)n - 1, len = strlen(t.names);
+    if (len > room) { /* whole names only, then ", ..." */
+        len = room - strlen(", ...");
+        while (len > 0 && strncmp(t.names + len, ", ", 2) != 0)
+            len--;
+    }
+    arch_warn(a, "%s%.*s%s", line, (int)len, t.names, len < strlen(t.names) ? ", ..." : "");
+}
+
+const char *arch_use_name(arch_use u)
+{
+    static const char *const t[] = {"read", "warned", "ignored", "unknown"};
+    return (unsigned)u <= AF_UNKNOWN ? t[u] : "?";
+}
+
 /* --- loading ------------------------------------------------------------- */
 
 /* Warnings come in this order: attention (warn_attention), windows and
@@ -1087,8 +1580,9 @@ static int parse(cfg *c, arch *a)
 {
     if (pick_text(c) < 0 || parse_class(c, a) < 0 || parse_common(c, a) < 0 ||
         parse_attention(c, a) < 0 || warn_attention(c, a) < 0 || parse_window(c, a) < 0 ||
-        parse_ffn(c, a) < 0 || parse_quant(c, a) < 0)
+        parse_ffn(c, a) < 0 || parse_quant(c, a) < 0 || check_aliases(c, a) < 0)
         return -1;
+    warn_towers(c, a);
     double n = total_params(a);
     if (n > MAX_PARAMS)
         return cp_fail_at(c->err, at(c),
@@ -1177,7 +1671,8 @@ static int locate(const char *spec, const char *base_dir, arch *a, cp_err *err)
     return 0;
 }
 
-int arch_load(const char *spec, const char *base_dir, arch *out, cp_err *err)
+int arch_load_fields(const char *spec, const char *base_dir, arch *out, arch_fields *fields,
+                     cp_err *err)
 {
     memset(out, 0, sizeof *out);
     if (locate(spec, base_dir, out, err) < 0)
@@ -1185,8 +1680,21 @@ int arch_load(const char *spec, const char *base_dir, arch *out, cp_err *err)
     json_t *root = load_json(out->path, err);
     if (!root)
         return -1;
-    cfg c = {.path = out->path, .top = root, .err = err};
+    seen *sn = calloc(1, sizeof *sn);
+    if (!sn) {
+        json_decref(root);
+        return cp_fail(err, CP_EXIT_INTERNAL, "out of memory reading %s", out->path);
+    }
+    cfg c = {.path = out->path, .top = root, .seen = sn, .err = err};
     int rc = parse(&c, out);
+    if (rc == 0)
+        warn_unread(&c, out, fields);
+    free(sn);
     json_decref(root);
     return rc;
+}
+
+int arch_load(const char *spec, const char *base_dir, arch *out, cp_err *err)
+{
+    return arch_load_fields(spec, base_dir, out, NULL, err);
 }

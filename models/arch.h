@@ -13,11 +13,15 @@
  *   - windows:   sliding_window, use_sliding_window, max_window_layers,
  *                sliding_window_pattern, layer_types
  *   - quantization_config (recorded, not interpreted: see quant_*)
- * The one exception is what no field states: whether q/k are normalised is
- * taken from the architecture class (architectures[]) when no field says it.
- * Nested text_config and thinker_config.text_config are followed; unknown
- * fields are ignored, except those that change the simulated work without
- * being modelled: each adds a line to warn[] (see arch_load).
+ * The one exception is what no field states: whether q/k are normalised, how
+ * the router scores and whether absent tie_word_embeddings means tied are
+ * taken from the model family, named by architectures[] (or, failing that,
+ * model_type, with a warning; with neither, the choices assumed are warned).
+ * Nested text_config and thinker_config.text_config are followed.  Every
+ * field is read, warned (it changes the simulated work without being
+ * modelled: a line in warn[]), or known not to change the work (a table in
+ * arch.c with the reason); any other field is warned as not read
+ * (arch_load_fields lists what became of each).
  */
 #ifndef CP_ARCH_H
 #define CP_ARCH_H
@@ -41,7 +45,12 @@ typedef struct arch {
     int64_t layers;          /* num_hidden_layers (MTP layers excluded) */
     int64_t vocab;           /* vocab_size */
     int64_t max_position;    /* max_position_embeddings (0 if absent) */
-    int tie_embeddings;      /* tie_word_embeddings */
+    int64_t max_context;     /* positions the model is built for: max_position,
+                                or rope_scaling's factor x
+                                original_max_position_embeddings when larger
+                                (arch.c context_of); 0 if neither is given */
+    int tie_embeddings;      /* tie_word_embeddings; absent: the family's
+                                transformers default (arch.c families) */
 
     /* attention */
     arch_attn attn;
@@ -111,6 +120,9 @@ typedef struct arch {
                                 as "dynamic"/"static" (or its string) */
     int quant_bits;          /* weight bits: 8 for fp8; num_bits
                                 (compressed-tensors); bits (gptq/awq) */
+    int quant_zeros;         /* gptq/awq: a packed zero point per group is
+                                stored (qzeros; awq zero_point, default
+                                true; gptq always) */
     char quant_type[8];      /* weight number type: "float" (fp8, or
                                 compressed-tensors type), "int" (gptq/awq, or
                                 compressed-tensors type) */
@@ -134,6 +146,35 @@ typedef struct arch {
  * method, ...) do not fail: each adds a line to out->warn naming the file
  * (base name) and the field; the caller decides whether to print them. */
 int arch_load(const char *spec, const char *base_dir, arch *out, cp_err *err);
+
+/* What the loader did with one field of a config. */
+typedef enum {
+    AF_READ,     /* read: it changes the answer */
+    AF_WARNED,   /* it changes the work, is not modelled, and out->warn says so */
+    AF_IGNORED,  /* known not to change the simulated work (why says why) */
+    AF_UNKNOWN,  /* none of those: warned as not read */
+} arch_use;
+
+#define ARCH_MAX_FIELDS 512 /* fields listed per config (nested ones included) */
+#define ARCH_FIELD_LEN 160  /* dotted name, NUL included */
+
+typedef struct arch_fields {
+    int n;
+    struct {
+        char name[ARCH_FIELD_LEN]; /* dotted: "rope_scaling.factor" */
+        arch_use use;
+        const char *why;           /* AF_IGNORED: the reason (static); else NULL */
+    } f[ARCH_MAX_FIELDS];
+} arch_fields;
+
+/* arch_load, also listing every field of the file (members of an object
+ * that is read are listed one by one; those of an object warned or ignored
+ * as a whole are not) in file order into *fields when not NULL. */
+int arch_load_fields(const char *spec, const char *base_dir, arch *out, arch_fields *fields,
+                     cp_err *err);
+
+/* The name of a use ("read", "warned", "ignored", "unknown"). */
+const char *arch_use_name(arch_use u);
 
 /* Append a warning line to a->warn (printf format, cut to ARCH_WARN_LEN).
  * When ARCH_MAX_WARN lines are already there, the last one is replaced by a

@@ -10,7 +10,7 @@
 #include "models/scenario.h"
 
 static const char *const type_names[QT_COUNT] = {"FLOAT", "W8A8", "W8A8_DYNAMIC", "FP8_BLOCK",
-                                                 "PLAIN"};
+                                                 "PLAIN", "INT_GROUP"};
 
 const char *quant_type_name(quant_type t)
 {
@@ -29,7 +29,7 @@ const char *quant_step_name(quant_step st)
     static const char *const t[QS_COUNT] = {
         "plain TP-sharded estimate (precision.weights; MLP linears at mlp_weights)",
         "+ per-tensor types (float exceptions in the params dtype)",
-        "+ weight_scale / weight_offset / input scales / quant_bias",
+        "+ weight_scale / weight_offset / input scales / quant_bias / zeros",
         "+ fp32 scales (deq_scale, weight_scale_fp32, block scales)",
         "+ derived weights (W_UK_T / W_UV replace kv_b_proj, input-scale repeats)",
         "+ shared experts sharded by TP (sequence-parallel MoE)",
@@ -86,6 +86,16 @@ static cp_dtype wdtype_of(const qpass *q, const mem_tensor *t)
     return quant_is_mlp(t) ? q->s->mlp_dtype : q->s->w_dtype;
 }
 
+/* Weights of dtype w are the checkpoint's integer scheme with group (or
+ * channel) scales (quant.h INT_GROUP): config.json says integer weights of
+ * w's bits, grouped or per channel, and no description types them. */
+static int int_groups(const qpass *q, cp_dtype w)
+{
+    const arch *a = &q->s->model;
+    return !q->d && !strcmp(a->quant_type, "int") && a->quant_bits == (int)(dtype_bytes(w) * 8) &&
+           (!strcmp(a->quant_strategy, "group") || !strcmp(a->quant_strategy, "channel"));
+}
+
 /* Type of t under the rules of quant.h. */
 static quant_type type_of(const qpass *q, const mem_tensor *t)
 {
@@ -98,6 +108,8 @@ static quant_type type_of(const qpass *q, const mem_tensor *t)
     cp_dtype w = wdtype_of(q, t);
     if (dtype_bytes(w) >= 2.0)
         return QT_FLOAT;
+    if (int_groups(q, w))
+        return QT_INT_GROUP;
     if (w == DT_INT8)
         return QT_W8A8_DYNAMIC;
     return w == DT_FP8 ? QT_FP8_BLOCK : QT_PLAIN;
@@ -136,6 +148,20 @@ static void add_aux(qpass *q, const mem_tensor *t, quant_type ty, mem_local l,
     if (ty == QT_FP8_BLOCK) {
         if (q->upto >= QS_FP32) /* an fp32 scale per 128 x 128 block (weight_block_size) */
             cat[QC_FP32] += ceil(l.rows / 128.0) * ceil(l.cols / 128.0) * l.frac * 4.0;
+        return;
+    }
+    if (ty == QT_INT_GROUP) {
+        const arch *a = &q->s->model;
+        if (q->upto < QS_PARAMS)
+            return;
+        double groups = strcmp(a->quant_strategy, "group") ? 1.0 /* per channel */
+                                                            : ceil(l.cols / (double)a->quant_group);
+        int gptq = !strcmp(a->quant_method, "gptq");
+        cat[QC_PARAMS] += out * groups * q->pb; /* scales */
+        if (a->quant_zeros || gptq) /* zeros: `bits` each, packed in int32 along out */
+            cat[QC_PARAMS] += ceil(l.rows * a->quant_bits / 32.0) * 4.0 * groups * l.frac;
+        if (gptq)
+            cat[QC_PARAMS] += in * 4.0; /* g_idx int32 per input column */
         return;
     }
     if (ty != QT_W8A8 && ty != QT_W8A8_DYNAMIC)
@@ -197,9 +223,10 @@ static void account(void *ctx, const mem_tensor *t)
         cat[wcat] += l.rows * l.cols * l.frac * fb;
     } else {
         wcat = QC_QUANTIZED;
-        cat[wcat] += elems * 1.0; /* int8 / fp8 */
+        /* int8 / fp8: 1 byte; an integer checkpoint's weights packed at its bits */
+        cat[wcat] += elems * (ty == QT_INT_GROUP ? dtype_bytes(wdtype_of(q, t)) : 1.0);
         add_aux(q, t, ty, l, cat);
-        if (ty != QT_FP8_BLOCK)
+        if (ty != QT_FP8_BLOCK && ty != QT_INT_GROUP)
             note_transpose(q, t, elems);
     }
     if (t->layer >= 0 && (q->sharded & (1u << t->proj))) {

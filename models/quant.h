@@ -6,10 +6,12 @@
  * "FLOAT" | "W8A8" | "W8A8_DYNAMIC") when the workload names one
  * (precision.quant_description), else from precision.weights, and for the
  * MLP linears (quant_is_mlp: the dense MLP's and every expert's gate, up
- * and down) from precision.mlp_weights: 1-byte integer weights are
- * W8A8_DYNAMIC, fp8 weights carry 128 x 128 block scales (whatever their
- * GEMM's scale granularity: a row-wise scale layout is not told apart, a
- * difference of about 4 B per 128 x 128 elements), wider formats are
+ * and down) from precision.mlp_weights: integer weights of the bits of an
+ * integer checkpoint's grouped or per-channel scheme are INT_GROUP, other
+ * 1-byte integer weights are W8A8_DYNAMIC, fp8 weights carry 128 x 128
+ * block scales (whatever their GEMM's scale granularity: a row-wise scale
+ * layout is not told apart, a difference of about 4 B per 128 x 128
+ * elements), wider formats are
  * floating point (an MLP linear in its mlp_weights dtype, every other
  * float tensor in the params dtype), and in every quantized case the
  * tensors W8A8 checkpoints keep in floating point (norms, router,
@@ -30,6 +32,18 @@
  *   fp8 block       weight fp8 [out, in]; weight_scale_inv fp32
  *                   [ceil(out/128), ceil(in/128)] (models-hardware.md 2.1:
  *                   DeepSeek checkpoints, FP8 e4m3 block 128 x 128)
+ *   INT_GROUP       an integer checkpoint (config.json quantization_config
+ *                   gptq, awq, or compressed-tensors int weights, grouped
+ *                   or per channel) whose bits are the weights' dtype, no
+ *                   quant description: weight packed at `bits` per element
+ *                   (qweight); per group of group_size input columns (per
+ *                   channel: one group per row) a scale in the params dtype
+ *                   (scales) and, when stored, a zero point of `bits`
+ *                   packed into int32 words along the output (AWQ
+ *                   qzeros [in/g, out*bits/32] when zero_point, GPTQ's
+ *                   always, compressed-tensors' when not symmetric); GPTQ
+ *                   adds g_idx int32 [in] (AutoGPTQ QuantLinear buffers;
+ *                   AutoAWQ WQLinear_GEMM)
  *   FLOAT           the params dtype (quant_params_bytes)
  * MLA's kv_b_proj is replaced after loading by W_UK_T and W_UV in the
  * params dtype, derived from the kv_b_proj layout the rank holds (its full
@@ -62,8 +76,12 @@ typedef enum {
     QT_W8A8,          /* msModelSlim W8A8: static per-tensor activation scale */
     QT_W8A8_DYNAMIC,  /* msModelSlim W8A8_DYNAMIC: per-token activation scale */
     QT_FP8_BLOCK,     /* fp8 weights with 128 x 128 block scales */
-    QT_PLAIN,         /* precision.weights without auxiliary tensors (int4:
-                         its scale layout is not modelled) */
+    QT_PLAIN,         /* precision.weights without auxiliary tensors (int4
+                         not from an integer checkpoint: its scale layout is
+                         not modelled) */
+    QT_INT_GROUP,     /* integer weights of the checkpoint's gptq / awq /
+                         compressed-tensors int scheme, with their group
+                         scales and zero points */
     QT_COUNT
 } quant_type;
 
@@ -81,7 +99,8 @@ typedef enum {
     QS_PLAIN,         /* every tensor at precision.weights (MLP linears at
                          mlp_weights), TP-sharded */
     QS_TYPES,         /* per-tensor types: float exceptions in the params dtype */
-    QS_PARAMS,        /* + scales, offsets, quant_bias */
+    QS_PARAMS,        /* + scales, offsets, quant_bias; INT_GROUP's group
+                         scales, zero points, g_idx */
     QS_FP32,          /* + fp32 scales */
     QS_DERIVED,       /* + W_UK_T / W_UV for kv_b_proj, input-scale repeats */
     QS_SHARED_TP,     /* + shared experts sharded by TP (the sequence-parallel

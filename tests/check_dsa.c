@@ -490,6 +490,55 @@ static char *yaml_with_desc(const char *desc, const char *par)
     return y;
 }
 
+/* An integer checkpoint (config.json quantization_config awq / gptq):
+ * weights packed at 4 bits, per group of 128 input columns an fp16/bf16
+ * scale and a 4-bit zero point packed in int32 along the output, GPTQ's
+ * g_idx int32 per input column; awq without zero_point stores no zeros. */
+START_TEST(int_group_accounting)
+{
+    /* per layer out x groups: q 256x2, k 128x2, v 128x2, o 256x2, gate
+     * 512x2, up 512x2, down 256x4 = 4608 groups of a 2 B scale and a 0.5 B
+     * zero point */
+    const double params = 2 * 4608 * 2.5;
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "model: %s/tests/configs/tiny-awq.json\nplatform: h200-sxm-8\n"
+             "parallel: {tp: 1}\nrequests: [{prompt_tokens: 64}]\n", CP_SRCDIR);
+    scenario s;
+    quant_report r;
+    tu_load(&s, yaml, NULL, 0);
+    ck_assert_int_eq(s.w_dtype, DT_INT4);
+    quant_account(&s, NULL, &r);
+    ck_assert_int_eq(r.ntype[QT_INT_GROUP], 14);
+    /* per layer q, o 256x256, k, v 128x256, MLP 3 x 512x256 elements, 4 bits */
+    ck_assert_double_eq(r.cat_total[QC_QUANTIZED],
+                        2 * (2 * 65536.0 + 2 * 32768 + 3 * 131072) * 0.5);
+    ck_assert_double_eq(r.cat_total[QC_PARAMS], params);
+    ck_assert_double_eq(r.total, quant_resident_bytes(&s));
+    double awq = r.total;
+    s.model.quant_zeros = 0; /* zero_point: false stores scales only */
+    quant_account(&s, NULL, &r);
+    ck_assert_double_eq(r.cat_total[QC_PARAMS], 2 * 4608 * 2.0);
+    wl_free(&s);
+    /* the same weights from a GPTQ checkpoint: + g_idx, 4 B per input column
+     * (per layer 6 x 256 + 512 columns) */
+    snprintf(yaml, sizeof yaml, "model: %s/tests/configs/tiny-gptq.json\nplatform: h200-sxm-8\n"
+             "parallel: {tp: 1}\nrequests: [{prompt_tokens: 64}]\n", CP_SRCDIR);
+    tu_load(&s, yaml, NULL, 0);
+    quant_account(&s, NULL, &r);
+    ck_assert_double_eq(r.cat_total[QC_PARAMS], params + 2 * (6 * 256 + 512) * 4.0);
+    ck_assert_double_eq(r.total, awq + 2 * (6 * 256 + 512) * 4.0);
+    /* TP2: column-parallel q, k, v, gate, up halve their rows, row-parallel
+     * o and down their columns (groups) */
+    wl_free(&s);
+    snprintf(yaml, sizeof yaml, "model: %s/tests/configs/tiny-awq.json\nplatform: h200-sxm-8\n"
+             "parallel: {tp: 2}\nrequests: [{prompt_tokens: 64}]\n", CP_SRCDIR);
+    tu_load(&s, yaml, NULL, 0);
+    quant_account(&s, NULL, &r);
+    ck_assert_double_eq(r.cat_total[QC_PARAMS], params / 2);
+    wl_free(&s);
+}
+END_TEST
+
 /* GLM-5.1 W8A8 at TP16 EP16 with the generated description: types per
  * tensor, the attention family in closed form with and without DSA CP, the
  * steps from the plain estimate, layer sharding. */
@@ -926,6 +975,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tq, tu_setup, NULL);
     tcase_set_timeout(tq, 120);
     tcase_add_test(tq, glm_w8a8_accounting);
+    tcase_add_test(tq, int_group_accounting);
     tcase_add_test(tq, accounting_rules_without_description);
     tcase_add_test(tq, resident_memo_follows_inputs);
     tcase_add_test(tq, description_refusals);

@@ -789,6 +789,53 @@ START_TEST(test_workload_keys_that_change_nothing)
 }
 END_TEST
 
+/* Requests past the model's positions (max_position_embeddings, extended
+ * by rope_scaling): simulated as given, with one warning counting the long
+ * prompts and the decodes that run past, in run and serving workloads. */
+START_TEST(test_workload_context)
+{
+    static const struct {
+        const char *yaml;
+        const char *want; /* NULL: no warning */
+    } cases[] = {
+        {"model: qwen3-32b\nplatform: h200-sxm-8\nparallel: {tp: 8}\n"
+         "requests: [{prompt_tokens: 40000, cached_tokens: 960}]\n", NULL},
+        {"model: qwen3-32b\nplatform: h200-sxm-8\nparallel: {tp: 8}\n"
+         "requests: [{prompt_tokens: 40000, cached_tokens: 961}]\n",
+         "qwen3-32b.json: the model is built for 40960 positions (max_position_embeddings); "
+         "requests past them are simulated as given: 1 with a longer prompt (cached + prompt "
+         "tokens), 0 more by decoding, up to position 40961"},
+        {"model: qwen3-32b\nplatform: h200-sxm-8\nparallel: {tp: 8}\n"
+         "requests: [{prompt_tokens: 40000, decode_tokens: 1000}, {prompt_tokens: 50000, "
+         "arrival_s: 1}, {streams: 2, prompt_tokens: 60000, decode_tokens: 4, count: 1}]\n",
+         "qwen3-32b.json: the model is built for 40960 positions (max_position_embeddings); "
+         "requests past them are simulated as given: 2 with a longer prompt (cached + prompt "
+         "tokens), 1 more by decoding, up to position 60004"},
+        /* DeepSeek-R1: YaRN factor 40 x 4096 = its max_position_embeddings */
+        {"model: deepseek-r1\nplatform: h200-sxm-8\nparallel: {tp: 8}\n"
+         "requests: [{prompt_tokens: 163841}]\n",
+         "deepseek-r1.json: the model is built for 163840 positions (max_position_embeddings); "
+         "requests past them are simulated as given: 1 with a longer prompt (cached + prompt "
+         "tokens), 0 more by decoding, up to position 163841"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        scenario s;
+        cp_err err = { 0 };
+        ck_assert_msg(load_text(cases[c].yaml, NULL, 0, NULL, &s, &err) == 0, "%s", err.msg);
+        const char *got = NULL;
+        for (int i = 0; i < s.nwarn; i++)
+            if (strstr(s.warn[i], "positions (max_position_embeddings"))
+                got = s.warn[i];
+        if (cases[c].want)
+            ck_assert_msg(got && !strcmp(got, cases[c].want), "case %zu: %s", c,
+                          got ? got : "no warning");
+        else
+            ck_assert_msg(!got, "case %zu: %s", c, got);
+        wl_free(&s);
+    }
+}
+END_TEST
+
 START_TEST(test_workload_trace)
 {
     char csv[160];
@@ -1323,6 +1370,7 @@ static Suite *workload_suite(void)
     tcase_add_test(core, test_workload_periodic);
     tcase_add_test(core, test_workload_poisson);
     tcase_add_test(core, test_workload_trace);
+    tcase_add_test(core, test_workload_context);
     tcase_add_test(core, test_workload_streams);
     tcase_add_test(core, test_workload_merge_stable);
     tcase_add_test(core, test_workload_serving_flag);

@@ -710,6 +710,41 @@ static void checkpoint_precision(scenario *s)
                 s->model.path, wl_weight_names[k], wl_mlp_weights_name(s));
 }
 
+/* Requests that reach past the positions the model is built for
+ * (arch.max_context: max_position_embeddings, extended by rope_scaling): a
+ * prompt (cached_tokens + prompt_tokens) longer than it, or a decode that
+ * runs past it.  Simulated as given (a what-if the model's RoPE was not
+ * trained for): one warning for all of them, run and serving alike (a
+ * closed-loop source counts as one entry). */
+static void context_warning(scenario *s)
+{
+    int64_t ctx = s->model.max_context, longest = 0;
+    long long prompts = 0, decodes = 0;
+    for (int i = 0; ctx > 0 && i < s->nreqs + s->nstreams; i++) {
+        int64_t cached, prompt, decode;
+        if (i < s->nreqs) {
+            cached = s->reqs[i].cached_tokens, prompt = s->reqs[i].prompt_tokens;
+            decode = s->reqs[i].decode_tokens;
+        } else {
+            const wl_streams *st = &s->streams[i - s->nreqs];
+            cached = st->cached_tokens, prompt = st->prompt_tokens, decode = st->decode_tokens;
+        }
+        prompts += cached + prompt > ctx;
+        decodes += cached + prompt <= ctx && cached + prompt + decode > ctx;
+        if (cached + prompt + decode > longest)
+            longest = cached + prompt + decode;
+    }
+    if (prompts + decodes == 0)
+        return;
+    const char *slash = strrchr(s->model.path, '/');
+    wl_warn(s, "%s: the model is built for %lld positions (max_position_embeddings%s); "
+            "requests past them are simulated as given: %lld with a longer prompt (cached + "
+            "prompt tokens), %lld more by decoding, up to position %lld",
+            slash ? slash + 1 : s->model.path, (long long)ctx,
+            ctx > s->model.max_position ? " extended by rope_scaling" : "", prompts, decodes,
+            (long long)longest);
+}
+
 /* Workload and model combinations that change the work and are not
  * modelled. */
 static void unmodelled_warnings(scenario *s)
@@ -729,6 +764,7 @@ static void unmodelled_warnings(scenario *s)
                 k ? wl_mlp_weights_name(s) : wl_weights_name(s), s->plat.name,
                 dtype_name(used[k]), dtype_name(used[k]));
     }
+    context_warning(s);
     if (s->model.sliding_window > 0 && s->par.sp > 1)
         wl_warn(s, "%s: %lld layers attend within a sliding window of %lld tokens; the "
                 "sequence-parallel exchanges (parallel.sp = %d) simulate full causal attention",

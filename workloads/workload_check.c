@@ -497,7 +497,8 @@ static int check_plan_size(const scenario *s, cp_err *err)
 }
 
 /* Checks that need the model and the platform.  A prompt longer than the
- * model's max_position is accepted on purpose (what-if studies). */
+ * model's max_context is accepted on purpose (what-if studies) and warned
+ * (workload.c context_warning). */
 int wl_validate(const scenario *s, cp_err *err)
 {
     if (check_devices(s, err) < 0 || check_heads(s, err) < 0 || check_experts(s, err) < 0 ||
