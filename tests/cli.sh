@@ -338,6 +338,14 @@ est=$(sed -n 's/.*"full_bytes_estimate": \([0-9.e+]*\).*/\1/p' "$tmp/dash/o6/sum
 size=$(wc -c <"$tmp/dash/o7/trace.json")
 awk -v e="$est" -v s="$size" 'BEGIN { exit !(e > 0.9 * s && e < 1.1 * s) }' ||
     fail "trace estimate $est bytes against $size written"
+# --trace-layers alone asks for ops, --plots draws the timeline from them: full
+CPSIM_TRACE_AUTO_MB=1 expect 0 "" -- "$CPSIM" run -q --trace-layers 2-3 -o "$tmp/dash/o10"
+grep -q '"selection":{"trace":"full","layers":"2-3"}' "$tmp/dash/o10/trace.json" ||
+    fail "--trace-layers without --trace: not the full trace"
+if command -v gnuplot >/dev/null 2>&1; then
+    CPSIM_TRACE_AUTO_MB=1 expect 0 "" -- "$CPSIM" run -q --plots -o "$tmp/dash/o11"
+    grep -q '"selection"' "$tmp/dash/o11/trace.json" && fail "--plots: not the full trace"
+fi
 CPSIM_TRACE_AUTO_MB=1 expect 0 "" -- "$CPSIM" run -q -o "$tmp/dash/o8"
 [ -s "$tmp/stdout" ] && fail "--quiet printed the trace line"
 CPSIM_TRACE_AUTO_MB=lots expect 2 "CPSIM_TRACE_AUTO_MB=lots: expected" -- \

@@ -151,7 +151,8 @@ const cli_option cli_options[] = {
     {.name = "--trace", .cmds = RUN, .type = CLI_CALL, .set = set_trace, .value = "LEVEL",
      .help = "what trace.json holds: full (every op and the memory counters), steps (one "
              "span per rank and step) or none (no trace file); default: full unless the full "
-             "trace would pass " STR(REP_TRACE_AUTO_MB) " MB, then steps, and the run says so"},
+             "trace would pass " STR(REP_TRACE_AUTO_MB) " MB, then steps, and the run says so "
+             "(with --plots or --trace-layers: full)"},
     {.name = "--trace-ranks", .cmds = RUN, .type = CLI_CALL, .set = set_trace_ranks,
      .value = "LIST", .help = "the trace of these ranks only (0,2,4-7)"},
     {.name = "--trace-layers", .cmds = RUN, .type = CLI_CALL, .set = set_trace_layers,

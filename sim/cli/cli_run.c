@@ -34,12 +34,13 @@ static drv_req request_of(const cli_opts *o)
 
 /* The trace options of the run line: without --trace, the level chosen by
  * size (the bound CPSIM_TRACE_AUTO_MB when set, in MB), or full when
- * --trace-layers asks for a window of ops. */
+ * --trace-layers asks for a window of ops or --plots for the timeline
+ * (plot_run_dir draws it from the trace's ops). */
 static int trace_opts(const cli_opts *o, rep_trace_opts *t, cp_err *err)
 {
     *t = (rep_trace_opts){(rep_trace_level)o->trace_level, o->trace_ranks, o->trace_layer_lo,
                           o->trace_layer_hi, 0};
-    if (t->level == REP_TRACE_AUTO && t->layer_lo >= 0)
+    if (t->level == REP_TRACE_AUTO && (t->layer_lo >= 0 || o->plots))
         t->level = REP_TRACE_FULL;
     const char *mb = getenv("CPSIM_TRACE_AUTO_MB");
     if (!mb)

@@ -67,9 +67,14 @@ static int choose_trace(const drv_req *rq, const plan *p, const eng_result *r,
     if (auto_level != REP_TRACE_AUTO || o->level != REP_TRACE_STEPS)
         return 0;
     double bound = o->auto_bytes > 0 ? o->auto_bytes : REP_TRACE_AUTO_MB * 1e6;
-    snprintf(note, len, "trace: %.3gM events would write ~%.0f MB (more than %.3g MB); wrote "
-             "step-level detail (use --trace full for every event)", events / 1e6,
-             bytes / 1e6, bound / 1e6);
+    char many[32];
+    if (events >= 1e6)
+        snprintf(many, sizeof many, "%.3gM", events / 1e6);
+    else
+        snprintf(many, sizeof many, "%.0f", events);
+    snprintf(note, len, "trace: %s events would write ~%.0f MB (more than %.3g MB); wrote "
+             "step-level detail (use --trace full for every event)", many, bytes / 1e6,
+             bound / 1e6);
     json_array_append_new(json_object_get(summary, "warnings"), json_string(note));
     json_t *td = json_object();
     json_object_set_new(td, "level", json_string("steps"));
