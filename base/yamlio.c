@@ -469,16 +469,11 @@ ydoc *yio_parse_string(const char *text, size_t len, const char *origin, cp_err 
     return doc;
 }
 
-/* The whole file is read first so that libyaml parses from memory and a
+/* The whole input is read first so that libyaml parses from memory and a
  * syntax error can look at the character it points to (tabs). */
-ydoc *yio_parse_file(const char *path, cp_err *err)
+ydoc *yio_parse_stream(FILE *f, const char *origin, cp_err *err)
 {
-    cp_loc at = { path, 0, 0 };
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        cp_fail_at(err, at, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
+    cp_loc at = { origin, 0, 0 };
     char *text = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
@@ -493,15 +488,26 @@ ydoc *yio_parse_file(const char *path, cp_err *err)
     }
     int bad = ferror(f);
     int saved = errno;
-    fclose(f);
     ydoc *doc = NULL;
     if (bad)
         cp_fail_at(err, at, "cannot read: %s", strerror(saved));
     else if (len > (size_t)YIO_MAX_INPUT)
         cp_fail_at(err, at, "larger than %ld bytes; not a cpsim YAML file", YIO_MAX_INPUT);
     else
-        doc = yio_parse_string(text, len, path, err);
+        doc = yio_parse_string(text, len, origin, err);
     free(text);
+    return doc;
+}
+
+ydoc *yio_parse_file(const char *path, cp_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        cp_fail_at(err, (cp_loc){ path, 0, 0 }, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    ydoc *doc = yio_parse_stream(f, path, err);
+    fclose(f);
     return doc;
 }
 

@@ -37,6 +37,9 @@ typedef struct ydoc ydoc;
  * Anchors and aliases are refused; tags are ignored.  Syntax errors report
  * libyaml's problem with its line and column. */
 ydoc *yio_parse_file(const char *path, cp_err *err);
+/* The rest of an open stream (standard input), its locations named origin
+ * ("<stdin>"); the stream stays open. */
+ydoc *yio_parse_stream(FILE *f, const char *origin, cp_err *err);
 ydoc *yio_parse_string(const char *text, size_t len, const char *origin, cp_err *err);
 void yio_free(ydoc *doc);
 ynode *yio_root(ydoc *doc);

@@ -13,6 +13,7 @@
 #define CP_REPORT_H
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include "models/plan.h"
 #include "sim/engine/events.h"
@@ -124,13 +125,36 @@ int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path
 /* What trace.json holds (cpsim run --trace, --trace-ranks, --trace-layers):
  * every op (full), one span per rank and step (steps), or no file (none);
  * of the ranks of `ranks` ("0,2,4-7"; NULL: all) and, full, of decoder
- * layers layer_lo..layer_hi (layer_lo < 0: all; the steps' markers stay). */
-typedef enum { REP_TRACE_FULL, REP_TRACE_STEPS, REP_TRACE_NONE } rep_trace_level;
+ * layers layer_lo..layer_hi (layer_lo < 0: all; the steps' markers stay).
+ * auto (cpsim run without --trace): full, unless the full trace of the
+ * selected ranks would pass auto_bytes (0: REP_TRACE_AUTO_MB), then steps
+ * (rep_trace_choose; the writers take full, steps or none). */
+typedef enum { REP_TRACE_FULL, REP_TRACE_STEPS, REP_TRACE_NONE, REP_TRACE_AUTO } rep_trace_level;
 typedef struct rep_trace_opts {
     rep_trace_level level;
     const char *ranks;
     int layer_lo, layer_hi;
+    double auto_bytes;
 } rep_trace_opts;
+
+/* The bound of the default trace, in MB (1e6 bytes).  Why 64: Perfetto's UI
+ * and chrome://tracing parse a JSON trace inside the browser tab, the whole
+ * file as one string (V8 strings end at 2^29 - 24 characters, ~537 MB) and
+ * the objects it makes several times that; 64 MB stays well inside a tab's
+ * memory and opens in seconds, and a few runs' folders stay small. */
+#define REP_TRACE_AUTO_MB 64
+/* Bytes a full trace spends per op span and per memory counter (measured:
+ * 269 and 226 on the default workload, 275 and 229 on llama405b-cp-meta at
+ * SP16, 128 ranks, 128K tokens; the larger taken). */
+#define REP_TRACE_SPAN_BYTES 275.0
+#define REP_TRACE_COUNTER_BYTES 230.0
+
+/* The level a trace of o's ranks is written at: o->level, or for auto full
+ * or steps by the estimate of the full trace of those ranks (*events: its
+ * op spans and memory counters, *bytes; set for every level; a layer window
+ * is not counted).  -1 with err: a bad rank list. */
+int rep_trace_choose(const plan *p, const eng_result *r, const rep_trace_opts *o,
+                     rep_trace_level *level, double *events, double *bytes, cp_err *err);
 
 /* o NULL: the full trace of every rank. */
 int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
@@ -166,7 +190,10 @@ void rep_put_fixed(FILE *f, double v, int decimals);
  * category and their total (the serving run writes its own rows). */
 void rep_memcsv_header(FILE *f);
 void rep_memcsv_row(FILE *f, int rank, double t, const double cur[MC_COUNT]);
-void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out);
+/* The console table of a run: the requests' figures, a row per rank (ranks
+ * in a row whose figures print the same share one row, "0-7 ... (8
+ * identical)", unless all_ranks), overlap and the memory verdict. */
+void rep_print_table(const rep_summary *sm, const scenario *s, int all_ranks, FILE *out);
 /* "; N of M layer iterations replayed" when the replay ran (the tail of
  * the run's and the serving run's "wrote ..." line), nothing otherwise. */
 void rep_print_replayed(const rep_summary *sm, FILE *out);
@@ -231,6 +258,11 @@ double rep_pair_uncertainty(json_t *line_a, json_t *line_b, const json_t *errs);
 /* Relative gap under which two memory events are one instant (1e-12: a
  * few thousand ulps of the clock, far below the nanosecond printed). */
 #define REP_SAME_INSTANT 1e-12
+/* Whether memory events at t and at next (>= t) are one instant. */
+static inline int rep_same_instant(double t, double next)
+{
+    return next - t <= REP_SAME_INSTANT * (1.0 + fabs(t));
+}
 typedef void (*rep_mem_fn)(void *ctx, int rank, double t, const double cur[MC_COUNT],
                            const eng_mem *last);
 /* The activations and communication buffers go through a model of the

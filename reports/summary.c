@@ -156,8 +156,7 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
              * instant, the clock's adds do not keep equal times equal (a
              * replayed layer, sim/engine/replay.c, adds its offsets to
              * another base) */
-            if (!every_event && i + 1 < n &&
-                m[i + 1].t - m[i].t <= REP_SAME_INSTANT * (1.0 + fabs(m[i].t)))
+            if (!every_event && i + 1 < n && rep_same_instant(m[i].t, m[i + 1].t))
                 continue;
             fn(ctx, rank, m[i].t, cur, every_event ? &m[i] : top);
             top = NULL;

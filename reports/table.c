@@ -1,5 +1,6 @@
 /* table: the short console report of a run. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "reports/report.h"
@@ -20,7 +21,61 @@ static const char *parallel_label(const scenario *s, char *buf, size_t len)
     return buf;
 }
 
-void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out)
+enum { ROW = 128 }; /* a row's figures: 62 characters and "  OOM" */
+
+/* A rank's figures as its table row prints them, after the rank column. */
+static void rank_figures(const rep_summary *sm, const rep_rank *rr, char *buf, size_t len)
+{
+    snprintf(buf, len, " %11.4f %11.4f %11.4f %10.2f %10.2f%s", rr->compute_s, rr->comm_s,
+             rr->overlap_s, rr->peak_bytes / 1e9, sm->capacity_bytes / 1e9,
+             rr->peak_bytes > sm->capacity_bytes ? "  OOM" : "");
+}
+
+/* The end of the run of rows from r that print fig[r] (r + 1 when all_ranks). */
+static int run_end(char (*fig)[ROW], int r, int n, int all_ranks)
+{
+    int e = r + 1;
+    while (!all_ranks && e < n && strcmp(fig[e], fig[r]) == 0)
+        e++;
+    return e;
+}
+
+/* The rank column of rows r..e-1: "3", "0-7"; returns its length. */
+static int rank_label(const rep_summary *sm, int r, int e, char *buf, size_t len)
+{
+    return e - r > 1 ? snprintf(buf, len, "%d-%d", sm->ranks[r].rank, sm->ranks[e - 1].rank)
+                     : snprintf(buf, len, "%d", sm->ranks[r].rank);
+}
+
+/* The ranks' rows: a run of ranks whose rows print the same figures is one
+ * row, "0-7 ... (8 identical)", unless all_ranks. */
+static void rank_rows(const rep_summary *sm, int all_ranks, FILE *out)
+{
+    char (*fig)[ROW] = cp_xcalloc((size_t)sm->nranks + 1, ROW);
+    for (int r = 0; r < sm->nranks; r++)
+        rank_figures(sm, &sm->ranks[r], fig[r], ROW);
+    /* the rank column: as wide as its widest label, "rank" at least */
+    int width = 4;
+    char label[32];
+    for (int r = 0, e; r < sm->nranks; r = e) {
+        e = run_end(fig, r, sm->nranks, all_ranks);
+        int n = rank_label(sm, r, e, label, sizeof label);
+        width = n > width ? n : width;
+    }
+    fprintf(out, "\n%*s %11s %11s %11s %10s %10s\n", width, "rank", "compute_s", "comm_s",
+            "overlap_s", "peak_GB", "of_GB");
+    for (int r = 0, e; r < sm->nranks; r = e) {
+        e = run_end(fig, r, sm->nranks, all_ranks);
+        rank_label(sm, r, e, label, sizeof label);
+        if (e - r > 1)
+            fprintf(out, "%*s%s  (%d identical)\n", width, label, fig[r], e - r);
+        else
+            fprintf(out, "%*s%s\n", width, label, fig[r]);
+    }
+    free(fig);
+}
+
+void rep_print_table(const rep_summary *sm, const scenario *s, int all_ranks, FILE *out)
 {
     char par[128];
     fprintf(out, "%s on %s (%d x %d %s), %s, %s weights, %s\n", s->model.name, s->plat.name,
@@ -39,14 +94,7 @@ void rep_print_table(const rep_summary *sm, const scenario *s, FILE *out)
                     rq->tpot_s * 1e3);
         fputc('\n', out);
     }
-    fprintf(out, "\n%4s %11s %11s %11s %10s %10s\n", "rank", "compute_s", "comm_s",
-            "overlap_s", "peak_GB", "of_GB");
-    for (int r = 0; r < sm->nranks; r++) {
-        const rep_rank *rr = &sm->ranks[r];
-        fprintf(out, "%4d %11.4f %11.4f %11.4f %10.2f %10.2f%s\n", rr->rank, rr->compute_s,
-                rr->comm_s, rr->overlap_s, rr->peak_bytes / 1e9, sm->capacity_bytes / 1e9,
-                rr->peak_bytes > sm->capacity_bytes ? "  OOM" : "");
-    }
+    rank_rows(sm, all_ranks, out);
     fprintf(out, "\noverlap: %.1f %% of communication time ran under compute\n",
             100.0 * sm->overlap_fraction);
     if (sm->oom && strcmp(sm->oom_budget, "capacity") != 0)

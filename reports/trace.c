@@ -287,6 +287,49 @@ static void write_steps(FILE *f, const plan *p, const eng_result *r, int dpn,
     }
 }
 
+/* The ranks o selects (a byte per rank, 1: selected; the caller frees);
+ * NULL with err: a bad rank list. */
+static unsigned char *rank_sel(const plan *p, const rep_trace_opts *o, cp_err *err)
+{
+    unsigned char *rsel = cp_xcalloc((size_t)p->nranks + 1, 1);
+    if (!o->ranks)
+        memset(rsel, 1, (size_t)p->nranks);
+    else if (rep_rank_list("--trace-ranks", o->ranks, rsel, p->nranks, err) < 0) {
+        free(rsel);
+        return NULL;
+    }
+    return rsel;
+}
+
+int rep_trace_choose(const plan *p, const eng_result *r, const rep_trace_opts *o,
+                     rep_trace_level *level, double *events, double *bytes, cp_err *err)
+{
+    unsigned char *rsel = rank_sel(p, o, err);
+    if (!rsel)
+        return -1;
+    double spans = 0, counters = 0;
+    eng_mem *m = NULL;
+    size_t cap = 0;
+    for (int rk = 0; rk < r->nranks && rk < p->nranks; rk++) {
+        const eng_seq *q = &r->seq[rk];
+        for (size_t i = 0; rsel[rk] && i < q->nes; i++)
+            spans += q->es[i].n;
+        /* a counter per instant of the rank's memory events (rep_mem_walk) */
+        size_t n = rsel[rk] ? eng_rank_mems(r, rk, &m, &cap) : 0;
+        for (size_t i = 0; i < n; i++)
+            counters += i + 1 == n || !rep_same_instant(m[i].t, m[i + 1].t);
+    }
+    free(m);
+    free(rsel);
+    *events = spans + counters;
+    *bytes = spans * REP_TRACE_SPAN_BYTES + counters * REP_TRACE_COUNTER_BYTES;
+    double bound = o->auto_bytes > 0 ? o->auto_bytes : REP_TRACE_AUTO_MB * 1e6;
+    *level = o->level != REP_TRACE_AUTO ? o->level
+           : *bytes > bound             ? REP_TRACE_STEPS
+                                        : REP_TRACE_FULL;
+    return 0;
+}
+
 /* Whether event e is in the selection. */
 static int selected(const eng_event *e, const plan_op *o, const rep_trace_opts *so,
                     const unsigned char *rsel)
@@ -300,15 +343,19 @@ static int selected(const eng_event *e, const plan_op *o, const rep_trace_opts *
 int rep_write_trace(const scenario *s, const plan *p, const eng_result *r,
                     const rep_trace_opts *o, const char *path, cp_err *err)
 {
-    static const rep_trace_opts full = {REP_TRACE_FULL, NULL, -1, -1};
+    static const rep_trace_opts full = {REP_TRACE_FULL, NULL, -1, -1, 0};
     const rep_trace_opts *so = o ? o : &full;
-    unsigned char *rsel = cp_xcalloc((size_t)p->nranks, 1);
-    if (!so->ranks)
-        memset(rsel, 1, (size_t)p->nranks);
-    else if (rep_rank_list("--trace-ranks", so->ranks, rsel, p->nranks, err) < 0) {
-        free(rsel);
-        return -1;
+    rep_trace_opts chosen;
+    if (so->level == REP_TRACE_AUTO) { /* the caller did not choose: as it would */
+        double events, bytes;
+        chosen = *so;
+        if (rep_trace_choose(p, r, so, &chosen.level, &events, &bytes, err) < 0)
+            return -1;
+        so = &chosen;
     }
+    unsigned char *rsel = rank_sel(p, so, err);
+    if (!rsel)
+        return -1;
     rep_file rf;
     if (rep_open(&rf, path, err) != 0) {
         free(rsel);

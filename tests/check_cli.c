@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "platforms/platform.h"
+#include "reports/report.h"
 #include "sim/cli/cli.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -351,6 +352,54 @@ START_TEST(help_and_version_win)
 }
 END_TEST
 
+/* `cpsim help [COMMAND]` is [COMMAND] --help; "--" ends the options; -o is
+ * --out; "-" is a workload (standard input), not an option. */
+START_TEST(help_command_dashes_and_stdin)
+{
+    cli_opts o;
+    cp_err err;
+    ck_assert_int_eq(parse(&o, &err, ARGS("help")), 0);
+    ck_assert(o.help);
+    ck_assert_int_eq(o.cmd, CMD_NONE);
+    cli_opts_free(&o);
+    ck_assert_int_eq(parse(&o, &err, ARGS("help", "sweep", "--bogus")), 0);
+    ck_assert(o.help);
+    ck_assert_int_eq(o.cmd, CMD_SWEEP);
+    cli_opts_free(&o);
+    refused("unknown command \"plto\" (did you mean \"plot\"?)", ARGS("help", "plto"));
+    refused("did you mean \"help\"?", ARGS("hlep"));
+    ck_assert_int_eq(parse(&o, &err, ARGS("run", "-o", "d", "-q", "--", "-w.yaml")), 0);
+    ck_assert_str_eq(o.out_dir, "d");
+    ck_assert_str_eq(o.workload, "-w.yaml");
+    cli_opts_free(&o);
+    /* after "--" an option is an argument, --help too */
+    refused("unexpected argument \"--quiet\"", ARGS("run", "--", "w.yaml", "--quiet"));
+    ck_assert_int_eq(parse(&o, &err, ARGS("plan", "--", "--help")), 0);
+    ck_assert(!o.help);
+    ck_assert_str_eq(o.workload, "--help");
+    cli_opts_free(&o);
+    ck_assert_int_eq(parse(&o, &err, ARGS("-q", "--", "run", "w.yaml")), 0);
+    ck_assert_int_eq(o.cmd, CMD_RUN);
+    ck_assert_str_eq(o.workload, "w.yaml");
+    cli_opts_free(&o);
+    ck_assert_int_eq(parse(&o, &err, ARGS("sweep", "s.yaml", "-oall")), 0);
+    ck_assert_str_eq(o.out_dir, "all");
+    cli_opts_free(&o);
+    ck_assert_int_eq(parse(&o, &err, ARGS("validate", "-")), 0);
+    ck_assert_str_eq(o.workload, "-");
+    cli_opts_free(&o);
+    refused("plan does not take -o", ARGS("plan", "w.yaml", "-o", "d"));
+    /* without --trace the level is chosen by size; --trace keeps its meaning */
+    ck_assert_int_eq(parse(&o, &err, ARGS("run", "--all-ranks")), 0);
+    ck_assert_int_eq(o.trace_level, REP_TRACE_AUTO);
+    ck_assert(o.all_ranks);
+    cli_opts_free(&o);
+    ck_assert_int_eq(parse(&o, &err, ARGS("run", "--trace", "full")), 0);
+    ck_assert_int_eq(o.trace_level, REP_TRACE_FULL);
+    cli_opts_free(&o);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cli");
@@ -363,6 +412,7 @@ static Suite *suite(void)
     tcase_add_test(tc, commands_refuse_other_commands_options);
     tcase_add_test(tc, every_command_parses);
     tcase_add_test(tc, help_and_version_win);
+    tcase_add_test(tc, help_command_dashes_and_stdin);
     suite_add_tcase(s, tc);
     return s;
 }

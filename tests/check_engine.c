@@ -3,6 +3,7 @@
  * default workload. One simulation per test (check's fork mode). */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,14 +226,21 @@ static void default_plan(const char *const *sets, int nsets, scenario *s, plan *
     cost_free(cost);
 }
 
+/* The default workload's plan and its collective model. */
+static void default_setup(scenario *s, plan *p, coll_model *m)
+{
+    cp_err err = {0};
+    default_plan(NULL, 0, s, p);
+    ck_assert_msg(coll_model_init(m, &s->plat, &err) == 0, "%s", err.msg);
+}
+
 START_TEST(default_workload_runs)
 {
     scenario s;
     plan p;
     cp_err err = {0};
-    default_plan(NULL, 0, &s, &p);
     coll_model m;
-    ck_assert_msg(coll_model_init(&m, &s.plat, &err) == 0, "%s", err.msg);
+    default_setup(&s, &p, &m);
     eng_opts o = {.plat = &s.plat, .cm = &m};
     eng_result r;
     ck_assert_msg(eng_run(&p, &o, &r, &err) == 0, "%s", err.msg);
@@ -244,6 +252,50 @@ START_TEST(default_workload_runs)
     ck_assert_double_lt(r.end_s, 5.0);
     ck_assert_int_gt(r.messages, 48 * 2 * 14 * 8);
     eng_result_free(&r);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* The progress line (eng_opts.progress): due at once and at every interval,
+ * one per 1024 elements passed, the ops counted those of every rank; none
+ * before progress_first_s of wall time. */
+START_TEST(progress_lines_when_due)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    scenario s;
+    plan p;
+    coll_model m;
+    default_setup(&s, &p, &m);
+    cp_err err = {0};
+    eng_opts o = {.plat = &s.plat, .cm = &m, .progress = f};
+    eng_result r;
+    ck_assert_msg(eng_run(&p, &o, &r, &err) == 0, "%s", err.msg);
+    eng_result_free(&r);
+    fflush(f);
+    unsigned long long total = 0, lines = 0;
+    double pct = 0;
+    for (const char *l = buf; (l = strstr(l, "cpsim: simulating: ")); l++, lines++)
+        ck_assert_int_eq(sscanf(l, "cpsim: simulating: %lf %% of %llu ops", &pct, &total), 2);
+    ck_assert_uint_eq(total, 8ull * p.progs[0].nops);
+    ck_assert_uint_eq(lines, total / 1024);
+    ck_assert_double_le(pct, 100);
+    ck_assert_double_ge(pct, 100.0 * (double)(lines * 1024) / (double)total - 1);
+    fclose(f);
+    free(buf);
+    /* not yet due: nothing */
+    f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    o.progress = f;
+    o.progress_first_s = 1e9;
+    ck_assert_msg(eng_run(&p, &o, &r, &err) == 0, "%s", err.msg);
+    eng_result_free(&r);
+    fclose(f);
+    ck_assert_uint_eq(len, 0);
+    free(buf);
     plan_free(&p);
     wl_free(&s);
 }
@@ -481,6 +533,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, launch_rate_bounds_short_kernels);
+    tcase_add_test(tc, progress_lines_when_due);
     tcase_add_test(tc, cross_stream_waits_and_overlap);
     tcase_add_test(tc, step_waits_for_arrival);
     tcase_add_test(tc, deadlock_is_an_internal_failure);

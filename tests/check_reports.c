@@ -368,6 +368,88 @@ START_TEST(replay_hint_names_the_tolerance)
 }
 END_TEST
 
+/* The rank table folds a row of ranks whose figures print the same (at
+ * the table's precision, the OOM mark included) into one row, and prints
+ * every rank with all_ranks. */
+START_TEST(rank_table_folds_identical_ranks)
+{
+    scenario s;
+    make_scenario(&s, 100e9);
+    rep_summary sm;
+    memset(&sm, 0, sizeof sm);
+    rep_rank ranks[6];
+    /* compute_s by rank: 0-1 alike, 2 apart, 3-4 alike to the printed 1e-4
+     * s, 5 as 3-4 but over capacity */
+    const double compute[6] = {1.0, 1.0, 2.0, 3.00001, 3.00002, 3.00001};
+    for (int r = 0; r < 6; r++)
+        ranks[r] = (rep_rank){.rank = r, .compute_s = compute[r], .comm_s = 0.5,
+                              .peak_bytes = r == 5 ? 200e9 : 10e9};
+    sm.ranks = ranks;
+    sm.nranks = 6;
+    sm.capacity_bytes = 100e9;
+    char buf[4096];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    ck_assert_ptr_nonnull(f);
+    rep_print_table(&sm, &s, 0, f);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "\nrank   compute_s") &&
+                  strstr(buf, "\n 0-1      1.0000      0.5000      0.0000      10.00    "
+                              " 100.00  (2 identical)\n") &&
+                  strstr(buf, "\n   2      2.0000 ") &&
+                  strstr(buf, "\n 3-4      3.0000 ") &&
+                  strstr(buf, "\n   5      3.0000      0.5000      0.0000     200.00    "
+                              " 100.00  OOM\n"), "%s", buf);
+    f = fmemopen(buf, sizeof buf, "w");
+    rep_print_table(&sm, &s, 1, f);
+    fclose(f);
+    ck_assert_msg(!strstr(buf, "identical"), "%s", buf);
+    for (int r = 0; r < 6; r++) {
+        char row[16];
+        snprintf(row, sizeof row, "\n   %d    ", r);
+        ck_assert_msg(strstr(buf, row), "no row of rank %d: %s", r, buf);
+    }
+    free(s.reqs);
+}
+END_TEST
+
+/* The default trace's level by its estimated size: full under the bound,
+ * steps over it, an explicit level kept; the estimate counts the selected
+ * ranks' op spans and a memory counter per instant. */
+START_TEST(trace_detail_by_size)
+{
+    plan p;
+    eng_result r;
+    cp_err err = {0};
+    make_plan(&p);
+    make_result(&r);
+    /* 5 spans; memory instants: 4 on rank 0, 1 on rank 1 */
+    const double all = 5 * REP_TRACE_SPAN_BYTES + 5 * REP_TRACE_COUNTER_BYTES;
+    rep_trace_opts o = {REP_TRACE_AUTO, NULL, -1, -1, all};
+    rep_trace_level lv;
+    double events, bytes;
+    ck_assert_int_eq(rep_trace_choose(&p, &r, &o, &lv, &events, &bytes, &err), 0);
+    ck_assert_int_eq(lv, REP_TRACE_FULL);
+    ck_assert_double_eq(events, 10);
+    ck_assert_double_eq(bytes, all);
+    o.auto_bytes = all - 1;
+    ck_assert_int_eq(rep_trace_choose(&p, &r, &o, &lv, &events, &bytes, &err), 0);
+    ck_assert_int_eq(lv, REP_TRACE_STEPS);
+    o.level = REP_TRACE_FULL;
+    ck_assert_int_eq(rep_trace_choose(&p, &r, &o, &lv, &events, &bytes, &err), 0);
+    ck_assert_int_eq(lv, REP_TRACE_FULL);
+    /* rank 1 alone: 2 spans, 1 counter */
+    o = (rep_trace_opts){REP_TRACE_AUTO, "1", -1, -1, all - 1};
+    ck_assert_int_eq(rep_trace_choose(&p, &r, &o, &lv, &events, &bytes, &err), 0);
+    ck_assert_double_eq(events, 3);
+    ck_assert_int_eq(lv, REP_TRACE_FULL);
+    o.ranks = "2";
+    ck_assert_int_eq(rep_trace_choose(&p, &r, &o, &lv, &events, &bytes, &err), -1);
+    ck_assert_msg(strstr(err.msg, "--trace-ranks 2: the run has 2 ranks"), "%s", err.msg);
+    eng_result_free(&r);
+    plan_free(&p);
+}
+END_TEST
+
 /* A result line of a point at prompt L with TTFT t whose critical rank's
  * compute is `a` s priced from gemm.csv and `b` s from attention.csv. */
 static json_t *rank_line(int index, double t, double a, double b)
@@ -486,6 +568,8 @@ static Suite *suite(void)
     tcase_add_test(tc, fixed_point_matches_printf);
     tcase_add_test(tc, oom_verdict_names_rank_and_phase);
     tcase_add_test(tc, files_parse_and_are_atomic);
+    tcase_add_test(tc, rank_table_folds_identical_ranks);
+    tcase_add_test(tc, trace_detail_by_size);
     tcase_add_test(tc, trace_reads_in_every_viewer);
     suite_add_tcase(s, tc);
     return s;

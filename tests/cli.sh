@@ -273,5 +273,84 @@ expect 2 "bytes; cpsim writes into folders of 1 to 3840 bytes" -- \
     "$CPSIM" run --quiet --out "$longer"
 [ -e "$tmp/$(printf '%0200d' 1)" ] && fail "a refused --out left folders"
 
+# ---- large runs and the command line's conventions (issue 28 part 7) ----------
+# cpsim help [COMMAND] is --help, byte for byte
+"$CPSIM" help >"$tmp/h1" && "$CPSIM" --help >"$tmp/h2" && cmp -s "$tmp/h1" "$tmp/h2" ||
+    fail "cpsim help differs from cpsim --help"
+for c in run validate plan memory sweep plot; do
+    "$CPSIM" help $c >"$tmp/h1" && "$CPSIM" $c --help >"$tmp/h2" && cmp -s "$tmp/h1" "$tmp/h2" ||
+        fail "cpsim help $c differs from cpsim $c --help"
+done
+expect 2 'unknown command "rnu" (did you mean "run"?)' -- "$CPSIM" help rnu
+# -o DIR is --out DIR; "--" ends the options, so a workload may begin with '-'
+mkdir -p "$tmp/dash"
+cp "$top_srcdir/workloads/default.yaml" "$tmp/dash/-weird.yaml"
+in_dash() { # the command line "$@" run in $tmp/dash
+    sh -c 'cd "$1" && shift && exec "$@"' sh "$tmp/dash" "$@"
+}
+expect 0 "" -- in_dash "$CPSIM" run -q -o o1 -- -weird.yaml
+for f in summary.json trace.json memory.csv; do
+    [ -s "$tmp/dash/o1/$f" ] || fail "run -o o1 -- -weird.yaml did not write $f"
+done
+expect 2 "unknown option -w" -- in_dash "$CPSIM" run -q -o o2 -weird.yaml
+expect 2 'unexpected argument "-q"' -- in_dash "$CPSIM" run -o o2 -- -weird.yaml -q
+[ -e "$tmp/dash/o2" ] && fail "a refused run created its output directory"
+# "-": the workload from standard input, the same outputs as from its file
+"$CPSIM" run -q -o "$tmp/dash/o3" - <"$top_srcdir/workloads/default.yaml" ||
+    fail "run - (standard input) failed"
+"$CPSIM" run -q -o "$tmp/dash/o4" "$top_srcdir/workloads/default.yaml" || fail "run failed"
+for f in trace.json memory.csv; do
+    cmp -s "$tmp/dash/o3/$f" "$tmp/dash/o4/$f" || fail "run - wrote another $f than its file"
+done
+grep -q '"workload": "<stdin>"' "$tmp/dash/o3/summary.json" || fail "run -: workload unnamed"
+grep -v '"workload"' "$tmp/dash/o3/summary.json" >"$tmp/s3"
+grep -v '"workload"' "$tmp/dash/o4/summary.json" >"$tmp/s4"
+cmp -s "$tmp/s3" "$tmp/s4" || fail "run - gave another summary than its file"
+printf 'model: qwen3-omni-30b-a3b-thinker\nparallel:\n  tq: 8\n' >"$tmp/dash/bad.yaml"
+expect 2 '<stdin>:3:3: unknown key "tq" in parallel' -- \
+    sh -c 'exec "$1" validate - <"$2"' sh "$CPSIM" "$tmp/dash/bad.yaml"
+# the rank table: the 8 identical ranks of the default run fold into one row,
+# --all-ranks prints each
+"$CPSIM" run -o "$tmp/dash/o5" >"$tmp/t1" || fail "run failed"
+grep -q '^ 0-7 .*  (8 identical)$' "$tmp/t1" || fail "8 ranks not folded: $(cat "$tmp/t1")"
+[ "$(grep -c '^ *[0-9][0-9-]* *[0-9]*\.[0-9]\{4\} ' "$tmp/t1")" -eq 1 ] ||
+    fail "the folded table has more than one rank row"
+"$CPSIM" run --all-ranks -o "$tmp/dash/o5" >"$tmp/t2" || fail "run --all-ranks failed"
+for r in 0 1 2 3 4 5 6 7; do
+    grep -q "^   $r  *[0-9]*\.[0-9]\{4\} " "$tmp/t2" || fail "--all-ranks: no row of rank $r"
+done
+grep -q identical "$tmp/t2" && fail "--all-ranks folded rows"
+# the default trace by size: under a bound the full trace passes, the steps
+# trace, said on the console and in the summary; --trace full restores every
+# event, and the estimate is within 10 % of the full trace's bytes
+CPSIM_TRACE_AUTO_MB=1 "$CPSIM" run -o "$tmp/dash/o6" >"$tmp/t3" || fail "run (bound 1 MB) failed"
+grep -q '^trace: .* events would write ~[0-9]* MB (more than 1 MB); wrote step-level detail' \
+    "$tmp/t3" || fail "the steps trace chosen by size is unsaid: $(cat "$tmp/t3")"
+grep -q '(use --trace full for every event)' "$tmp/t3" || fail "the flag that restores is unnamed"
+grep -q '"selection":{"trace":"steps"}' "$tmp/dash/o6/trace.json" || fail "not the steps trace"
+grep -q '"chosen": "by size"' "$tmp/dash/o6/summary.json" || fail "summary: no trace_detail"
+grep -q '"trace: .*wrote step-level detail' "$tmp/dash/o6/summary.json" || fail "no warning"
+CPSIM_TRACE_AUTO_MB=1 "$CPSIM" run -q --trace full -o "$tmp/dash/o7" || fail "--trace full"
+cmp -s "$tmp/dash/o7/trace.json" "$tmp/dash/o4/trace.json" || fail "--trace full: not every event"
+grep -q trace_detail "$tmp/dash/o7/summary.json" && fail "--trace full: a trace_detail"
+grep -q trace_detail "$tmp/dash/o4/summary.json" && fail "under 64 MB: a trace_detail"
+est=$(sed -n 's/.*"full_bytes_estimate": \([0-9.e+]*\).*/\1/p' "$tmp/dash/o6/summary.json")
+size=$(wc -c <"$tmp/dash/o7/trace.json")
+awk -v e="$est" -v s="$size" 'BEGIN { exit !(e > 0.9 * s && e < 1.1 * s) }' ||
+    fail "trace estimate $est bytes against $size written"
+# --trace-layers alone asks for ops, --plots draws the timeline from them: full
+CPSIM_TRACE_AUTO_MB=1 expect 0 "" -- "$CPSIM" run -q --trace-layers 2-3 -o "$tmp/dash/o10"
+grep -q '"selection":{"trace":"full","layers":"2-3"}' "$tmp/dash/o10/trace.json" ||
+    fail "--trace-layers without --trace: not the full trace"
+if command -v gnuplot >/dev/null 2>&1; then
+    CPSIM_TRACE_AUTO_MB=1 expect 0 "" -- "$CPSIM" run -q --plots -o "$tmp/dash/o11"
+    grep -q '"selection"' "$tmp/dash/o11/trace.json" && fail "--plots: not the full trace"
+fi
+CPSIM_TRACE_AUTO_MB=1 expect 0 "" -- "$CPSIM" run -q -o "$tmp/dash/o8"
+[ -s "$tmp/stdout" ] && fail "--quiet printed the trace line"
+CPSIM_TRACE_AUTO_MB=lots expect 2 "CPSIM_TRACE_AUTO_MB=lots: expected" -- \
+    "$CPSIM" run -q -o "$tmp/dash/o9"
+[ -e "$tmp/dash/o9" ] && fail "a refused bound created the output directory"
+
 [ "$fails" -eq 0 ] && echo "cli.sh: all checks passed ($ncase corpus cases)"
 [ "$fails" -eq 0 ]

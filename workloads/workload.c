@@ -803,11 +803,15 @@ int wl_load(const char *path, const char *const *sets, int nsets, const char *pl
             scenario *out, cp_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (path)
+    int from_stdin = path && strcmp(path, "-") == 0;
+    if (from_stdin)
+        snprintf(out->path, sizeof out->path, "<stdin>");
+    else if (path)
         snprintf(out->path, sizeof out->path, "%s", path);
     else
         cp_data_path(out->path, sizeof out->path, "workloads/default.yaml");
-    out->doc = yio_parse_file(out->path, err);
+    out->doc = from_stdin ? yio_parse_stream(stdin, out->path, err)
+                          : yio_parse_file(out->path, err);
     int rc = out->doc ? precision_as_map(out->doc, sets, nsets, err) : -1;
     for (int i = 0; rc == 0 && i < nsets; i++)
         rc = yio_set(out->doc, sets[i], err);

@@ -27,7 +27,9 @@
 
 #include "models/scenario.h"
 
-/* Load `path` (NULL: the bundled workloads/default.yaml), apply the --set
+/* Load `path` (NULL: the bundled workloads/default.yaml; "-": standard input,
+ * named "<stdin>" in messages and s->path, its relative paths taken from the
+ * current directory), apply the --set
  * assignments in order, resolve model and platform (`platform_override`, the
  * --platform option, replaces the platform key when not NULL), and validate
  * everything that can be checked before simulating.  On error returns -1 with

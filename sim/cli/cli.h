@@ -13,11 +13,15 @@
  *   cpsim COMMAND [ARGUMENTS] [OPTIONS]   (the command is the first argument
  *                                          that is neither an option nor an
  *                                          option's value)
+ *   cpsim help [COMMAND]                 (as cpsim [COMMAND] --help)
  *   --name VALUE | --name=VALUE | -c VALUE | -cVALUE
+ *   --                                   (ends the options: every argument after
+ *                                          it is positional, "-x.yaml" too)
  * A value given as the next argument is never an option: `--out --quiet` is
  * a usage error ("option --out needs a value, got the option --quiet").  A
  * value that begins with '-' is given as --name=VALUE (the form after '=' is
- * taken verbatim).  SimGrid's --cfg=VALUE and --log=VALUE (run only) stay in
+ * taken verbatim).  A workload given as "-" is read from standard input
+ * (workloads/workload.h wl_load).  SimGrid's --cfg=VALUE and --log=VALUE (run only) stay in
  * argv: cli_run hands argv to SimGrid (eng_init), which consumes them. */
 #ifndef CP_CLI_H
 #define CP_CLI_H
@@ -59,10 +63,12 @@ typedef struct cli_opts {
     const char *out_dir;               /* --out DIR (run: default "out"; sweep: NULL
                                           means out/<sweep name>) */
     int quiet;                         /* --quiet, -q */
+    int all_ranks;                     /* --all-ranks (run): a table row per rank */
     int json;                          /* --json */
     int plots;                         /* --plots: gnuplot pictures */
     int trace_gz;                      /* --trace-gz: trace.json.gz */
-    int trace_level;                   /* --trace full|steps|none (rep_trace_level) */
+    int trace_level;                   /* --trace full|steps|none (rep_trace_level);
+                                          not given: auto */
     const char *trace_ranks;           /* --trace-ranks LIST; NULL: all */
     int trace_layer_lo, trace_layer_hi; /* --trace-layers A-B; -1: all */
     int accuracy;                      /* --accuracy (validate): the calibration rows,

@@ -53,6 +53,8 @@ void cli_list_commands(FILE *out)
         int n = fprintf(out, "  %s %s", cli_commands[c].name, cli_commands[c].args);
         wrap(out, n, COL, cli_commands[c].summary);
     }
+    wrap(out, fprintf(out, "  help [COMMAND]"), COL, "this help, or one command's (as cpsim "
+         "COMMAND --help)");
 }
 
 static void tail(FILE *out)
@@ -60,7 +62,9 @@ static void tail(FILE *out)
     fputs("\n", out);
     wrap(out, 0, 0, "A value follows its option as the next argument, or joined to it after "
          "'='.  The next argument is never taken as a value when it is an option: a value "
-         "that begins with '-' is written joined.");
+         "that begins with '-' is written joined.  '--' ends the options: every argument "
+         "after it is an argument of the command, even one that begins with '-'.  A "
+         "workload given as '-' is read from standard input.");
     fputs("\n", out);
     wrap(out, 0, 0, "Exit status: 0 the simulation ran (an out-of-memory verdict is a result, "
          "not an error), 1 internal failure, 2 bad input or usage.");
@@ -74,7 +78,7 @@ static void global_help(FILE *out)
          "per-rank memory timelines.");
     fputs("\n", out);
     cli_list_commands(out);
-    fputs("'cpsim COMMAND --help' shows the options of one command.\n\n"
+    fputs("'cpsim help COMMAND' shows the options of one command.\n\n"
           "Options (in brackets: the commands that take them):\n", out);
     for (int i = 0; i < cli_noptions; i++) {
         const cli_option *r = &cli_options[i];

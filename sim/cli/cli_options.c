@@ -125,6 +125,8 @@ static int set_ranks(cli_opts *o, const char *v, cp_err *err)
 #define SWEEP CLI_CMD(CMD_SWEEP)
 #define PLOT CLI_CMD(CMD_PLOT)
 #define OFF(field) offsetof(cli_opts, field)
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number macro as a string literal */
 
 /* Every option of every command, in the order help lists them. */
 const cli_option cli_options[] = {
@@ -138,8 +140,8 @@ const cli_option cli_options[] = {
      .help = "override a workload key by dotted path, list items by index "
              "(parallel.tp=4, requests.0.prompt_tokens=65536, platform.nodes=2); the value "
              "is YAML; repeatable, applied in order"},
-    {.name = "--out", .cmds = RUN | SWEEP, .type = CLI_STRING, .off = OFF(out_dir),
-     .value = "DIR",
+    {.name = "--out", .short_name = 'o', .cmds = RUN | SWEEP, .type = CLI_STRING,
+     .off = OFF(out_dir), .value = "DIR",
      .help = "output folder, created if missing (run: default out; sweep: default "
              "out/<sweep name>, or the folder that merged shards join into)"},
     {.name = "--quiet", .short_name = 'q', .cmds = RUN | SWEEP, .type = CLI_FLAG,
@@ -147,8 +149,10 @@ const cli_option cli_options[] = {
     {.name = "--plots", .cmds = RUN | SWEEP, .type = CLI_FLAG, .off = OFF(plots),
      .help = "also draw the plots (gnuplot) into DIR/plots, with an index.html"},
     {.name = "--trace", .cmds = RUN, .type = CLI_CALL, .set = set_trace, .value = "LEVEL",
-     .help = "what trace.json holds: full (every op and the memory counters, the default), "
-             "steps (one span per rank and step) or none (no trace file)"},
+     .help = "what trace.json holds: full (every op and the memory counters), steps (one "
+             "span per rank and step) or none (no trace file); default: full unless the full "
+             "trace would pass " STR(REP_TRACE_AUTO_MB) " MB, then steps, and the run says so "
+             "(with --plots or --trace-layers: full)"},
     {.name = "--trace-ranks", .cmds = RUN, .type = CLI_CALL, .set = set_trace_ranks,
      .value = "LIST", .help = "the trace of these ranks only (0,2,4-7)"},
     {.name = "--trace-layers", .cmds = RUN, .type = CLI_CALL, .set = set_trace_layers,
@@ -157,6 +161,9 @@ const cli_option cli_options[] = {
     {.name = "--trace-gz", .cmds = RUN, .type = CLI_FLAG, .off = OFF(trace_gz),
      .help = "write the trace gzip-compressed, as trace.json.gz (Perfetto opens it as it is; "
              "a thirtieth of the size)"},
+    {.name = "--all-ranks", .cmds = RUN, .type = CLI_FLAG, .off = OFF(all_ranks),
+     .help = "print a table row for every rank (by default ranks in a row whose figures "
+             "print the same share one row: 0-7 ... (8 identical))"},
     {.name = "--json", .cmds = VALIDATE | PLAN | MEMORY, .type = CLI_FLAG, .off = OFF(json),
      .help = "print JSON: the plan (cpsim.plan/1), the calibration accuracy "
              "(cpsim.accuracy/1), the memory report (cpsim.memory/1)"},
@@ -413,11 +420,21 @@ static int takes_next(const cli_option *r, const char *joined)
     return r && r->type != CLI_FLAG && r->type != CLI_SIMGRID && !joined;
 }
 
+/* Whether argument a ends the options ("--": every argument after it is
+ * positional). */
+static int ends_options(const char *a)
+{
+    return strcmp(a, "--") == 0;
+}
+
 /* The index in argv of the command (the first argument that is neither an
- * option nor an option's value), 0 when there is none. */
+ * option nor an option's value; after "--", the next argument), 0 when
+ * there is none. */
 static int find_command(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
+        if (ends_options(argv[i]))
+            return i + 1 < argc ? i + 1 : 0;
         if (!is_option(argv[i]))
             return i;
         char name[64];
@@ -602,6 +619,24 @@ static int check_command(cli_opts *o, cp_err *err)
     return cp_fail(err, CP_EXIT_INPUT, "missing command");
 }
 
+/* o->cmd from the command's name; unknown: -1 with err (and a suggestion). */
+static int command_of(const char *name, cli_opts *o, cp_err *err)
+{
+    for (int c = 0; c < CLI_NCMDS; c++)
+        if (strcmp(name, cli_commands[c].name) == 0) {
+            o->cmd = (cli_cmd)c;
+            return 0;
+        }
+    const char *names[CLI_NCMDS + 2];
+    for (int c = 0; c < CLI_NCMDS; c++)
+        names[c] = cli_commands[c].name;
+    names[CLI_NCMDS] = "help";
+    names[CLI_NCMDS + 1] = NULL;
+    char hint[128];
+    return cp_fail(err, CP_EXIT_INPUT, "unknown command \"%s\"%s", name,
+                   cp_suggest(hint, sizeof hint, name, names));
+}
+
 int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
 {
     memset(o, 0, sizeof *o);
@@ -609,35 +644,35 @@ int cli_parse(int argc, char **argv, cli_opts *o, cp_err *err)
     o->shard_n = 1;
     o->layer_lo = o->layer_hi = -1;
     o->trace_layer_lo = o->trace_layer_hi = -1;
+    o->trace_level = REP_TRACE_AUTO;
     o->args = calloc((size_t)argc + 1, sizeof *o->args);
     if (!o->args)
         abort();
-    /* --help wins over everything else on the line, even an error */
-    for (int i = 1; i < argc; i++)
+    /* --help wins over everything else on the line (before "--"), even an
+     * error */
+    for (int i = 1; i < argc && !ends_options(argv[i]); i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             o->help = 1;
     int at = find_command(argc, argv);
-    if (at) {
-        for (int c = 0; c < CLI_NCMDS; c++)
-            if (strcmp(argv[at], cli_commands[c].name) == 0)
-                o->cmd = (cli_cmd)c;
-        if (o->cmd == CMD_NONE && !o->help) {
-            const char *names[CLI_NCMDS + 1];
-            for (int c = 0; c < CLI_NCMDS; c++)
-                names[c] = cli_commands[c].name;
-            names[CLI_NCMDS] = NULL;
-            char hint[128];
-            return cp_fail(err, CP_EXIT_INPUT, "unknown command \"%s\"%s", argv[at],
-                           cp_suggest(hint, sizeof hint, argv[at], names));
-        }
+    /* cpsim help [COMMAND]: cpsim [COMMAND] --help */
+    if (at && strcmp(argv[at], "help") == 0) {
+        o->help = 1;
+        int of = find_command(argc - at, argv + at);
+        if (!of || strcmp(argv[at + of], "help") == 0)
+            return 0;
+        return command_of(argv[at + of], o, err);
     }
+    if (at && command_of(argv[at], o, err) != 0 && !o->help)
+        return -1;
     if (o->help)
         return 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1, rest = 0; i < argc; i++) {
         if (i == at)
             continue;
-        if (!is_option(argv[i]))
+        if (rest || !is_option(argv[i]))
             o->args[o->nargs++] = argv[i];
+        else if (ends_options(argv[i]))
+            rest = 1;
         else if (option(argc, argv, &i, o, err) != 0)
             return -1;
     }
@@ -659,7 +694,8 @@ void cli_opts_free(cli_opts *o)
 static void locate(const char **path, char *buf, size_t len)
 {
     struct stat st;
-    if (!*path || (*path)[0] == '/' || stat(*path, &st) == 0)
+    /* "-": standard input */
+    if (!*path || (*path)[0] == '/' || strcmp(*path, "-") == 0 || stat(*path, &st) == 0)
         return;
     int n = snprintf(buf, len, "%s/%s", cp_datadir(), *path);
     if (n > 0 && (size_t)n < len && stat(buf, &st) == 0 && S_ISREG(st.st_mode))

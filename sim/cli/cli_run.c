@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "collectives/coll.h"
@@ -27,8 +28,31 @@ static drv_req request_of(const cli_opts *o)
 {
     drv_req rq = {.workload = o->workload, .sets = o->sets, .nsets = o->nsets,
                    .platform = o->platform, .out_dir = o->out_dir, .warn = stderr,
-                   .trace_gz = o->trace_gz};
+                   .trace_gz = o->trace_gz, .all_ranks = o->all_ranks};
     return rq;
+}
+
+/* The trace options of the run line: without --trace, the level chosen by
+ * size (the bound CPSIM_TRACE_AUTO_MB when set, in MB), or full when
+ * --trace-layers asks for a window of ops or --plots for the timeline
+ * (plot_run_dir draws it from the trace's ops). */
+static int trace_opts(const cli_opts *o, rep_trace_opts *t, cp_err *err)
+{
+    *t = (rep_trace_opts){(rep_trace_level)o->trace_level, o->trace_ranks, o->trace_layer_lo,
+                          o->trace_layer_hi, 0};
+    if (t->level == REP_TRACE_AUTO && (t->layer_lo >= 0 || o->plots))
+        t->level = REP_TRACE_FULL;
+    const char *mb = getenv("CPSIM_TRACE_AUTO_MB");
+    if (!mb)
+        return 0;
+    char *end;
+    double v = strtod(mb, &end);
+    /* 1e6 MB: a terabyte, beyond any trace worth writing */
+    if (end == mb || *end || !(v > 0) || v > 1e6)
+        return cp_fail(err, CP_EXIT_INPUT, "CPSIM_TRACE_AUTO_MB=%s: expected the bound of the "
+                       "default trace in MB, a number in (0, 1e6]", mb);
+    t->auto_bytes = v * 1e6;
+    return 0;
 }
 
 /* An interrupt during a run: no half-written output stays behind, the
@@ -47,11 +71,19 @@ int cli_run(const cli_opts *o, int *argc, char **argv)
 {
     cp_err err = {0};
     drv_req rq = request_of(o);
-    rep_trace_opts trace = {(rep_trace_level)o->trace_level, o->trace_ranks, o->trace_layer_lo,
-                            o->trace_layer_hi};
+    rep_trace_opts trace;
+    if (trace_opts(o, &trace, &err) != 0)
+        return fail(&err);
     rq.trace = &trace;
     json_t *summary = NULL;
-    eng_init(argc, argv);
+    /* SimGrid reads its options before "--" only (after it: arguments) */
+    int sg_argc = 1;
+    while (sg_argc < *argc && strcmp(argv[sg_argc], "--") != 0)
+        sg_argc++;
+    int rest = *argc - sg_argc;
+    eng_init(&sg_argc, argv);
+    memmove(argv + sg_argc, argv + (*argc - rest), (size_t)rest * sizeof *argv);
+    *argc = sg_argc + rest;
     struct sigaction sa = {.sa_handler = on_stop};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);

@@ -26,7 +26,11 @@ typedef struct drv_req {
     FILE *warn;                    /* the scenario's warnings go here (NULL: nowhere) */
     int trace_gz;                  /* 1: trace.json.gz (gzip) instead of trace.json */
     const struct rep_trace_opts *trace; /* what trace.json holds (reports/report.h);
-                                           NULL: every op of every rank */
+                                           NULL: every op of every rank; auto: the
+                                           run says what it chose (table, summary
+                                           warnings and trace_detail) */
+    int all_ranks;                 /* 1: the table has a row per rank (else identical
+                                      ranks in a row share one) */
     const double *picked;          /* set by drv_simulate under ring_select: simulate:
                                       the makespans of pass-KV and pass-Q (NULL) */
 } drv_req;

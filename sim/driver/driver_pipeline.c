@@ -50,21 +50,61 @@ int drv_prepare(const drv_req *rq, scenario *s, plan *p, cp_err *err)
     return 0;
 }
 
+/* The trace level of the run's outputs: rq's, or under auto the one its
+ * size calls for; a choice of steps is said in *note (the table's line, ""
+ * otherwise), in the summary's warnings and in its trace_detail. */
+static int choose_trace(const drv_req *rq, const plan *p, const eng_result *r,
+                        json_t *summary, rep_trace_opts *o, char *note, size_t len,
+                        cp_err *err)
+{
+    static const rep_trace_opts full = {REP_TRACE_FULL, NULL, -1, -1, 0};
+    *o = rq->trace ? *rq->trace : full;
+    note[0] = '\0';
+    double events, bytes;
+    rep_trace_level auto_level = o->level;
+    if (rep_trace_choose(p, r, o, &o->level, &events, &bytes, err) != 0)
+        return -1;
+    if (auto_level != REP_TRACE_AUTO || o->level != REP_TRACE_STEPS)
+        return 0;
+    double bound = o->auto_bytes > 0 ? o->auto_bytes : REP_TRACE_AUTO_MB * 1e6;
+    char many[32];
+    if (events >= 1e6)
+        snprintf(many, sizeof many, "%.3gM", events / 1e6);
+    else
+        snprintf(many, sizeof many, "%.0f", events);
+    snprintf(note, len, "trace: %s events would write ~%.0f MB (more than %.3g MB); wrote "
+             "step-level detail (use --trace full for every event)", many, bytes / 1e6,
+             bound / 1e6);
+    json_array_append_new(json_object_get(summary, "warnings"), json_string(note));
+    json_t *td = json_object();
+    json_object_set_new(td, "level", json_string("steps"));
+    json_object_set_new(td, "chosen", json_string("by size"));
+    json_object_set_new(td, "full_events", json_integer((json_int_t)events));
+    json_object_set_new(td, "full_bytes_estimate", json_real(bytes));
+    json_object_set_new(td, "bound_bytes", json_real(bound));
+    json_object_set_new(summary, "trace_detail", td);
+    return 0;
+}
+
 static int write_outputs(const drv_req *rq, const scenario *s, const plan *p,
-                         const eng_result *r, json_t *summary, cp_err *err)
+                         const eng_result *r, json_t *summary, char *note, size_t len,
+                         cp_err *err)
 {
     const char *dir = rq->out_dir;
     char path[4096];
+    rep_trace_opts trace;
+    if (choose_trace(rq, p, r, summary, &trace, note, len, err) != 0)
+        return -1;
     if (rep_mkdir_p(dir, err) != 0)
         return -1;
     rep_remove_stale(dir);
     /* one group: nothing is replaced unless all three were written, and
      * the summary, last, says the outputs beside it are complete */
     rep_group_begin();
-    int none = rq->trace && rq->trace->level == REP_TRACE_NONE, rc = 0;
+    int none = trace.level == REP_TRACE_NONE, rc = 0;
     snprintf(path, sizeof path, "%s/trace.json%s", dir, rq->trace_gz ? ".gz" : "");
     if (!none)
-        rc = rep_write_trace(s, p, r, rq->trace, path, err);
+        rc = rep_write_trace(s, p, r, &trace, path, err);
     snprintf(path, sizeof path, "%s/memory.csv", dir);
     if (rc == 0)
         rc = rep_write_memory_csv(p, r, path, err);
@@ -192,6 +232,7 @@ static int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p,
         rc = interf_load(&im, &s->plat, err);
     if (rc == 0) {
         eng_opts eo = eng_opts_of(s, &cm, &im);
+        eo.progress = table ? stderr : NULL; /* a console run, not a child's */
         rc = eng_run(p, &eo, &r, err);
     }
     if (rc == 0)
@@ -206,10 +247,13 @@ static int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p,
                                                           ? "pass_q" : "pass_kv"));
         json_object_set_new(*summary, "ring_select", rs);
     }
+    char note[256] = "";
     if (rc == 0 && rq->out_dir)
-        rc = write_outputs(rq, s, p, &r, *summary, err);
+        rc = write_outputs(rq, s, p, &r, *summary, note, sizeof note, err);
     if (rc == 0 && table) {
-        rep_print_table(&sm, s, table);
+        rep_print_table(&sm, s, rq->all_ranks, table);
+        if (note[0])
+            fprintf(table, "\n%s\n", note);
         if (rq->out_dir && rq->trace && rq->trace->level == REP_TRACE_NONE)
             fprintf(table, "\nwrote %s/summary.json, %s/memory.csv ", rq->out_dir, rq->out_dir);
         else if (rq->out_dir)

@@ -289,6 +289,33 @@ static void leave_together(rank_st *rs)
         sg_sem_release(rs->leave);
 }
 
+static double wall_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* n more elements passed; the progress line when it is due (the clock is
+ * read every 1024 elements: a few microseconds of a run's work apart). */
+static void progress(uint32_t n)
+{
+    const eng_opts *o = eng.o;
+    uint64_t before = eng.passed;
+    eng.passed += n;
+    if (!o->progress || before >> 10 == eng.passed >> 10)
+        return;
+    double now = wall_now();
+    if (now - eng.wall0 < o->progress_first_s ||
+        (eng.wall_last > eng.wall0 && now - eng.wall_last < o->progress_every_s))
+        return;
+    eng.wall_last = now;
+    fprintf(o->progress, "cpsim: simulating: %.0f %% of %llu ops, %.6f s simulated, "
+            "%.0f s elapsed\n", eng.total ? 100.0 * (double)eng.passed / (double)eng.total : 0,
+            (unsigned long long)eng.total, simgrid_get_clock() - eng.res->t0, now - eng.wall0);
+    fflush(o->progress);
+}
+
 static void stream_main(int argc, char **argv)
 {
     (void)argc;
@@ -305,6 +332,7 @@ static void stream_main(int argc, char **argv)
      * after every blocking call */
     for (uint32_t k = 0; k < ix->nlist[s];) {
         if (rs->skip[s] > k) {
+            progress(rs->skip[s] - k);
             k = rs->skip[s];
             continue;
         }
@@ -375,6 +403,7 @@ static void stream_main(int argc, char **argv)
             step_end[o->step] = t1;
         mark_done(rs, s);
         k++;
+        progress(1);
     }
     rs->finished[s] = 1;
     leave_together(rs);
@@ -579,6 +608,10 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
     eng.ranks = ranks;
     eng.ix = ix;
     eng.tw = sgt_new(p->nranks, ST_COUNT);
+    eng.wall0 = eng.wall_last = wall_now();
+    for (int r = 0; r < p->nranks; r++)
+        for (int st = 0; st < ST_COUNT; st++)
+            eng.total += ix[p->prog_of_rank[r]].nlist[st];
 
     int rc = 0;
     for (int r = 0; r < p->nranks && rc == 0; r++) {
@@ -790,5 +823,7 @@ eng_opts eng_opts_of(const scenario *s, const coll_model *cm, const interf_model
     return (eng_opts){.plat = &s->plat, .cm = cm, .graph = s->graph != GRAPH_EAGER,
                       .l07 = s->net_model == NET_L07, .im = im,
                       .share_replicas = s->share_replicas, .replay = s->replay,
-                      .replay_tol_s = s->replay_tol_s};
+                      .replay_tol_s = s->replay_tol_s,
+                      .progress_first_s = ENG_PROGRESS_FIRST_S,
+                      .progress_every_s = ENG_PROGRESS_EVERY_S};
 }

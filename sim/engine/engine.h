@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "collectives/coll.h"
 #include "sim/engine/events.h"
 #include "models/interference.h"
@@ -55,11 +56,21 @@ typedef struct eng_opts {
     int reverse_actors; /* 1: start the actors last rank first, so that
                            same-instant steps come in another order (for
                            the check that the results do not depend on it) */
+    FILE *progress;     /* a line "cpsim: simulating: ..." here once the run
+                           has taken progress_first_s of wall time, then every
+                           progress_every_s (NULL: none; never into outputs) */
+    double progress_first_s, progress_every_s;
 } eng_opts;
+
+/* A run's first progress line after 2 s of wall time (shorter runs print
+ * none), then one every 10 s (as serving, sim/serve/serve.c SRV_PROGRESS_S). */
+#define ENG_PROGRESS_FIRST_S 2.0
+#define ENG_PROGRESS_EVERY_S 10.0
 
 
 /* The options a scenario's simulation runs under (engine.graph,
- * simulation.network_model, share_replicas, replay, replay_tolerance_s),
+ * simulation.network_model, share_replicas, replay, replay_tolerance_s; no
+ * progress line, its intervals ENG_PROGRESS_FIRST_S and _EVERY_S),
  * with its collective and interference models: one place for the driver's
  * runs and serving's steps. */
 eng_opts eng_opts_of(const scenario *s, const coll_model *cm, const interf_model *im);

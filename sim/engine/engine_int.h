@@ -89,6 +89,11 @@ typedef struct eng_state {
     const interf_model *im;     /* NULL: no interference */
     ilink *links;
     int nlinks;
+    /* the progress line (eng_opts.progress): elements passed (run or
+     * covered by a replay) of `total`, wall clock (s) at the start and at
+     * the last line */
+    uint64_t passed, total;
+    double wall0, wall_last;
 } eng_state;
 
 extern eng_state eng;
