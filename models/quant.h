@@ -128,6 +128,17 @@ int quant_desc_check(const quant_desc *d, const arch *a, cp_err *err);
 /* The description's type of a linear weight (a quant_type): QT_COUNT when
  * the entry is missing, -1 when its type is not modelled. */
 int quant_desc_type(const quant_desc *d, const char *name);
+/* The entries of d that change nothing on model a: they type no tensor of
+ * a, or type quantized only tensors cpsim keeps in floating point (norms,
+ * and the linears quant.h keeps FLOAT), shown "... (kept FLOAT)".  Not
+ * counted: notes (keys starting with '_'), msModelSlim's model_quant_type
+ * (a summary; every tensor's own entry is read), FLOAT entries (what cpsim
+ * does with any tensor it does not list) and a quantized linear's
+ * companions (.weight_scale, .input_scale, ...), which follow the entry of
+ * its .weight, and entries of MTP layers (not simulated).  Their names, quoted
+ * and ", "-separated, as many as fit into buf (n bytes); returns how
+ * many. */
+int quant_desc_unread(const quant_desc *d, const arch *a, char *buf, size_t n);
 
 typedef struct quant_report {
     mem_shard shard;                 /* the scheme's sharding */

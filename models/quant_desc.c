@@ -108,12 +108,22 @@ const char *quant_desc_path(const quant_desc *d)
     return d->path;
 }
 
+/* The key of d that types tensor `name`: its exact entry, else the first
+ * pattern (longest) it matches; NULL when none. */
+static const char *deciding_key(const quant_desc *d, const char *name)
+{
+    if (json_object_get(d->map, name))
+        return name;
+    for (int i = 0; i < d->npattern; i++)
+        if (fnmatch(d->pattern[i], name, 0) == 0)
+            return d->pattern[i];
+    return NULL;
+}
+
 int quant_desc_type(const quant_desc *d, const char *name)
 {
-    const char *v = json_string_value(json_object_get(d->map, name));
-    for (int i = 0; !v && i < d->npattern; i++)
-        if (fnmatch(d->pattern[i], name, 0) == 0)
-            v = json_string_value(json_object_get(d->map, d->pattern[i]));
+    const char *k = deciding_key(d, name);
+    const char *v = k ? json_string_value(json_object_get(d->map, k)) : NULL;
     if (!v)
         return QT_COUNT;
     for (int t = QT_FLOAT; t <= QT_W8A8_DYNAMIC; t++)
@@ -158,3 +168,84 @@ int quant_desc_check(const quant_desc *d, const arch *a, cp_err *err)
     return c.rc;
 }
 
+
+/* Keys that decide a tensor's type as written (json_true) or only of
+ * tensors cpsim keeps in floating point whatever they say (json_false). */
+typedef struct use_ctx {
+    const quant_desc *d;
+    json_t *used;
+} use_ctx;
+
+static void note_use(void *ctx, const mem_tensor *t)
+{
+    use_ctx *u = ctx;
+    const char *k = deciding_key(u->d, t->name);
+    if (!k)
+        return;
+    int as_written = (t->linear && !t->keep_float) ||
+                     !strcmp(json_string_value(json_object_get(u->d->map, k)), "FLOAT");
+    if (as_written || !json_object_get(u->used, k))
+        json_object_set_new(u->used, k, json_boolean(as_written));
+}
+
+/* The key whose use decides key's: a quantized linear's companion tensors
+ * (msModelSlim writes <linear>.weight_scale, .weight_offset and, for W8A8,
+ * .input_scale, .input_offset, .quant_bias, .deq_scale, models-hardware.md
+ * 2.3) are read when the key typing <linear>.weight is; any other key
+ * decides for itself. */
+static const char *companion_base(const quant_desc *d, const char *key)
+{
+    static const char *const suffix[] = {".weight_scale", ".weight_offset", ".input_scale",
+                                         ".input_offset", ".quant_bias", ".deq_scale"};
+    size_t len = strlen(key);
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+        size_t sl = strlen(suffix[i]);
+        char base[512];
+        if (len <= sl || strcmp(key + len - sl, suffix[i]) || len - sl + 8 > sizeof base)
+            continue;
+        snprintf(base, sizeof base, "%.*s.weight", (int)(len - sl), key);
+        const char *k = deciding_key(d, base);
+        return k ? k : key;
+    }
+    return key;
+}
+
+/* key names a tensor of an MTP layer (model.layers.N. with N past the
+ * decoder layers, within num_nextn_predict_layers): checkpoints list them,
+ * engines load them for speculative decoding only, which cpsim does not
+ * run. */
+static int mtp_entry(const arch *a, const char *key)
+{
+    static const char prefix[] = "model.layers.";
+    char *end;
+    if (strncmp(key, prefix, sizeof prefix - 1))
+        return 0;
+    long long l = strtoll(key + sizeof prefix - 1, &end, 10);
+    return *end == '.' && l >= a->layers && l < a->layers + a->mtp_layers;
+}
+
+int quant_desc_unread(const quant_desc *d, const arch *a, char *buf, size_t n)
+{
+    use_ctx u = {d, json_object()};
+    const char *key;
+    json_t *v;
+    int count = 0;
+    size_t off = 0;
+    if (!u.used)
+        abort(); /* a small object: out of memory before any work */
+    buf[0] = 0;
+    mem_each_tensor(a, MEM_ALL_LAYERS, 1, note_use, &u);
+    json_object_foreach(d->map, key, v) {
+        const json_t *use = json_object_get(u.used, companion_base(d, key));
+        if (key[0] == '_' || !strcmp(key, "model_quant_type") || json_is_true(use) ||
+            mtp_entry(a, key) ||
+            !strcmp(json_string_value(v) ? json_string_value(v) : "", "FLOAT"))
+            continue;
+        count++;
+        if (off + strlen(key) + 32 < n)
+            off += (size_t)snprintf(buf + off, n - off, "%s\"%s\"%s", off ? ", " : "", key,
+                                    use ? " (kept FLOAT)" : "");
+    }
+    json_decref(u.used);
+    return count;
+}

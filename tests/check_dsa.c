@@ -748,6 +748,20 @@ START_TEST(description_refusals)
     cp_err err = {0};
     ck_assert_msg(tu_try_load(&s, yaml, NULL, 0, &err) == 0, "%s", err.msg);
     ck_assert_ptr_nonnull(s.quant);
+    for (int i = 0; i < s.nwarn; i++)
+        ck_assert_msg(!strstr(s.warn[i], "change nothing"), "%s", s.warn[i]);
+    wl_free(&s);
+    /* an entry for no tensor of the model is read and said to change nothing */
+    json_t *extra = json_deep_copy(good);
+    json_object_set_new(extra, "model.layers.7.mlp.down_proj.weight", json_string("W8A8"));
+    ck_assert_int_eq(json_dump_file(extra, tiny, 0), 0);
+    json_decref(extra);
+    ck_assert_msg(tu_try_load(&s, yaml, NULL, 0, &err) == 0, "%s", err.msg);
+    int said = 0;
+    for (int i = 0; i < s.nwarn; i++)
+        said |= strstr(s.warn[i], "1 entry change nothing") &&
+                strstr(s.warn[i], "\"model.layers.7.mlp.down_proj.weight\"");
+    ck_assert_msg(said, "%d warnings, first: %s", s.nwarn, s.nwarn ? s.warn[0] : "");
     wl_free(&s);
     f = fopen(tiny, "w");
     fputs("{\n  \"a\": \"FLOAT\",\n  oops\n}\n", f);

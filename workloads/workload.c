@@ -141,6 +141,7 @@ static int read_parallel_extra(const ynode *par, scenario *s, cp_err *err);
 static int read_engine_memory(const ynode *eng, scenario *s, cp_err *err);
 static int read_layer_sharding(const ynode *par, scenario *s, cp_err *err);
 static int read_simulation_extra(const ynode *sim, scenario *s, cp_err *err);
+static void wl_warn(scenario *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static const char *const parallel_extra[] = {"layer_sharding", "pcp", NULL};
 static const char *const engine_extra[] = {"memory", "kernels", NULL};
@@ -586,6 +587,14 @@ static int load_quant(scenario *s, cp_err *err)
     s->quant = quant_desc_load(s->quant_path, &in);
     if (!s->quant || quant_desc_check(s->quant, &s->model, &in) < 0)
         return blame(s, err, &in, n->loc, "precision.quant_description");
+    char keys[160];
+    int unread = quant_desc_unread(s->quant, &s->model, keys, sizeof keys);
+    const char *slash = strrchr(s->quant_path, '/');
+    if (unread > 0)
+        wl_warn(s, "precision.quant_description %s: %d entr%s change nothing on %s (no such "
+                "tensor, or one cpsim keeps FLOAT): %s%s", slash ? slash + 1 : s->quant_path,
+                unread, unread > 1 ? "ies" : "y", s->model.name, keys,
+                (int)strlen(keys) + 40 > (int)sizeof keys ? ", ..." : "");
     return 0;
 }
 
@@ -625,10 +634,6 @@ static int resolve_platform(scenario *s, const char *override, cp_err *err)
     return 0;
 }
 
-/* Order: parse, apply --set, read every section (so that a typo in the
- * workload is reported before any other file is opened), resolve the model
- * and the platform, then the cross-checks.  On error *out is freed and
- * zeroed, so wl_free on it stays harmless. */
 static void wl_warn(scenario *s, const char *fmt, ...)
 {
     char line[WL_WARN_LEN];
@@ -799,6 +804,10 @@ static int precision_as_map(ydoc *doc, const char *const *sets, int nsets, cp_er
     return yio_set(doc, set, err);
 }
 
+/* Order: parse, apply --set, read every section (so that a typo in the
+ * workload is reported before any other file is opened), resolve the model
+ * and the platform, then the cross-checks.  On error *out is freed and
+ * zeroed, so wl_free on it stays harmless. */
 int wl_load(const char *path, const char *const *sets, int nsets, const char *platform_override,
             scenario *out, cp_err *err)
 {
