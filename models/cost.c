@@ -1204,6 +1204,7 @@ void cost_price_plan(const cost_model *c, plan *p, int graph)
                              (eager ? launches(op) * COST_EAGER_GAP : 0);
                 op->cost_table = (uint8_t)src;
                 op->cost_dist = (float)dist;
+                op->eager_gap = (uint8_t)(eager && launches(op) > 0);
             }
             op->launch_s = cost_launch_s(c, op, graph);
         }

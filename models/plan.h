@@ -211,6 +211,8 @@ typedef struct plan_op {
     float cost_dist;         /* compute ops priced from a table: size factor
                                 (>= 1) to the nearest measured row */
     uint8_t cost_table;      /* where cost_s came from: plan_costsrc */
+    uint8_t eager_gap;       /* 1: cost_s holds the device's gap after each of its
+                                eager launches (COST_EAGER_GAP each) */
 } plan_op;
 
 /* A repeated region: ops [first, first + nops) stand for `repeat`

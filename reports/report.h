@@ -298,6 +298,9 @@ typedef struct rep_file {
     char path[4096];
 } rep_file;
 int rep_open(rep_file *rf, const char *path, cp_err *err);
+/* s as one CSV field: bare, or quoted (quotes doubled) when it holds a comma,
+ * a quote or a line break. */
+void rep_csv_field(FILE *f, const char *s);
 int rep_close(rep_file *rf, int ok, cp_err *err);
 
 /* A group of outputs that appear together (a run's trace, memory and

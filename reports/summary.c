@@ -427,6 +427,8 @@ static json_t *scenario_json(const scenario *s)
     json_object_set_new(j, "workload", json_string(s->path));
     json_object_set_new(j, "model", json_string(s->model.name));
     json_object_set_new(j, "platform", json_string(s->plat.name));
+    if (s->plat.calibration[0])
+        json_object_set_new(j, "calibration", json_string(s->plat.calibration));
     json_object_set_new(j, "nodes", json_integer(s->plat.nodes));
     json_object_set_new(j, "devices_per_node", json_integer(s->plat.devices_per_node));
     json_t *par = json_object();

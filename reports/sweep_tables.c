@@ -17,7 +17,7 @@ typedef struct rep_lines {
 
 /* ---- CSV ------------------------------------------------------------------------- */
 
-static void csv_field(FILE *f, const char *s)
+void rep_csv_field(FILE *f, const char *s)
 {
     if (!strpbrk(s, ",\"\n\r")) {
         fputs(s, f);
@@ -39,12 +39,12 @@ static void csv_json(FILE *f, json_t *v)
     if (!v || json_is_null(v))
         return;
     if (json_is_string(v)) {
-        csv_field(f, json_string_value(v));
+        rep_csv_field(f, json_string_value(v));
         return;
     }
     char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
     if (t)
-        csv_field(f, t);
+        rep_csv_field(f, t);
     free(t);
 }
 
@@ -70,7 +70,7 @@ static int write_results_csv(const rep_lines *l, const char *path, cp_err *err)
     json_t *v;
     json_object_foreach(keys, k, v) {
         fputc(',', f);
-        csv_field(f, k);
+        rep_csv_field(f, k);
     }
     fputs(",status,exit,prompt_tokens", f);
     for (int c = 0; summary_cols[c]; c++)
@@ -198,7 +198,7 @@ static int write_best(const rep_lines *l, const plot_point *pts, size_t n, const
         json_t *rk = best ? json_object_get(l->line[best - pts], "ranking") : NULL;
         if (best) {
             fprintf(rf.f, "%lld,%d,", prompts[q], best->index);
-            csv_field(rf.f, best->label);
+            rep_csv_field(rf.f, best->label);
             fprintf(rf.f, ",%lld,%.10g,%.10g,%.10g,%d,%d,", best->min_tokens, best->ttft_s,
                     best->peak_bytes, best->capacity_bytes, fits, total);
             csv_json(rf.f, json_object_get(rk, "margin"));
@@ -301,7 +301,7 @@ static int write_pareto(const plot_point *pts, size_t n, const char *path, FILE 
                           dominates(&pts[k], p));
             double x = pareto_of(p, 0, NULL, NULL), y = pareto_of(p, 1, NULL, NULL);
             fprintf(rf.f, "%lld,%d,", p->prompt, p->index);
-            csv_field(rf.f, p->label);
+            rep_csv_field(rf.f, p->label);
             fprintf(rf.f, ",%s,%s,%.10g,%s,%s,%.10g,%d\n", mx, gx ? "max" : "min", x, my,
                     gy ? "max" : "min", y, front);
             if (out && front)
@@ -424,11 +424,11 @@ static int write_split(const plot_point *pts, size_t n, const char *path, FILE *
             continue;
         char note[128];
         crossing_note(&c, note, sizeof note);
-        csv_field(rf.f, p->exchange);
+        rep_csv_field(rf.f, p->exchange);
         fputc(',', rf.f);
-        csv_field(rf.f, p->shape);
+        rep_csv_field(rf.f, p->shape);
         fprintf(rf.f, ",%lld,%lld,%d,", c.first_win, c.suggest, c.compared);
-        csv_field(rf.f, note);
+        rep_csv_field(rf.f, note);
         fputc('\n', rf.f);
         if (out) {
             char a[32] = "-", b[32] = "none";

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/cost_profile.h"
 #include "reports/report.h"
 
 /* s as a JSON string literal: quotes, backslashes and control characters
@@ -172,12 +173,17 @@ static void op_suffix(char *buf, size_t n, const plan_op *o)
             PUT(",\"cost_dist\":%.3g", o->cost_dist);
         PUT(",\"impl\":\"%s\",\"kernels\":%d", plan_impl_name((plan_impl)o->impl),
             o->shared_launch ? 0 : o->nkern > 1 ? o->nkern : 1);
+        /* the device's gaps after eager launches, inside the op's span */
+        if (o->eager_gap)
+            PUT(",\"gap_us\":%.3f", (o->nkern > 1 ? o->nkern : 1) * COST_EAGER_GAP * 1e6);
         if (o->kclass == KC_GEMM || o->kclass == KC_GROUPED_GEMM || o->kclass == KC_MOE_GEMM)
             PUT(",\"m\":%" PRId64 ",\"k\":%" PRId64 ",\"n\":%" PRId64 ",\"groups\":%" PRId64, o->m,
                 o->k, o->n, o->g);
         if (o->kclass == KC_ATTENTION || o->kclass == KC_SPARSE_ATTN || o->kclass == KC_INDEXER)
-            PUT(",\"q_len\":%" PRId64 ",\"kv_len\":%" PRId64 ",\"heads\":%" PRId64,
-                o->attn.q_len, o->attn.kv_len, o->attn.heads);
+            PUT(",\"q_len\":%" PRId64 ",\"kv_len\":%" PRId64 ",\"heads\":%" PRId64
+                ",\"kv_heads\":%" PRId64 ",\"head_dim\":%" PRId64 ",\"causal\":%d",
+                o->attn.q_len, o->attn.kv_len, o->attn.heads, o->attn.kv_heads, o->attn.d_qk,
+                o->attn.causal);
     } else if (o->kind == OPK_COLL) {
         PUT(",\"group\":\"%s\",\"bytes\":%.6g,\"impl\":\"%s\"", plan_group_name(o->group),
             o->comm_bytes, plan_impl_name((plan_impl)o->impl));

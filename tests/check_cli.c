@@ -241,7 +241,7 @@ START_TEST(commands_refuse_other_commands_options)
 {
     refused("run does not take --quant; it is an option of memory",
             ARGS("run", "--quant", "q.json"));
-    refused("plan does not take --out; it is an option of run and sweep",
+    refused("plan does not take --out; it is an option of run, sweep and compare",
             ARGS("plan", "w.yaml", "--out", "d"));
     refused("sweep does not take --set; it is an option of run, validate, plan and memory",
             ARGS("sweep", "s.yaml", "--set", "a=1"));

@@ -49,7 +49,7 @@ expect 2 "option --platform needs a value, got the option --set" -- \
 expect 2 "option --out needs a value (DIR)" -- "$CPSIM" run --out
 expect 2 "option --quiet takes no value" -- "$CPSIM" run --quiet=yes
 # a command refuses another command's option and says which take it
-expect 2 "plan does not take --out; it is an option of run and sweep" -- \
+expect 2 "plan does not take --out; it is an option of run, sweep and compare" -- \
     "$CPSIM" plan "$top_srcdir/workloads/default.yaml" --out "$tmp/p"
 expect 2 "run does not take --quant; it is an option of memory" -- "$CPSIM" run --quant q.json
 expect 2 "memory does not take -j; it is an option of sweep" -- \

@@ -40,6 +40,7 @@ typedef enum {
     CMD_MEMORY,
     CMD_SWEEP,
     CMD_PLOT,
+    CMD_COMPARE,
     CLI_NCMDS
 } cli_cmd;
 
@@ -84,6 +85,8 @@ typedef struct cli_opts {
     int step, has_step;                /* --step N (plot); has_step 0: not given */
     double window_lo, window_hi;       /* --window T0:T1 (plot), simulated ms; 0:0: none */
     const char *ranks;                 /* --ranks LIST (plot): "0,2,4-7"; NULL: all */
+    int rank;                          /* --rank N (compare): the run's rank; 0 */
+    const char *emit_profile;          /* --emit-profile DIR (compare); NULL: none */
     int help;                          /* --help, -h */
     int version;                       /* --version */
     unsigned long long given;          /* bit i: the option cli_options[i] was given */
@@ -156,5 +159,6 @@ int cli_plan(const cli_opts *o);
 int cli_memory_cmd(const cli_opts *o);    /* cli_memory.c */
 int cli_sweep(const cli_opts *o);         /* cli_sweep.c */
 int cli_plot(const cli_opts *o);          /* cli_plot.c */
+int cli_compare(const cli_opts *o);       /* cli_compare.c */
 
 #endif

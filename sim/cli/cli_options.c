@@ -124,6 +124,7 @@ static int set_ranks(cli_opts *o, const char *v, cp_err *err)
 #define MEMORY CLI_CMD(CMD_MEMORY)
 #define SWEEP CLI_CMD(CMD_SWEEP)
 #define PLOT CLI_CMD(CMD_PLOT)
+#define COMPARE CLI_CMD(CMD_COMPARE)
 #define OFF(field) offsetof(cli_opts, field)
 #define STR_(x) #x
 #define STR(x) STR_(x) /* a number macro as a string literal */
@@ -140,13 +141,14 @@ const cli_option cli_options[] = {
      .help = "override a workload key by dotted path, list items by index "
              "(parallel.tp=4, requests.0.prompt_tokens=65536, platform.nodes=2); the value "
              "is YAML; repeatable, applied in order"},
-    {.name = "--out", .short_name = 'o', .cmds = RUN | SWEEP, .type = CLI_STRING,
+    {.name = "--out", .short_name = 'o', .cmds = RUN | SWEEP | COMPARE, .type = CLI_STRING,
      .off = OFF(out_dir), .value = "DIR",
      .help = "output folder, created if missing (run: default out; sweep: default "
-             "out/<sweep name>, or the folder that merged shards join into)"},
-    {.name = "--quiet", .short_name = 'q', .cmds = RUN | SWEEP, .type = CLI_FLAG,
+             "out/<sweep name>, or the folder that merged shards join into; compare: default "
+             "the run folder)"},
+    {.name = "--quiet", .short_name = 'q', .cmds = RUN | SWEEP | COMPARE, .type = CLI_FLAG,
      .off = OFF(quiet), .help = "print nothing on success (sweep: no progress, no tables)"},
-    {.name = "--plots", .cmds = RUN | SWEEP, .type = CLI_FLAG, .off = OFF(plots),
+    {.name = "--plots", .cmds = RUN | SWEEP | COMPARE, .type = CLI_FLAG, .off = OFF(plots),
      .help = "also draw the plots (gnuplot) into DIR/plots, with an index.html"},
     {.name = "--trace", .cmds = RUN, .type = CLI_CALL, .set = set_trace, .value = "LEVEL",
      .help = "what trace.json holds: full (every op and the memory counters), steps (one "
@@ -193,14 +195,24 @@ const cli_option cli_options[] = {
     {.name = "--layers", .cmds = PLOT, .type = CLI_CALL, .set = set_layers, .value = "A-B",
      .help = "the timeline shows layers A to B only (A or A-A: one layer), in the first step "
              "that has them unless --step says which"},
-    {.name = "--step", .cmds = PLOT, .type = CLI_CALL, .set = set_step, .value = "N",
+    {.name = "--step", .cmds = PLOT | COMPARE, .type = CLI_CALL, .set = set_step, .value = "N",
      .help = "the timeline shows step N of the run only (0: the first prefill step; the "
-             "trace's args.step)"},
+             "trace's args.step); compare: the run's ops of step N only"},
     {.name = "--window", .cmds = PLOT, .type = CLI_CALL, .set = set_window, .value = "T0:T1",
      .help = "the timeline shows simulated time T0 to T1 ms only (with --step or --layers: "
              "within their window)"},
     {.name = "--ranks", .cmds = PLOT, .type = CLI_CALL, .set = set_ranks, .value = "LIST",
      .help = "the timeline shows these ranks only: a list of ranks and ranges, 0,2,4-7"},
+    /* 1 << 20 ranks: far beyond any run cpsim simulates (README "Examples and speed") */
+    {.name = "--rank", .cmds = COMPARE, .type = CLI_INT, .off = OFF(rank), .min = 0,
+     .max = 1 << 20, .value = "N",
+     .help = "the run's rank to hold against the profile (default 0)"},
+    {.name = "--emit-profile", .cmds = COMPARE, .type = CLI_STRING, .off = OFF(emit_profile),
+     .value = "DIR",
+     .help = "also write a calibration profile into DIR: the run platform's profile with "
+             "the run's GEMMs and FA2 prefill attention as rows of its tables, timed by the "
+             "trace's kernels (a source column names the trace); set the platform's "
+             "device.calibration to DIR to price from it"},
     {.name = "--cfg", .cmds = RUN, .type = CLI_SIMGRID, .value = "KEY:VALUE",
      .help = "a SimGrid configuration item (--cfg=maxmin/precision:1e-9), checked and "
              "passed to SimGrid; cpsim sets the network model itself",
@@ -265,6 +277,15 @@ const cli_command cli_commands[CLI_NCMDS] = {
         "TTFT against peak memory, split against copied steps) with gnuplot, as PNG and SVG, "
         "into DIR/plots, with their data, the script plots.gp and an index.html that shows "
         "them all."},
+    [CMD_COMPARE] = {
+        "compare", "RUN_DIR PROFILE.json", NULL,
+        "hold a run against a torch.profiler trace of the real engine, per kernel class",
+        "Reads a Chrome-format trace of torch.profiler (Kineto; gzip or plain) and the run "
+        "folder's trace.json (written with every op), reduces both to kernel classes (by the "
+        "profile's record_function ranges named layer.N, step.* or as cpsim's ops, else by "
+        "kernel-name rules) and prints per class the kernel counts, measured and simulated "
+        "device time and the error, the busy, idle and exposed communication time, and the "
+        "kernels no rule matched; writes compare.csv (and with --plots the paired bars)."},
 };
 
 /* ---- the parser ------------------------------------------------------------------------ */
@@ -606,6 +627,12 @@ static int check_command(cli_opts *o, cp_err *err)
             return cp_fail(err, CP_EXIT_INPUT, "unexpected argument \"%s\" (one sweep file; "
                            "--merge takes folders)", extra);
         return 0;
+    case CMD_COMPARE:
+        if (o->nargs != 2)
+            return cp_fail(err, CP_EXIT_INPUT, "compare needs a run folder and a profile "
+                           "(cpsim compare RUN_DIR PROFILE.json)%s", o->nargs > 2 ? ": one "
+                           "of each" : "");
+        return 0;
     case CMD_PLOT:
         if (o->nargs == 0)
             return cp_fail(err, CP_EXIT_INPUT, "plot needs a run or sweep folder");
@@ -755,6 +782,9 @@ int cli_main(int argc, char **argv)
             break;
         case CMD_PLOT:
             rc = cli_plot(&o);
+            break;
+        case CMD_COMPARE:
+            rc = cli_compare(&o);
             break;
         case CMD_RUN:
             rc = cli_run(&o, &argc, argv);

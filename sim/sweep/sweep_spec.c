@@ -932,6 +932,7 @@ static uint64_t op_key(uint64_t h, const plan_op *o)
         (uint64_t)o->layer, (uint64_t)o->step, o->kind, o->stream, o->kclass, o->coll,
         o->group, o->alg, o->dtype, o->layout, o->mem_cat, o->eager, o->qscale, o->route,
         o->nkern, o->phase, o->impl, o->shared_launch, o->attn.unfolded, o->cost_table,
+        o->eager_gap,
         bits(o->cost_dist), (uint64_t)o->attn.batch,
         (uint64_t)o->m, (uint64_t)o->k, (uint64_t)o->n, (uint64_t)o->g,
         (uint64_t)o->attn.q_len, (uint64_t)o->attn.kv_len, (uint64_t)o->attn.heads,

@@ -26,7 +26,8 @@ Parts (each writes its own CSV / JSON; a part that fails is logged and the other
             their LSE): memory.csv
   profile   torch.profiler traces (Chrome JSON, gzip): a 2K prefill (eager), a decode step of batch
             8 (graph replay) and a mixed step (eager), with record_function marks per step and
-            layer: trace_*.json.gz
+            layer: trace_*.json.gz; and the prefill and the decode step eager with every op
+            marked as cpsim's trace names it (OPMARKS): trace_*_opmarks.json.gz
 Timing: CUDA events around each call (or graph replay), warm-ups first, median of the repeats.
 """
 import argparse
@@ -55,6 +56,24 @@ MODELS = {
 
 
 # ---- the model ---------------------------------------------------------------------------------
+
+# Op marks: when on, each piece of a step runs inside a record_function range named as cpsim's
+# trace names the op (qkv_proj, qk_norm, rope, kv_write, attention, ...), so that `cpsim compare`
+# classes its kernels exactly (reports/compare/compare.h).  Off, the code runs no range at all.
+OPMARKS = False
+
+
+class _NoMark:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def mark(name):
+    return torch.profiler.record_function(name) if OPMARKS else _NoMark()
+
 
 class Model:
     def __init__(self, name, layers, cmax, bmax, pmax=0):
@@ -118,23 +137,30 @@ def moe(m, w, x):
     E, k, I = c["E"], c["k"], c["I"]
     T = x.shape[0]
     R = T * k
-    logits = F.linear(x, w["router"])
-    p = torch.softmax(logits, dim=-1, dtype=torch.float32)
-    tw, ids = torch.topk(p, k, dim=-1)
-    tw = (tw / tw.sum(-1, keepdim=True)).to(torch.bfloat16)
-    flat = ids.flatten()
-    _, order = torch.sort(flat, stable=True)
-    counts = torch.zeros(E, dtype=torch.int32, device="cuda").scatter_add_(
-        0, flat, torch.ones(R, dtype=torch.int32, device="cuda"))
-    offs = torch.cumsum(counts, 0, dtype=torch.int32)
-    tok = order // k
-    inv = torch.empty_like(order).scatter_(0, order, torch.arange(R, device="cuda"))
-    xg = x.index_select(0, tok)
-    h13 = torch._grouped_mm(xg, w["w13"].transpose(-2, -1), offs=offs)
-    a = F.silu(h13[:, :I]) * h13[:, I:]
-    y = torch._grouped_mm(a, w["w2"].transpose(-2, -1), offs=offs)
-    wsort = tw.flatten().index_select(0, order)
-    return (y * wsort[:, None]).index_select(0, inv).view(T, k, -1).sum(1)
+    with mark("router"):
+        logits = F.linear(x, w["router"])
+    with mark("topk"):
+        p = torch.softmax(logits, dim=-1, dtype=torch.float32)
+        tw, ids = torch.topk(p, k, dim=-1)
+        tw = (tw / tw.sum(-1, keepdim=True)).to(torch.bfloat16)
+    with mark("moe_permute"):
+        flat = ids.flatten()
+        _, order = torch.sort(flat, stable=True)
+        counts = torch.zeros(E, dtype=torch.int32, device="cuda").scatter_add_(
+            0, flat, torch.ones(R, dtype=torch.int32, device="cuda"))
+        offs = torch.cumsum(counts, 0, dtype=torch.int32)
+        tok = order // k
+        inv = torch.empty_like(order).scatter_(0, order, torch.arange(R, device="cuda"))
+        xg = x.index_select(0, tok)
+    with mark("expert_gate_up"):
+        h13 = torch._grouped_mm(xg, w["w13"].transpose(-2, -1), offs=offs)
+    with mark("expert_act"):
+        a = F.silu(h13[:, :I]) * h13[:, I:]
+    with mark("expert_down"):
+        y = torch._grouped_mm(a, w["w2"].transpose(-2, -1), offs=offs)
+    with mark("moe_unpermute"):
+        wsort = tw.flatten().index_select(0, order)
+        return (y * wsort[:, None]).index_select(0, inv).view(T, k, -1).sum(1)
 
 
 def mlp(m, w, x):
@@ -152,37 +178,55 @@ def layer(m, li, res, x, seqs, impl, first):
     H, nq, nkv, d = c["H"], c["nq"], c["nkv"], c["d"]
     w = m.L[li]
     N = x.shape[0]
-    qkv = F.linear(x, w["qkv"])
-    q = F.rms_norm(qkv[:, :nq * d].view(N, nq, d), (d,), w["qn"], EPS)
-    kk = F.rms_norm(qkv[:, nq * d:(nq + nkv) * d].view(N, nkv, d), (d,), w["kn"], EPS)
+    with mark("qkv_proj"):
+        qkv = F.linear(x, w["qkv"])
+    with mark("qk_contiguous"):  # the copies F.rms_norm would make of the strided views
+        qc = qkv[:, :nq * d].contiguous().view(N, nq, d)
+        kc = qkv[:, nq * d:(nq + nkv) * d].contiguous().view(N, nkv, d)
+    with mark("qk_norm"):
+        q = F.rms_norm(qc, (d,), w["qn"], EPS)
+        kk = F.rms_norm(kc, (d,), w["kn"], EPS)
     v = qkv[:, (nq + nkv) * d:].view(N, nkv, d)
-    pos = seqs_pos(seqs, N)
-    cos, sin = m.cos[pos][:, None, :], m.sin[pos][:, None, :]
-    q = rope(q, cos, sin)
-    kk = rope(kk, cos, sin)
+    with mark("rope_cos_sin"):
+        pos = seqs_pos(seqs, N)
+        cos, sin = m.cos[pos][:, None, :], m.sin[pos][:, None, :]
+    with mark("rope"):
+        q = rope(q, cos, sin)
+        kk = rope(kk, cos, sin)
     outs = []
     at = 0
     for grp in groups(seqs):
         if grp[0][1] == 1:  # decodes: one call over their slots, contexts equal
             b0, B, pre = grp[0][0], len(grp), grp[0][2]
-            m.kc[li][b0:b0 + B, :, pre] = kk[at:at + B]
-            m.vc[li][b0:b0 + B, :, pre] = v[at:at + B]
-            o = attend(q[at:at + B].unsqueeze(2), m.kc[li][b0:b0 + B, :, :pre + 1],
-                       m.vc[li][b0:b0 + B, :, :pre + 1], False, "fa2")
-            outs.append(o[:, :, 0, :].reshape(B, nq * d))
+            with mark("kv_write"):
+                m.kc[li][b0:b0 + B, :, pre] = kk[at:at + B]
+                m.vc[li][b0:b0 + B, :, pre] = v[at:at + B]
+            with mark("attention"):
+                o = attend(q[at:at + B].unsqueeze(2), m.kc[li][b0:b0 + B, :, :pre + 1],
+                           m.vc[li][b0:b0 + B, :, :pre + 1], False, "fa2")
+                outs.append(o[:, :, 0, :].reshape(B, nq * d))
             at += B
         else:
             slot, t, pre = grp[0]
-            m.kc[li][slot, :, pre:pre + t] = kk[at:at + t].transpose(0, 1)
-            m.vc[li][slot, :, pre:pre + t] = v[at:at + t].transpose(0, 1)
-            o = attend(q[at:at + t].transpose(0, 1).unsqueeze(0), m.kc[li][slot:slot + 1, :, :pre + t],
-                       m.vc[li][slot:slot + 1, :, :pre + t], True, impl)
-            outs.append(o[0].transpose(0, 1).reshape(t, nq * d))
+            with mark("kv_write"):
+                m.kc[li][slot, :, pre:pre + t] = kk[at:at + t].transpose(0, 1)
+                m.vc[li][slot, :, pre:pre + t] = v[at:at + t].transpose(0, 1)
+            with mark("attention"):
+                o = attend(q[at:at + t].transpose(0, 1).unsqueeze(0),
+                           m.kc[li][slot:slot + 1, :, :pre + t],
+                           m.vc[li][slot:slot + 1, :, :pre + t], True, impl)
+                outs.append(o[0].transpose(0, 1).reshape(t, nq * d))
             at += t
     attn = outs[0] if len(outs) == 1 else torch.cat(outs, 0)
-    res = res + F.linear(attn, w["o"])
-    x = F.rms_norm(res, (H,), w["n2"], EPS)
-    res = res + mlp(m, w, x)
+    with mark("o_proj"):
+        o = F.linear(attn, w["o"])
+    with mark("residual_add"):
+        res = res + o
+    with mark("post_attn_norm"):
+        x = F.rms_norm(res, (H,), w["n2"], EPS)
+    y = mlp(m, w, x)
+    with mark("residual_add"):
+        res = res + y
     return res
 
 
@@ -210,18 +254,24 @@ def forward(m, ids, seqs, impl="fa2", marks=False):
     """A step: embedding, the layers, the final norm, the LM head on each sequence's last token and
     greedy sampling."""
     H = m.c["H"]
-    res = F.embedding(ids, m.emb)
+    with mark("embedding"):
+        res = F.embedding(ids, m.emb)
     for li in range(m.nl):
         if marks:
             with torch.profiler.record_function("layer.%d" % li):
-                x = F.rms_norm(res, (H,), m.L[li]["n1"], EPS)
+                with mark("input_norm"):
+                    x = F.rms_norm(res, (H,), m.L[li]["n1"], EPS)
                 res = layer(m, li, res, x, seqs, impl, li == 0)
         else:
             x = F.rms_norm(res, (H,), m.L[li]["n1"], EPS)
             res = layer(m, li, res, x, seqs, impl, li == 0)
-    x = F.rms_norm(res, (H,), m.fnorm, EPS)
-    xl = x.index_select(0, last_rows(seqs))
-    return F.linear(xl, m.lm).float().argmax(-1)
+    with mark("final_norm"):
+        x = F.rms_norm(res, (H,), m.fnorm, EPS)
+    with mark("lm_head"):
+        xl = x.index_select(0, last_rows(seqs))
+        logits = F.linear(xl, m.lm)
+    with mark("sample"):
+        return logits.float().argmax(-1)
 
 
 _LAST = {}
@@ -515,6 +565,21 @@ def part_profile(out, smoke, dl):
             forward(m, mids, mseqs, marks=True)
         torch.cuda.synchronize()
     save(prof, "trace_mixed_eager")
+    # the 2K prefill and the batch-8 decode step eager again, every op marked as cpsim names it
+    global OPMARKS
+    OPMARKS = True
+    try:
+        for name, sid, sq in (("trace_prefill_2k_opmarks", ids, [(0, 2048, 0)]),
+                              ("trace_decode_b8_opmarks", dids, dseqs)):
+            forward(m, sid, sq, marks=True)
+            torch.cuda.synchronize()
+            with profile(activities=act) as prof:
+                with record_function("step.marked"):
+                    forward(m, sid, sq, marks=True)
+                torch.cuda.synchronize()
+            save(prof, name)
+    finally:
+        OPMARKS = False
     del g, m
     torch.cuda.empty_cache()
 
