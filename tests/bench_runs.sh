@@ -43,6 +43,24 @@ platform: {name: h100-sxm-8, nodes: 128}
 parallel: {tp: 8, dp: 128}
 requests: [{prompt_tokens: 32768}]
 YAML
+# 10,000 requests of mixed lengths (issue 31): Poisson arrivals at 16 a second,
+# prompts log-uniform in [64, 16384] tokens, 16 to 255 decode tokens; drawn by
+# the Lehmer generator of Park and Miller (multiplier 48271, modulus 2^31 - 1,
+# exact in awk's doubles) from seed 12345, so every awk writes the same trace
+awk 'BEGIN { x = 12345; t = 0; print "arrival_s,prompt_tokens,decode_tokens"
+    for (i = 0; i < 10000; i++) {
+        x = (x * 48271) % 2147483647; t += -log(1 - x / 2147483647) / 16
+        x = (x * 48271) % 2147483647; p = int(exp(log(64) + x / 2147483647 * log(256)))
+        x = (x * 48271) % 2147483647; d = 16 + int(x / 2147483647 * 240)
+        printf "%.6f,%d,%d\n", t, p, d } }' >"$tmp/mix10k.csv"
+cat >"$tmp/mix10k.yaml" <<'YAML'
+model: qwen3-omni-30b-a3b-thinker
+platform: h100-sxm-8
+precision: bf16
+parallel: {tp: 8}
+engine: {graph: eager}
+requests: [{trace: mix10k.csv, name: mix}]
+YAML
 printf '%-34s %6s %8s %8s %9s %10s %9s %11s\n' run ranks cpu_s wall_s rss_MB events replayed \
     output_MB
 # bench NAME RANKS WORKLOAD [OPTIONS...]
@@ -82,3 +100,6 @@ bench "mix 30 s, TP4 x SP2 all_gather" 8 "$mix" --set parallel.exchange=all_gath
 bench "mix 30 s, TP4 x SP2 none" 8 "$mix" --set parallel.exchange=none
 bench "mix 30 s, TP8" 8 "$mix" --set parallel.tp=8 --set parallel.sp=1 \
     --set parallel.exchange=none
+# issue 31's serving run: 10,000 mixed-length requests (target <= 10 CPU s)
+bench "serve 10,000 mixed requests, TP8" 8 "$tmp/mix10k.yaml" --trace none
+awk '{ printf "  target <= 10 CPU s: %.1f CPU s\n", $1 + $2 }' "$tmp/time"

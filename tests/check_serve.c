@@ -529,6 +529,61 @@ START_TEST(test_serve_deterministic)
 }
 END_TEST
 
+/* The linear scan the step cache ran before its index: the earliest step of
+ * the shape nearest ctx within reuse * ctx. */
+static int scan_steps(const uint64_t *shape, const double *ctx, int n, uint64_t sh, double c,
+                      double reuse)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (shape[i] != sh)
+            continue;
+        double d = fabs(ctx[i] - c);
+        if (d <= reuse * c && (best < 0 || d < fabs(ctx[best] - c)))
+            best = i;
+        if (d == 0)
+            break;
+    }
+    return best;
+}
+
+/* The indexed step cache answers every lookup as the scan over all steps:
+ * few shapes, sums drawn from a small set (equal sums, ties between a sum
+ * below and one above), bounds from exact to wide. */
+START_TEST(test_serve_index_matches_scan)
+{
+    enum { N = 3000, Q = 20000 };
+    static uint64_t shape[N];
+    static double ctx[N];
+    srv_index ix = {0};
+    uint64_t x = 88172645463325252ULL; /* xorshift64's seed in Marsaglia (2003) */
+    int hits = 0, n = 0;
+    for (int q = 0; q < Q; q++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint64_t sh = (x >> 8) % 7 * 0x9e3779b97f4a7c15ULL;
+        double c = (double)((x >> 20) % 400) * 4;
+        double reuse = (x >> 40) % 3 == 0 ? 0 : (x >> 40) % 3 == 1 ? 0.005 : 0.05;
+        int want = scan_steps(shape, ctx, n, sh, c, reuse);
+        int got = srv_index_find(&ix, sh, c, reuse);
+        ck_assert_msg(got == want, "lookup %d: index %d, scan %d", q, got, want);
+        hits += got >= 0;
+        if (got < 0 && n < N && (x >> 50) % 2) { /* a miss simulates a step */
+            shape[n] = sh;
+            ctx[n] = c;
+            srv_index_add(&ix, sh, c, n++);
+        } else if (n < N && (x >> 50) % 5 == 0) { /* equal sums in one shape */
+            shape[n] = sh;
+            ctx[n] = c;
+            srv_index_add(&ix, sh, c, n++);
+        }
+    }
+    ck_assert_msg(hits > Q / 4 && n > 500, "%d hits, %d steps", hits, n);
+    srv_index_free(&ix);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("serve");
@@ -536,6 +591,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_serve_matches_one_plan);
+    tcase_add_test(tc, test_serve_index_matches_scan);
     tcase_add_test(tc, test_serve_batch_priced_as_batch);
     tcase_add_test(tc, test_serve_mixed_step_calls);
     tcase_add_test(tc, test_serve_reuse_bound);

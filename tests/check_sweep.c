@@ -517,6 +517,42 @@ START_TEST(scenario_hash_reads_the_files_it_names)
 }
 END_TEST
 
+/* A file's hash from any state is the byte-wise FNV-1a from that state; the
+ * file is read once until it changes; every scenario hash after the first
+ * reads no file. */
+START_TEST(file_hashes_read_each_file_once)
+{
+    char path[256], text[4096];
+    snprintf(path, sizeof path, "%s/f.bin", tmpdir);
+    for (int v = 0; v < 2; v++) {
+        size_t n = 0;
+        for (int i = 0; i < 1000 + 777 * v; i++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "%c", (char)(i * 37 + v));
+        FILE *f = fopen(path, "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fwrite(text, 1, n, f), n);
+        fclose(f);
+        long r0 = sweep_file_reads();
+        uint64_t h = SWEEP_FNV_INIT;
+        for (int k = 0; k < 600; k++) { /* every low byte of the state, and more */
+            h = h * 6364136223846793005ULL + 1442695040888963407ULL; /* Knuth's MMIX LCG */
+            ck_assert(sweep_file_hash(h, path) == sweep_fnv1a64(h, text, n));
+        }
+        ck_assert_int_eq(sweep_file_reads() - r0, 1); /* rewritten: read again, once */
+    }
+    snprintf(path, sizeof path, "%s/none", tmpdir);
+    ck_assert(sweep_file_hash(7, path) == sweep_fnv1a64(7, path, strlen(path)));
+
+    write_file("o/w.yaml", base_yaml);
+    uint64_t a = hash_of("o/w.yaml", NULL, 0);
+    long r1 = sweep_file_reads();
+    const char *tp4[] = {"parallel.tp=4"};
+    ck_assert(hash_of("o/w.yaml", tp4, 1) != a);
+    ck_assert(hash_of("o/w.yaml", NULL, 0) == a);
+    ck_assert_int_eq(sweep_file_reads(), r1);
+}
+END_TEST
+
 /* ---- results, resume, shards, merge ----------------------------------------------------- */
 
 static json_t *line(int index, const char *id, const char *status)
@@ -913,6 +949,7 @@ static Suite *suite(void)
     tcase_add_test(tc, fnv1a_matches_its_reference_values);
     tcase_add_test(tc, scenario_hash_follows_content_not_place);
     tcase_add_test(tc, scenario_hash_reads_the_files_it_names);
+    tcase_add_test(tc, file_hashes_read_each_file_once);
     tcase_add_test(tc, a_torn_last_line_is_dropped_and_repaired);
     tcase_add_test(tc, append_writes_whole_lines_and_normalize_dedupes);
     tcase_add_test(tc, shards_partition_the_points);

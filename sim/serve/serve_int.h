@@ -46,6 +46,29 @@ typedef struct srv_step {
     size_t nev;
 } srv_step;
 
+/* The step cache's index: the simulated steps of each shape (srv_step.shape)
+ * sorted by their decode contexts' sum, in an open-addressing table on the
+ * shape (doubled at half full). */
+typedef struct srv_shape {
+    uint64_t shape;
+    int n, cap;
+    double *ctx;             /* ascending; equal sums by step index */
+    int *step;               /* index into srv_steps.v */
+} srv_shape;
+
+typedef struct srv_index {
+    srv_shape *slot;         /* n == 0 and cap == 0: free */
+    size_t cap, used;
+} srv_index;
+
+/* The step of shape `shape` whose summed contexts are nearest ctx, within
+ * reuse * ctx of it (the earliest such step at a tie), or -1: the linear
+ * scan's answer over every step in index order, found in O(log n). */
+int srv_index_find(const srv_index *ix, uint64_t shape, double ctx, double reuse);
+/* Add step `step` (a larger index than every step added before). */
+void srv_index_add(srv_index *ix, uint64_t shape, double ctx, int step);
+void srv_index_free(srv_index *ix);
+
 typedef struct srv_steps {
     const scenario *s;
     int lockstep;
@@ -59,6 +82,7 @@ typedef struct srv_steps {
     srv_step *v;
     int n;
     size_t cap;
+    srv_index index;         /* v by shape and summed contexts */
     long reused;             /* lookups answered by a step within the bound */
     double wall_s;           /* inside SimGrid */
 } srv_steps;

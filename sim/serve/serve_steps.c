@@ -47,6 +47,99 @@ static void shape_of(const sc_batch *bt, double reuse, uint64_t *shape, double *
     *ctx = sum;
 }
 
+/* ---- the index ------------------------------------------------------------------- */
+
+/* The slot of `shape`: its group, or the free slot it would take. */
+static srv_shape *slot_of(const srv_index *ix, uint64_t shape)
+{
+    size_t j = (size_t)(shape & (ix->cap - 1));
+    while (ix->slot[j].cap && ix->slot[j].shape != shape)
+        j = (j + 1) & (ix->cap - 1);
+    return &ix->slot[j];
+}
+
+int srv_index_find(const srv_index *ix, uint64_t shape, double ctx, double reuse)
+{
+    if (!ix->cap)
+        return -1;
+    const srv_shape *g = slot_of(ix, shape);
+    if (!g->cap)
+        return -1;
+    /* the first sum at or above ctx, and the first step of the run of
+     * equal sums just below: the nearest sums, the earliest of each */
+    int lo = 0, hi = g->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (g->ctx[mid] < ctx)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int best = -1;
+    double bd = 0;
+    if (lo < g->n) {
+        best = lo;
+        bd = fabs(g->ctx[lo] - ctx);
+    }
+    if (lo > 0) {
+        int k = lo - 1;
+        while (k > 0 && g->ctx[k - 1] == g->ctx[lo - 1])
+            k--;
+        double d = fabs(g->ctx[k] - ctx);
+        if (best < 0 || d < bd || (d == bd && g->step[k] < g->step[best])) {
+            best = k;
+            bd = d;
+        }
+    }
+    return best >= 0 && bd <= reuse * ctx ? g->step[best] : -1;
+}
+
+void srv_index_add(srv_index *ix, uint64_t shape, double ctx, int step)
+{
+    if (2 * (ix->used + 1) > ix->cap) {
+        srv_index g = {cp_xcalloc(ix->cap ? 2 * ix->cap : 64, sizeof *g.slot),
+                       ix->cap ? 2 * ix->cap : 64, ix->used};
+        for (size_t i = 0; i < ix->cap; i++)
+            if (ix->slot[i].cap)
+                *slot_of(&g, ix->slot[i].shape) = ix->slot[i];
+        free(ix->slot);
+        *ix = g;
+    }
+    srv_shape *g = slot_of(ix, shape);
+    if (!g->cap) {
+        g->shape = shape;
+        ix->used++;
+    }
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 4;
+        g->ctx = realloc(g->ctx, (size_t)g->cap * sizeof *g->ctx);
+        g->step = realloc(g->step, (size_t)g->cap * sizeof *g->step);
+        if (!g->ctx || !g->step)
+            abort();
+    }
+    /* after every sum at or below ctx: equal sums stay in step order */
+    int at = g->n;
+    while (at > 0 && g->ctx[at - 1] > ctx)
+        at--;
+    memmove(g->ctx + at + 1, g->ctx + at, (size_t)(g->n - at) * sizeof *g->ctx);
+    memmove(g->step + at + 1, g->step + at, (size_t)(g->n - at) * sizeof *g->step);
+    g->ctx[at] = ctx;
+    g->step[at] = step;
+    g->n++;
+}
+
+void srv_index_free(srv_index *ix)
+{
+    for (size_t i = 0; i < ix->cap; i++) {
+        free(ix->slot[i].ctx);
+        free(ix->slot[i].step);
+    }
+    free(ix->slot);
+    memset(ix, 0, sizeof *ix);
+}
+
+/* ---- the steps -------------------------------------------------------------------- */
+
 int srv_steps_init(srv_steps *st, const scenario *s, int lockstep, double reuse, cp_err *err)
 {
     memset(st, 0, sizeof *st);
@@ -77,6 +170,7 @@ void srv_steps_free(srv_steps *st)
         }
     }
     free(st->v);
+    srv_index_free(&st->index);
     if (st->cost)
         cost_free(st->cost);
     memset(st, 0, sizeof *st);
@@ -157,17 +251,7 @@ int srv_step_get(srv_steps *st, const sc_batch *bt, cp_err *err)
     uint64_t shape;
     double ctx;
     shape_of(bt, st->reuse, &shape, &ctx);
-    int best = -1;
-    for (int i = 0; i < st->n; i++) {
-        const srv_step *e = &st->v[i];
-        if (e->shape != shape)
-            continue;
-        double d = fabs(e->ctx - ctx);
-        if (d <= st->reuse * ctx && (best < 0 || d < fabs(st->v[best].ctx - ctx)))
-            best = i;
-        if (d == 0)
-            break;
-    }
+    int best = srv_index_find(&st->index, shape, ctx, st->reuse);
     if (best >= 0) {
         st->reused += st->v[best].ctx != ctx;
         return best;
@@ -217,6 +301,7 @@ int srv_step_get(srv_steps *st, const sc_batch *bt, cp_err *err)
     e->launch = p.launch;
     e->kernels = plan_kernels(&p, 0);
     keep(e, &p, &r, &sm);
+    srv_index_add(&st->index, shape, ctx, st->n - 1);
     if (st->n <= SRV_FULL_STEPS)
         keep_events(e, &p, &r);
     st->wall_s += r.wall_s;

@@ -124,6 +124,13 @@ void sweep_hex(uint64_t h, char out[17]);
  * of the model config (and of a raw XML platform), so that the same scenario
  * hashes alike wherever its files lie. */
 int sweep_scenario_hash(const scenario *s, uint64_t *out, cp_err *err);
+/* sweep_fnv1a64 from state h over the bytes of the file at path (its
+ * content, not where it lies; a file that cannot be opened: over the path),
+ * the file read once per process while its size, modification time and
+ * inode stay. */
+uint64_t sweep_file_hash(uint64_t h, const char *path);
+/* Files this process has read for sweep_file_hash (a test hook). */
+long sweep_file_reads(void);
 
 /* What a point simulates: its plan as build_plan makes it (every field of
  * every op, the dependencies and regions), and the resolved workload and

@@ -88,8 +88,11 @@ enum { SIM_RUNNING, SIM_DONE, SIM_FAILED };
 typedef struct sim {
     uint64_t key;
     int state;
-    json_t *summary;       /* SIM_DONE */
-    cp_err why;            /* SIM_FAILED */
+    /* SIM_DONE: the summary as compact JSON, its reals at 17 digits (they
+     * read back to the same doubles): a sweep keeps one per simulation, a
+     * tenth of the bytes of the tree */
+    char *summary;
+    cp_err *why;           /* SIM_FAILED */
     waiter *w;
     int nw;
     size_t cap;
@@ -144,7 +147,8 @@ static void sim_table_free(sim_table *t)
         for (int k = 0; k < s->nw; k++)
             json_decref(s->w[k].scenario);
         free(s->w);
-        json_decref(s->summary);
+        free(s->summary);
+        free(s->why);
         free(s);
     }
     free(t->slot);
@@ -229,8 +233,10 @@ static int record(runner *r, const sweep_point *pt, const char *hash, json_t *su
 static int record_shared(runner *r, const sim *s, const waiter *w, cp_err *err)
 {
     if (s->state == SIM_FAILED)
-        return record(r, w->pt, w->hash, NULL, &s->why, err);
-    json_t *summary = json_deep_copy(s->summary);
+        return record(r, w->pt, w->hash, NULL, s->why, err);
+    json_t *summary = json_loads(s->summary, 0, NULL);
+    if (!summary)
+        return cp_fail(err, CP_EXIT_INTERNAL, "sweep: cannot read back a shared summary");
     json_object_set(summary, "scenario", w->scenario);
     int rc = record(r, w->pt, w->hash, summary, NULL, err);
     json_decref(summary);
@@ -359,8 +365,15 @@ static int finish_slot(runner *r, slot *s, int timed_out, cp_err *err)
     sim *e = s->sim;
     if (e) {
         e->state = summary ? SIM_DONE : SIM_FAILED;
-        e->summary = json_incref(summary);
-        e->why = why;
+        if (summary) {
+            e->summary = json_dumps(summary, JSON_COMPACT | JSON_PRESERVE_ORDER |
+                                    JSON_REAL_PRECISION(17));
+            if (!e->summary)
+                abort();
+        } else {
+            e->why = cp_xcalloc(1, sizeof *e->why);
+            *e->why = why;
+        }
         for (int k = 0; k < e->nw; k++) {
             if (rc == 0)
                 rc = record_shared(r, e, &e->w[k], err);

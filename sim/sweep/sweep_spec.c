@@ -7,10 +7,12 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "base/datadir.h"
+#include "base/grow.h"
 #include "base/yamlio.h"
 #include "reports/report.h"
 
@@ -771,18 +773,102 @@ static int conditions_hold(const sweep_spec *sp, const int *val, base_view *base
     return rc < 0 ? -1 : holds;
 }
 
-/* Hash of the base file's bytes (its content, not where it lies). */
-static uint64_t file_hash(uint64_t h, const char *path)
+/* ---- file hashes ------------------------------------------------------------------- */
+
+/* FNV-1a 64 from any state h over a file's n bytes is h * P^n + T[h & 255]
+ * (mod 2^64, P the FNV prime): a byte's xor changes only the low 8 bits of
+ * the state, by an amount those bits and the byte decide, and the low 8
+ * bits of a product depend on the low 8 bits alone; so T[l] is FNV-1a from
+ * state l, less l * P^n.  A file is read once and run from the 256 low
+ * states together; every hash after is a multiply and a lookup, the value
+ * the byte-wise hash gives.  Kept per path while its size, modification
+ * time and inode stay. */
+#define FNV_PRIME 0x100000001b3ULL /* FNV-1a 64 prime (sweep_fnv1a64) */
+
+typedef struct file_digest {
+    char *path;
+    uint64_t path_hash;
+    struct stat st;          /* size, mtime, device and inode when read */
+    uint64_t pn;             /* FNV_PRIME^n */
+    uint64_t t[256];
+} file_digest;
+
+static struct {
+    file_digest *v;
+    size_t n, cap;
+    long reads;
+} digests;
+
+long sweep_file_reads(void)
+{
+    return digests.reads;
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+           a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ino == b->st_ino &&
+           a->st_dev == b->st_dev;
+}
+
+/* Read path into d (its 256 lanes); -1 when it cannot be read. */
+static int digest_read(file_digest *d, const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return sweep_fnv1a64(h, path, strlen(path));
-    char buf[8192];
+        return -1;
+    uint64_t lane[256];
+    for (int l = 0; l < 256; l++)
+        lane[l] = (uint64_t)l;
+    unsigned char buf[65536];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        h = sweep_fnv1a64(h, buf, n);
-    fclose(f);
-    return h;
+    uint64_t total = 0;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        for (size_t i = 0; i < n; i++)
+            for (int l = 0; l < 256; l++)
+                lane[l] = (lane[l] ^ buf[i]) * FNV_PRIME;
+        total += n;
+    }
+    fclose(f); /* a read error ends the bytes hashed, as it ended fread's */
+    uint64_t pn = 1, b = FNV_PRIME;
+    for (uint64_t e = total; e; e >>= 1, b *= b)
+        if (e & 1)
+            pn *= b;
+    d->pn = pn;
+    for (int l = 0; l < 256; l++)
+        d->t[l] = lane[l] - (uint64_t)l * pn;
+    digests.reads++;
+    return 0;
+}
+
+uint64_t sweep_file_hash(uint64_t h, const char *path)
+{
+    struct stat st;
+    uint64_t ph = sweep_fnv1a64(SWEEP_FNV_INIT, path, strlen(path));
+    if (stat(path, &st) != 0)
+        return sweep_fnv1a64(h, path, strlen(path));
+    file_digest *d = NULL;
+    for (size_t i = 0; i < digests.n && !d; i++)
+        if (digests.v[i].path_hash == ph && strcmp(digests.v[i].path, path) == 0)
+            d = &digests.v[i];
+    if (!d) {
+        digests.v = cp_grow(digests.v, &digests.cap, digests.n + 1, sizeof *digests.v);
+        d = &digests.v[digests.n++];
+        memset(d, 0, sizeof *d);
+        d->path = strdup(path);
+        if (!d->path)
+            abort();
+        d->path_hash = ph;
+        d->st.st_size = -1; /* read below */
+    }
+    if (!same_file(&d->st, &st)) {
+        if (digest_read(d, path) != 0) {
+            d->st.st_size = -1;
+            return sweep_fnv1a64(h, path, strlen(path));
+        }
+        d->st = st;
+    }
+    return h * d->pn + d->t[h & 255];
 }
 
 int sweep_expand(const sweep_spec *sp, sweep_points *out, cp_err *err)
@@ -796,7 +882,7 @@ int sweep_expand(const sweep_spec *sp, sweep_points *out, cp_err *err)
     int cap = 64;
     out->pt = cp_xcalloc((size_t)cap, sizeof *out->pt);
     out->vals = cp_xcalloc((size_t)cap * (size_t)sp->naxes, sizeof *out->vals);
-    uint64_t h = file_hash(SWEEP_FNV_INIT, sp->base);
+    uint64_t h = sweep_file_hash(SWEEP_FNV_INIT, sp->base);
     for (int i = 0; i < sp->nsets; i++)
         h = sweep_fnv1a64(h, sp->sets[i], strlen(sp->sets[i]) + 1);
     int rc = 0;
@@ -875,7 +961,7 @@ static int dump_hash(const scenario *s, int skip_parallel, uint64_t *out, cp_err
     int n = wl_files(s, paths, MAX_FILES);
     for (int i = 0; i < n; i++) {
         uint64_t before = h;
-        h = file_hash(h, paths[i]);
+        h = sweep_file_hash(h, paths[i]);
         h = sweep_fnv1a64(h, &before, sizeof before);
     }
     free(paths);
