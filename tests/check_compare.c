@@ -73,7 +73,7 @@ START_TEST(real_traces)
     own_sum(path, &n, &us);
     cmp_trace t;
     cp_err err = {0};
-    ck_assert_msg(cmp_read_profile(path, NULL, NULL, 0, &t, &err) == 0, "%s", err.msg);
+    ck_assert_msg(cmp_read_profile(path, NULL, NULL, 0, -1, &t, &err) == 0, "%s", err.msg);
     ck_assert_uint_eq(t.n, n);
     cmp_side s;
     cmp_reduce(&t, NULL, &s);
@@ -126,7 +126,7 @@ START_TEST(op_marked_traces)
     own_sum(path, &n, &us);
     cmp_trace t;
     cp_err err = {0};
-    ck_assert_msg(cmp_read_profile(path, ops, cls, sizeof ops / sizeof ops[0], &t, &err) == 0,
+    ck_assert_msg(cmp_read_profile(path, ops, cls, sizeof ops / sizeof ops[0], -1, &t, &err) == 0,
                   "%s", err.msg);
     ck_assert_uint_eq(t.n, n);
     ck_assert_msg(t.marked_ops == (int)n, "%s: %d of %zu kernels in op ranges", name,
@@ -229,7 +229,7 @@ START_TEST(marks_and_overlap)
     const int cls[] = {CMP_GEMM, CMP_ATTENTION};
     cmp_trace t;
     cp_err err = {0};
-    ck_assert_msg(cmp_read_profile(path, ops, cls, 2, &t, &err) == 0, "%s", err.msg);
+    ck_assert_msg(cmp_read_profile(path, ops, cls, 2, -1, &t, &err) == 0, "%s", err.msg);
     ck_assert_uint_eq(t.n, 3);
     ck_assert_int_eq(t.k[0].cls, CMP_GEMM);
     ck_assert_int_eq(t.k[0].by_mark, 1);
@@ -254,6 +254,42 @@ START_TEST(marks_and_overlap)
     ck_assert_uint_eq(cmp_unmatched(&t, idx, us, cnt, 4), 1);
     ck_assert_str_eq(t.names[idx[0]], "another_unknown");
     cmp_trace_free(&t);
+    unlink(path);
+}
+END_TEST
+
+/* A trace of one process driving two GPUs: each device read alone, its own
+ * ranges marking its kernels; a device that ran nothing refused. */
+START_TEST(devices)
+{
+    char path[] = "/tmp/cpsim-kineto2-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    write_file(path, "{\"traceEvents\": [\n"
+                     " {\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"layer.3\","
+                     " \"pid\": 1, \"tid\": 7, \"ts\": 0, \"dur\": 100},\n"
+                     " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"nvjet_a\", \"pid\": 0,"
+                     " \"ts\": 10, \"dur\": 5, \"args\": {\"device\": 0, \"stream\": 7}},\n"
+                     " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"nvjet_b\", \"pid\": 1,"
+                     " \"ts\": 10, \"dur\": 7, \"args\": {\"device\": 1, \"stream\": 7}},\n"
+                     " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"nvjet_c\", \"pid\": 1,"
+                     " \"ts\": 20, \"dur\": 3, \"args\": {\"device\": 1, \"stream\": 7}}\n]}\n");
+    cmp_trace t;
+    cp_err err = {0};
+    ck_assert_msg(cmp_read_profile(path, NULL, NULL, 0, -1, &t, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(t.device, 0);
+    ck_assert_int_eq(t.ndevices, 2);
+    ck_assert_uint_eq(t.n, 1);
+    ck_assert_int_eq(t.layers, 0);
+    cmp_trace_free(&t);
+    ck_assert_msg(cmp_read_profile(path, NULL, NULL, 0, 1, &t, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(t.n, 2);
+    ck_assert_int_eq(t.layers, 1);
+    ck_assert_int_eq(t.k[0].layer, 3);
+    cmp_trace_free(&t);
+    ck_assert_int_eq(cmp_read_profile(path, NULL, NULL, 0, 5, &t, &err), -1);
+    ck_assert_msg(strstr(err.msg, "no kernel ran on device 5"), "%s", err.msg);
     unlink(path);
 }
 END_TEST
@@ -314,17 +350,17 @@ START_TEST(run_trace_and_refusals)
     snprintf(path, sizeof path, "%s/p.json", dir);
     write_file(path, "{\"traceEvents\": [\n  {\"ph\": \"X\",, }\n]}\n");
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(cmp_read_profile(path, NULL, NULL, 0, &t, &err), -1);
+    ck_assert_int_eq(cmp_read_profile(path, NULL, NULL, 0, -1, &t, &err), -1);
     ck_assert_int_eq(err.code, CP_EXIT_INPUT);
     ck_assert_msg(strstr(err.msg, "p.json:2:"), "%s", err.msg);
     write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", "
                      "\"ts\": 0, \"dur\": 1}]}\n");
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(cmp_read_profile(path, NULL, NULL, 0, &t, &err), -1);
+    ck_assert_int_eq(cmp_read_profile(path, NULL, NULL, 0, -1, &t, &err), -1);
     ck_assert_msg(strstr(err.msg, "no device events"), "%s", err.msg);
     unlink(path);
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(cmp_read_profile(path, NULL, NULL, 0, &t, &err), -1);
+    ck_assert_int_eq(cmp_read_profile(path, NULL, NULL, 0, -1, &t, &err), -1);
     ck_assert_msg(strstr(err.msg, "cannot open"), "%s", err.msg);
     rmdir(dir);
 }
@@ -338,6 +374,7 @@ int main(void)
     tcase_add_loop_test(tc, op_marked_traces, 0, 2);
     tcase_add_test(tc, kernel_names);
     tcase_add_test(tc, marks_and_overlap);
+    tcase_add_test(tc, devices);
     tcase_add_test(tc, run_trace_and_refusals);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -196,6 +196,9 @@ static void print_table(const cmp_report *r, FILE *out)
     fprintf(out, "compare: %s (rank %d: %zu ops, %d layers) against %s (%zu device events, "
             "%d layers marked, %d classed by op marks)\n", r->run, r->rank, r->sim.n,
             r->sim.layers, r->profile, r->meas.n, r->meas.layers, r->meas.marked_ops);
+    if (r->meas.ndevices > 1)
+        fprintf(out, "  note: the profile holds kernels of %d devices; this is device %d "
+                "(--device picks another)\n", r->meas.ndevices, r->meas.device);
     if (m->layers > 0 && m->layers != s->layers)
         fprintf(out, "  note: the profile marks %d layers, the run has %d: the per-layer "
                 "columns compare like with like, the step totals do not\n", m->layers,
@@ -365,7 +368,7 @@ int cmp_main(const char *run_dir, const char *profile, const cmp_opts *o, FILE *
     const char **names;
     int *cls;
     op_names(&r.sim, &names, &cls);
-    int rc = cmp_read_profile(profile, names, cls, r.sim.nnames, &r.meas, err);
+    int rc = cmp_read_profile(profile, names, cls, r.sim.nnames, o->device, &r.meas, err);
     free(names);
     free(cls);
     if (rc == 0) {

@@ -93,16 +93,19 @@ typedef struct cmp_trace {
     int layers;               /* distinct layers marked (0: the trace marks none) */
     int nsteps;               /* "step.*" ranges (profile) or steps (run) */
     int marked_ops;           /* kernels classed by an op range */
+    int device, ndevices;     /* a profile: the device read, and how many ran kernels */
 } cmp_trace;
 
 void cmp_trace_free(cmp_trace *t);
 
 /* The device events of a Kineto trace, plain or gzip.  The run's op names
  * (ops[i], of class opcls[i]; nops 0: none) are the ranges that class
- * their kernels.  Errors: the file is missing, not JSON (line and column),
- * or has no device events. */
+ * their kernels.  One device's events are read: `device`, or with device
+ * < 0 the lowest that ran a kernel (a trace of one process driving several
+ * GPUs holds them all).  Errors: the file is missing, not JSON (line and
+ * column), has no device events, or none on `device`. */
 int cmp_read_profile(const char *path, const char *const *ops, const int *opcls, size_t nops,
-                     cmp_trace *t, cp_err *err);
+                     int device, cmp_trace *t, cp_err *err);
 /* The ops of `rank` in a run folder's trace.json (or trace.json.gz), one
  * cmp_kernel per op with the op's kernel count kept in *kernels (a
  * parallel array, caller frees).  Errors: no trace, a trace without ops
@@ -142,6 +145,7 @@ int cmp_emit_profile(const cmp_trace *meas, const cmp_trace *sim, const char *ru
 typedef struct cmp_opts {
     int rank;                  /* the run's rank to compare (0) */
     int step;                  /* the run's step to compare; -1: every step */
+    int device;                /* the profile's device; -1: its lowest */
     const char *out;           /* where compare.csv (and plots/) go; NULL: the run folder */
     int plots;                 /* draw the paired bars (gnuplot) */
     int quiet;

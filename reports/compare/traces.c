@@ -158,6 +158,7 @@ static int read_range(json_t *ev, const char *const *ops, const int *opcls, size
 }
 
 typedef struct marks {
+    int device;               /* the device whose ranges count */
     range *gpu, *cpu;
     size_t ngpu, ncpu;
     json_t *launch;           /* correlation (as a string) -> host time of its launch */
@@ -173,6 +174,14 @@ static void push_range(range **v, size_t *n, const range *r)
     *v = g;
 }
 
+/* The device of a device event or range: args.device, else its pid (Kineto
+ * writes a GPU's events under pid = its index). */
+static int device_of(json_t *ev)
+{
+    json_t *d = json_object_get(json_object_get(ev, "args"), "device");
+    return (int)json_integer_value(d ? d : json_object_get(ev, "pid"));
+}
+
 static void read_marks(json_t *evs, const char *const *ops, const int *opcls, size_t nops,
                        marks *m)
 {
@@ -186,6 +195,8 @@ static void read_marks(json_t *evs, const char *const *ops, const int *opcls, si
             continue;
         range r;
         int gpu = strcmp(cat, "gpu_user_annotation") == 0;
+        if (gpu && device_of(ev) != m->device)
+            continue;
         if ((gpu || strcmp(cat, "user_annotation") == 0) &&
             read_range(ev, ops, opcls, nops, &r)) {
             m->steps += r.step && !gpu;
@@ -204,8 +215,10 @@ static void read_marks(json_t *evs, const char *const *ops, const int *opcls, si
             }
         }
     }
-    qsort(m->gpu, m->ngpu, sizeof *m->gpu, range_order);
-    qsort(m->cpu, m->ncpu, sizeof *m->cpu, range_order);
+    if (m->ngpu)
+        qsort(m->gpu, m->ngpu, sizeof *m->gpu, range_order);
+    if (m->ncpu)
+        qsort(m->cpu, m->ncpu, sizeof *m->cpu, range_order);
 }
 
 /* Marks of the kernels: by the device's ranges, then, for what those left
@@ -263,8 +276,36 @@ static int count_layers(const cmp_trace *t)
     return n;
 }
 
+static int is_device_event(const char *cat)
+{
+    return !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
+}
+
+/* The device compared (want < 0: the lowest that ran a kernel), and how many
+ * ran one. */
+static int pick_device(json_t *evs, int want, int *ndev, int *found)
+{
+    unsigned char seen[256] = {0};
+    int lo = -1;
+    size_t i;
+    json_t *ev;
+    *ndev = 0;
+    *found = 0;
+    json_array_foreach(evs, i, ev) {
+        const char *cat = json_string_value(json_object_get(ev, "cat"));
+        if (!cat || !is_device_event(cat))
+            continue;
+        int d = device_of(ev);
+        if (d >= 0 && d < 256 && !seen[d]++)
+            (*ndev)++;
+        lo = lo < 0 || d < lo ? d : lo;
+        *found |= d == want;
+    }
+    return want >= 0 ? want : lo;
+}
+
 int cmp_read_profile(const char *path, const char *const *ops, const int *opcls, size_t nops,
-                     cmp_trace *t, cp_err *err)
+                     int device, cmp_trace *t, cp_err *err)
 {
     memset(t, 0, sizeof *t);
     json_t *root = load_json(path, err);
@@ -275,7 +316,13 @@ int cmp_read_profile(const char *path, const char *const *ops, const int *opcls,
         json_decref(root);
         return cp_fail(err, CP_EXIT_INPUT, "%s: not a Chrome trace (no traceEvents)", path);
     }
-    marks m = {0};
+    int found;
+    t->device = pick_device(evs, device, &t->ndevices, &found);
+    if (device >= 0 && !found) {
+        json_decref(root);
+        return cp_fail(err, CP_EXIT_INPUT, "%s: no kernel ran on device %d", path, device);
+    }
+    marks m = {.device = t->device};
     read_marks(evs, ops, opcls, nops, &m);
     json_t *names = json_object();
     size_t cap = 0, i;
@@ -285,8 +332,8 @@ int cmp_read_profile(const char *path, const char *const *ops, const int *opcls,
         const char *cat = json_string_value(json_object_get(ev, "cat"));
         const char *name = json_string_value(json_object_get(ev, "name"));
         const char *ph = json_string_value(json_object_get(ev, "ph"));
-        if (!cat || !name || !ph || strcmp(ph, "X") != 0 ||
-            (strcmp(cat, "kernel") && strcmp(cat, "gpu_memcpy") && strcmp(cat, "gpu_memset")))
+        if (!cat || !name || !ph || strcmp(ph, "X") != 0 || !is_device_event(cat) ||
+            device_of(ev) != t->device)
             continue;
         if (t->n == cap) {
             cap = cap ? 2 * cap : 1024;

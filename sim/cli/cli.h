@@ -86,6 +86,7 @@ typedef struct cli_opts {
     double window_lo, window_hi;       /* --window T0:T1 (plot), simulated ms; 0:0: none */
     const char *ranks;                 /* --ranks LIST (plot): "0,2,4-7"; NULL: all */
     int rank;                          /* --rank N (compare): the run's rank; 0 */
+    int device, given_device;          /* --device N (compare): the profile's device */
     const char *emit_profile;          /* --emit-profile DIR (compare); NULL: none */
     int help;                          /* --help, -h */
     int version;                       /* --version */

@@ -1,5 +1,5 @@
 /* cli_compare: `cpsim compare RUN_DIR PROFILE.json [--rank N] [--out DIR]
- * [--step N] [--plots] [--emit-profile DIR] [--quiet]`: a run held against a
+ * [--step N] [--device N] [--plots] [--emit-profile DIR] [--quiet]`: a run held against a
  * torch.profiler trace of the engine it models (reports/compare/compare.h). */
 #include <stdio.h>
 
@@ -10,6 +10,7 @@ int cli_compare(const cli_opts *o)
 {
     cmp_opts co = {.rank = o->rank,
                    .step = o->has_step ? o->step : -1,
+                   .device = o->given_device ? o->device : -1,
                    .out = o->out_dir,
                    .plots = o->plots,
                    .quiet = o->quiet,

@@ -77,6 +77,21 @@ static int set_trace_ranks(cli_opts *o, const char *v, cp_err *err)
 }
 
 /* N: a step of the run (plot --step). */
+/* N: a device of a profile (compare --device); 255: the device ids one
+ * host numbers (CUDA_VISIBLE_DEVICES indices stay far below). */
+static int set_device(cli_opts *o, const char *v, cp_err *err)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || n < 0 || n > 255)
+        return cp_fail(err, CP_EXIT_INPUT, "--device %s: expected a whole number in [0, 255]",
+                       v);
+    o->device = (int)n;
+    o->given_device = 1;
+    return 0;
+}
+
 static int set_step(cli_opts *o, const char *v, cp_err *err)
 {
     char *end;
@@ -207,6 +222,9 @@ const cli_option cli_options[] = {
     {.name = "--rank", .cmds = COMPARE, .type = CLI_INT, .off = OFF(rank), .min = 0,
      .max = 1 << 20, .value = "N",
      .help = "the run's rank to hold against the profile (default 0)"},
+    {.name = "--device", .cmds = COMPARE, .type = CLI_CALL, .set = set_device, .value = "N",
+     .help = "the profile's device to compare (default: the lowest that ran a kernel; a "
+             "trace of one process driving several GPUs holds them all)"},
     {.name = "--emit-profile", .cmds = COMPARE, .type = CLI_STRING, .off = OFF(emit_profile),
      .value = "DIR",
      .help = "also write a calibration profile into DIR: the run platform's profile with "
