@@ -281,6 +281,12 @@ typedef struct rep_alloc {
     int nseg, segcap;
     long clock;
     double reserved, allocated;
+    /* the index: free blocks per pool (0 large, 1 small) sorted by size,
+     * segment and offset, the best fit a binary search; held blocks in
+     * allocation order, a release searching back from the youngest */
+    struct rep_free *pool[2];
+    int npool[2], cappool[2];
+    int *held, nheld, capheld;
 } rep_alloc;
 void rep_alloc_init(rep_alloc *a);
 void rep_alloc_malloc(rep_alloc *a, double bytes);

@@ -1,6 +1,7 @@
 /* summary: per-rank and per-request figures of a run, and summary.json. */
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,24 +130,67 @@ static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
 
 static void phase_name(const plan *p, int rank, const eng_mem *at, char *buf, size_t len);
 
+/* The allocator's reserved bytes after each of a rank's events (for the
+ * activation and buffer events; 0 else), into res.  The allocator sees
+ * only the sequence of categories and sizes: a rank whose sequence equals
+ * the previous rank's (a TP group's ranks run one program) takes its
+ * figures, the same bits, without replaying it. */
+typedef struct alloc_memo {
+    uint8_t *cat;
+    double *delta, *res;
+    size_t n, cap;
+    int valid;
+} alloc_memo;
+
+static const double *reserved_after(alloc_memo *am, const eng_mem *m, size_t n)
+{
+    int same = am->valid && am->n == n;
+    for (size_t i = 0; same && i < n; i++)
+        same = am->cat[i] == m[i].cat && am->delta[i] == m[i].delta;
+    if (same)
+        return am->res;
+    if (n > am->cap) {
+        am->cap = n;
+        am->cat = realloc(am->cat, n * sizeof *am->cat);
+        am->delta = realloc(am->delta, n * sizeof *am->delta);
+        am->res = realloc(am->res, n * sizeof *am->res);
+        if (!am->cat || !am->delta || !am->res)
+            abort(); /* out of memory: per event of one rank */
+    }
+    rep_alloc al;
+    rep_alloc_init(&al);
+    for (size_t i = 0; i < n; i++) {
+        am->cat[i] = (uint8_t)m[i].cat;
+        am->delta[i] = m[i].delta;
+        am->res[i] = 0;
+        if (m[i].cat == MC_ACTIVATIONS || m[i].cat == MC_COMM_BUFFER) {
+            if (m[i].delta > 0)
+                rep_alloc_malloc(&al, m[i].delta);
+            else
+                rep_alloc_release(&al, -m[i].delta);
+            am->res[i] = al.reserved;
+        }
+    }
+    rep_alloc_free(&al);
+    am->n = n;
+    am->valid = 1;
+    return am->res;
+}
+
 void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx)
 {
     eng_mem *m = NULL;
     size_t cap = 0;
+    alloc_memo am = {0};
     for (int rank = 0; rank < r->nranks; rank++) {
         size_t n = eng_rank_mems(r, rank, &m, &cap);
         double cur[MC_COUNT] = {0};
         const eng_mem *top = NULL; /* the instant's event of the highest op */
-        rep_alloc al;
-        rep_alloc_init(&al);
+        const double *res = reserved_after(&am, m, n);
         for (size_t i = 0; i < n; i++) {
             cur[m[i].cat] += m[i].delta;
             if (m[i].cat == MC_ACTIVATIONS || m[i].cat == MC_COMM_BUFFER) {
-                if (m[i].delta > 0)
-                    rep_alloc_malloc(&al, m[i].delta);
-                else
-                    rep_alloc_release(&al, -m[i].delta);
-                double slack = al.reserved - cur[MC_ACTIVATIONS] - cur[MC_COMM_BUFFER];
+                double slack = res[i] - cur[MC_ACTIVATIONS] - cur[MC_COMM_BUFFER];
                 cur[MC_ALLOC_SLACK] = slack > 0 ? slack : 0;
             }
             if (!top || m[i].op > top->op)
@@ -161,9 +205,11 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
             fn(ctx, rank, m[i].t, cur, every_event ? &m[i] : top);
             top = NULL;
         }
-        rep_alloc_free(&al);
     }
     free(m);
+    free(am.cat);
+    free(am.delta);
+    free(am.res);
 }
 
 static double sum_categories(const double cur[MC_COUNT])

@@ -497,6 +497,149 @@ START_TEST(ranking_margins_and_ties)
 }
 END_TEST
 
+/* ---- the caching allocator against a plain model of its rules -------------------- */
+
+/* The rules of reports/alloc.c written as directly as they read: every
+ * block in one array, each decision a scan over all of them. */
+typedef struct ref_block {
+    int seg, small, live;
+    double off, size, used;
+    int free;
+    long age;
+} ref_block;
+
+typedef struct ref_alloc {
+    ref_block b[4096];
+    int n, nseg;
+    long clock;
+    double reserved, allocated;
+} ref_alloc;
+
+static void ref_malloc(ref_alloc *a, double bytes)
+{
+    double size = ceil(bytes / 512) * 512;
+    int small = size <= 1048576, best = -1;
+    for (int pass = 0; pass < 2 && best < 0; pass++) {
+        for (int i = 0; i < a->n; i++) {
+            ref_block *x = &a->b[i];
+            if (!x->live || !x->free || x->size < size || x->small != small)
+                continue;
+            if (best < 0 || x->size < a->b[best].size ||
+                (x->size == a->b[best].size &&
+                 (x->seg < a->b[best].seg ||
+                  (x->seg == a->b[best].seg && x->off < a->b[best].off))))
+                best = i;
+        }
+        if (best < 0) {
+            double seg = small ? 2097152 : size < 10485760 ? 20971520
+                                                          : ceil(size / 2097152) * 2097152;
+            a->b[a->n++] = (ref_block){a->nseg++, small, 1, 0, seg, 0, 1, 0};
+            a->reserved += seg;
+        }
+    }
+    ref_block *x = &a->b[best];
+    double rest = x->size - size;
+    if (small ? rest >= 512 : rest > 1048576) {
+        a->b[a->n++] = (ref_block){x->seg, small, 1, x->off + size, rest, 0, 1, 0};
+        x = &a->b[best];
+        x->size = size;
+    }
+    x->free = 0;
+    x->used = size;
+    x->age = ++a->clock;
+    a->allocated += size;
+}
+
+/* The free block of segment seg that ends at off (dir -1) or starts at it (+1). */
+static int ref_neighbour(ref_alloc *a, int seg, double off, int dir)
+{
+    for (int i = 0; i < a->n; i++) {
+        ref_block *y = &a->b[i];
+        if (y->live && y->seg == seg && (dir < 0 ? y->off + y->size == off : y->off == off))
+            return i;
+    }
+    return -1;
+}
+
+static void ref_release(ref_alloc *a, double bytes)
+{
+    double size = ceil(bytes / 512) * 512;
+    int exact = -1, larger = -1;
+    for (int i = 0; i < a->n; i++) {
+        ref_block *x = &a->b[i];
+        if (!x->live || x->free)
+            continue;
+        if (x->used == size && (exact < 0 || x->age > a->b[exact].age))
+            exact = i;
+        if (x->used > size && (larger < 0 || x->age > a->b[larger].age))
+            larger = i;
+    }
+    if (exact < 0 && larger >= 0)
+        a->b[larger].used -= size;
+    if (exact < 0) {
+        a->allocated -= larger >= 0 ? size : 0;
+        return;
+    }
+    a->allocated -= size;
+    ref_block *x = &a->b[exact];
+    x->free = 1;
+    x->used = 0;
+    int nx = ref_neighbour(a, x->seg, x->off + x->size, 1);
+    if (nx >= 0 && a->b[nx].free) {
+        x->size += a->b[nx].size;
+        a->b[nx].live = 0;
+    }
+    int pv = ref_neighbour(a, x->seg, x->off, -1);
+    if (pv >= 0 && a->b[pv].free) {
+        a->b[pv].size += x->size;
+        x->live = 0;
+    }
+}
+
+/* Random requests of both pools, frees of sizes held, not held and parts
+ * of larger blocks: after every step the same reserved and allocated bytes
+ * as the plain model. */
+START_TEST(allocator_matches_its_rules)
+{
+    static ref_alloc ref;
+    memset(&ref, 0, sizeof ref);
+    rep_alloc al;
+    rep_alloc_init(&al);
+    double held[512];
+    int nheld = 0;
+    uint64_t x = 88172645463325252ULL; /* xorshift64 (Marsaglia 2003) */
+    for (int step = 0; step < 3000 && ref.n < 4000; step++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int kind = (int)(x % 8);
+        /* sizes from 1 B to 64 MiB, log-spread, on both sides of 1 MiB */
+        double bytes = floor(exp((double)(x >> 20 & 0xffff) / 65536.0 * log(67108864.0)));
+        if (kind < 4 || nheld == 0) {
+            rep_alloc_malloc(&al, bytes);
+            ref_malloc(&ref, bytes);
+            if (nheld < 512)
+                held[nheld++] = bytes;
+        } else if (kind < 7) {
+            int k = (int)((x >> 40) % (uint64_t)nheld);
+            double b = kind == 6 ? held[k] / 3 : held[k]; /* a part of one, freed first */
+            rep_alloc_release(&al, b);
+            ref_release(&ref, b);
+            if (kind != 6)
+                held[k] = held[--nheld];
+        } else {
+            rep_alloc_release(&al, bytes); /* maybe held, maybe not */
+            ref_release(&ref, bytes);
+        }
+        ck_assert_msg(al.reserved == ref.reserved && al.allocated == ref.allocated,
+                      "step %d: reserved %.0f / %.0f, allocated %.0f / %.0f", step, al.reserved,
+                      ref.reserved, al.allocated, ref.allocated);
+    }
+    ck_assert(ref.nseg > 10);
+    rep_alloc_free(&al);
+}
+END_TEST
+
 START_TEST(records_read_through_spans)
 {
     eng_result r;
@@ -563,6 +706,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, tu_setup, NULL);
     tcase_add_test(tc, overlap_and_busy_times);
     tcase_add_test(tc, records_read_through_spans);
+    tcase_add_test(tc, allocator_matches_its_rules);
     tcase_add_test(tc, replay_hint_names_the_tolerance);
     tcase_add_test(tc, ranking_margins_and_ties);
     tcase_add_test(tc, fixed_point_matches_printf);
