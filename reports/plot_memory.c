@@ -11,11 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* memory.csv (memcsv.c): rank,t_s,<category>_bytes...,total_bytes. */
+/* memory.csv (memcsv.c): rank,t_s,<category>_bytes...,total_bytes[,ranks]
+ * (ranks "a-b": the row stands for ranks a..b; files without the column:
+ * its rank alone). */
 typedef struct memtab {
     int ncat;
     char cat[MC_COUNT + 8][32];
     double *v;             /* rows x (2 + ncat): rank, t_s, categories */
+    int *last;             /* per row: the last rank it stands for */
     size_t rows;
 } memtab;
 
@@ -37,9 +40,10 @@ static int read_memory(const char *path, memtab *m, cp_err *err)
             len -= 6;
         snprintf(m->cat[m->ncat++], sizeof m->cat[0], "%.*s", (int)len, tok);
     }
-    size_t cap = 0, width = 2 + (size_t)m->ncat;
+    size_t cap = 0, lcap = 0, width = 2 + (size_t)m->ncat;
     for (int ln = 2; rc == 0 && fgets(line, sizeof line, f); ln++) {
         m->v = cp_grow(m->v, &cap, (m->rows + 1), width * sizeof *m->v);
+        m->last = cp_grow(m->last, &lcap, (m->rows + 1), sizeof *m->last);
         char *p = line;
         for (size_t c = 0; c < width && rc == 0; c++) {
             char *end;
@@ -49,6 +53,12 @@ static int read_memory(const char *path, memtab *m, cp_err *err)
                              width + 1);
             p = end + 1;
         }
+        /* after total_bytes: the ranks "a-b" the row stands for, if written */
+        int last = (int)m->v[m->rows * width];
+        char *col = rc == 0 ? strchr(p, ',') : NULL;
+        if (col && strchr(col + 1, '-'))
+            last = (int)strtol(strchr(col + 1, '-') + 1, NULL, 10);
+        m->last[m->rows] = last;
         m->rows++;
     }
     fclose(f);
@@ -93,10 +103,12 @@ static int mem_panels(const memtab *m, mem_panel *p, int *extra)
         } else {
             if (k == np)
                 p[np++] = (mem_panel){.first = r, .n = n};
-            if (p[k].nranks < 64)
-                p[k].ranks[p[k].nranks++] = rank;
-            else
-                p[k].more++;
+            for (int q = rank; q <= m->last[r] && q < rank + (1 << 20); q++) {
+                if (p[k].nranks < 64)
+                    p[k].ranks[p[k].nranks++] = q;
+                else
+                    p[k].more++;
+            }
         }
         r += n;
     }
@@ -249,6 +261,7 @@ int plot_memory(plot_figset *fs, const plot_run *run, cp_err *err)
     memtab m;
     if (read_memory(path, &m, err) < 0) {
         free(m.v);
+        free(m.last);
         return -1;
     }
     json_t *summary = run->summary;
@@ -289,5 +302,6 @@ int plot_memory(plot_figset *fs, const plot_run *run, cp_err *err)
     }
     free(p);
     free(m.v);
+    free(m.last);
     return rc;
 }

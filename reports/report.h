@@ -177,7 +177,10 @@ void rep_trace_step(FILE *f, int dpn, int rank, int step, const char *what, doub
  * option `opt`: sel[r] = 1 for every rank listed, which must be < nranks;
  * sel NULL: the syntax only.  Errors name the option. */
 int rep_rank_list(const char *opt, const char *s, unsigned char *sel, int nranks, cp_err *err);
-int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path,
+/* memory.csv of a run (memcsv.c): share 1, consecutive ranks with the
+ * same rows share them (the `ranks` column says which); 0, every rank its
+ * own rows. */
+int rep_write_memory_csv(const plan *p, const eng_result *r, int share, const char *path,
                          cp_err *err);
 /* v as printf("%.*f", decimals, v) writes it (decimals 0..9), into buf
  * (len >= 48; returns the length): integer arithmetic where the result is
@@ -186,10 +189,24 @@ int rep_write_memory_csv(const plan *p, const eng_result *r, const char *path,
 int rep_fixed(char *buf, size_t len, double v, int decimals);
 void rep_put_fixed(FILE *f, double v, int decimals);
 
-/* memory.csv's header line, and one row: rank, t, the bytes of each
- * category and their total (the serving run writes its own rows). */
+/* memory.csv's header line, and one row: the first rank, t, the bytes of
+ * each category, their total and the ranks first..last it stands for. */
 void rep_memcsv_header(FILE *f);
-void rep_memcsv_row(FILE *f, int rank, double t, const double cur[MC_COUNT]);
+void rep_memcsv_row(FILE *f, int first, int last, double t, const double cur[MC_COUNT]);
+/* memory.csv's rows given rank by rank (ranks ascending, each rank's rows
+ * in time order): consecutive ranks whose rows are the same to the bit
+ * are written once, for all of them (share 0: never). */
+typedef struct rep_memrows {
+    FILE *f;
+    int share;
+    int first, last;           /* the ranks of the group held */
+    double *grp, *cur;         /* the group's rows and the rank's being read */
+    size_t ngrp, capg, ncur, capc;
+    int rank;                  /* the rank being read; -1 none */
+} rep_memrows;
+void rep_memrows_begin(rep_memrows *m, FILE *f, int share);
+void rep_memrows_add(rep_memrows *m, int rank, double t, const double cur[MC_COUNT]);
+void rep_memrows_end(rep_memrows *m);
 /* The console table of a run: the requests' figures, a row per rank (ranks
  * in a row whose figures print the same share one row, "0-7 ... (8
  * identical)", unless all_ranks), overlap and the memory verdict. */

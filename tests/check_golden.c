@@ -94,22 +94,41 @@ static json_t *memory_digest(const char *path)
     char line[4096];
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
     line[strcspn(line, "\n")] = '\0';
+    /* the last column `ranks` (memcsv.c: a row shared by ranks a-b) is
+     * digested as the rows it stands for, one per rank, so that the digest
+     * is the per-rank timeline's however the file shares its rows */
     json_t *cols = json_array();
     for (char *c = strtok(line, ","); c; c = strtok(NULL, ","))
-        json_array_append_new(cols, json_string(c));
+        if (strcmp(c, "ranks") != 0)
+            json_array_append_new(cols, json_string(c));
     size_t nc = json_array_size(cols), rows = 0;
     double *sum = calloc(nc, sizeof *sum), *max = calloc(nc, sizeof *max);
     ck_assert(sum && max);
     while (fgets(line, sizeof line, f)) {
         char *p = line;
+        double first = 0;
+        size_t nrows = 1;
         for (size_t k = 0; k < nc; k++) {
             double v = strtod(p, &p);
-            sum[k] += v;
-            if (rows == 0 || v > max[k])
-                max[k] = v;
+            if (k == 0)
+                first = v;
             p += *p == ',';
         }
-        rows++;
+        char *dash = strchr(p, '-');
+        if (*p && dash)
+            nrows = (size_t)(strtol(dash + 1, NULL, 10) - (long)first) + 1;
+        p = line;
+        for (size_t k = 0; k < nc; k++) {
+            double v = strtod(p, &p);
+            for (size_t r = 0; r < nrows; r++) {
+                double x = k == 0 ? v + (double)r : v; /* column 0: the rank */
+                sum[k] += x;
+                if (rows + r == 0 || x > max[k])
+                    max[k] = x;
+            }
+            p += *p == ',';
+        }
+        rows += nrows;
     }
     fclose(f);
     json_t *d = json_object(), *s = json_array(), *m = json_array();

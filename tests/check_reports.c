@@ -262,7 +262,7 @@ START_TEST(files_parse_and_are_atomic)
     json_decref(j);
 
     snprintf(path, sizeof path, "%s/memory.csv", dir);
-    ck_assert_int_eq(rep_write_memory_csv(&p, &r, path, &err), 0);
+    ck_assert_int_eq(rep_write_memory_csv(&p, &r, 1, path, &err), 0);
     FILE *f = fopen(path, "r");
     char line[512];
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
@@ -271,6 +271,7 @@ START_TEST(files_parse_and_are_atomic)
     double last_total = 0;
     while (fgets(line, sizeof line, f)) {
         rows++;
+        *strrchr(line, ',') = 0; /* the ranks column, then total_bytes */
         last_total = atof(strrchr(line, ',') + 1);
     }
     fclose(f);
@@ -497,6 +498,45 @@ START_TEST(ranking_margins_and_ties)
 }
 END_TEST
 
+/* memory.csv's rows: consecutive ranks with the same rows to the bit share
+ * them (ranks "a-b"), others keep their own; unshared, every rank its own. */
+START_TEST(memory_rows_shared_by_equal_ranks)
+{
+    for (int share = 0; share < 2; share++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        ck_assert_ptr_nonnull(f);
+        rep_memrows m;
+        rep_memrows_begin(&m, f, share);
+        /* ranks 0, 1 alike; 2, 3 alike (another timeline); 4 as 0, after them */
+        static const int kind[] = {0, 0, 1, 1, 0};
+        for (int r = 0; r < 5; r++)
+            for (int i = 0; i < 2; i++) {
+                double cur[MC_COUNT] = {0};
+                cur[MC_WEIGHTS] = 100 + kind[r];
+                cur[MC_ACTIVATIONS] = 10.0 * i;
+                rep_memrows_add(&m, r, 0.5 * i + kind[r], cur);
+            }
+        rep_memrows_end(&m);
+        fclose(f);
+        const char *want = share ? ",0-1\n" : ",0\n";
+        ck_assert_msg(strstr(buf, want), "%s", buf);
+        int rows = 0;
+        for (char *c = buf; (c = strchr(c, '\n')); c++)
+            rows++;
+        ck_assert_int_eq(rows, share ? 6 : 10);
+        if (share) {
+            ck_assert_ptr_nonnull(strstr(buf, "\n2,1.000000000,101,"));
+            ck_assert_ptr_nonnull(strstr(buf, ",2-3\n"));
+            ck_assert_ptr_nonnull(strstr(buf, "\n4,0.000000000,100,"));
+            ck_assert_ptr_null(strstr(buf, ",4-"));
+        }
+        free(buf);
+    }
+}
+END_TEST
+
 /* ---- the caching allocator against a plain model of its rules -------------------- */
 
 /* The rules of reports/alloc.c written as directly as they read: every
@@ -707,6 +747,7 @@ static Suite *suite(void)
     tcase_add_test(tc, overlap_and_busy_times);
     tcase_add_test(tc, records_read_through_spans);
     tcase_add_test(tc, allocator_matches_its_rules);
+    tcase_add_test(tc, memory_rows_shared_by_equal_ranks);
     tcase_add_test(tc, replay_hint_names_the_tolerance);
     tcase_add_test(tc, ranking_margins_and_ties);
     tcase_add_test(tc, fixed_point_matches_printf);

@@ -320,6 +320,16 @@ for r in 0 1 2 3 4 5 6 7; do
     grep -q "^   $r  *[0-9]*\.[0-9]\{4\} " "$tmp/t2" || fail "--all-ranks: no row of rank $r"
 done
 grep -q identical "$tmp/t2" && fail "--all-ranks folded rows"
+# memory.csv: the 8 alike ranks share their rows (ranks 0-7), --all-ranks writes each rank's
+[ "$(tail -n +2 "$tmp/dash/o5/memory.csv" | cut -d, -f1 | sort -u | tr '\n' ' ')" = \
+    "0 1 2 3 4 5 6 7 " ] || fail "--all-ranks: memory.csv lacks a rank's rows"
+"$CPSIM" run -o "$tmp/dash/o6" -q 2>/dev/null || fail "run failed"
+[ "$(tail -n +2 "$tmp/dash/o6/memory.csv" | awk -F, '{print $1 "/" $NF}' | sort -u)" = "0/0-7" ] ||
+    fail "memory.csv rows not shared: $(sed -n 2p "$tmp/dash/o6/memory.csv")"
+each=$(($(wc -l <"$tmp/dash/o5/memory.csv") - 1))
+shared=$(($(wc -l <"$tmp/dash/o6/memory.csv") - 1))
+[ "$each" -eq $((8 * shared)) ] ||
+    fail "shared memory.csv is not an eighth of the per-rank one"
 # the default trace by size: under a bound the full trace passes, the steps
 # trace, said on the console and in the summary; --trace full restores every
 # event, and the estimate is within 10 % of the full trace's bytes

@@ -138,9 +138,9 @@ grep -q "trace.json: cannot rename output into place" "$tmp/w.out" || fail "$(ca
 ls "$d" | grep -v "tmp-$$-" | grep -q "tmp-" && fail "temporary files left: $(ls "$d")"
 
 # ---- a serving run that cannot write its outputs names the file and the cause ------------
-# (a file size limit: memory.csv, 3.4 MB, does not fit 1,000 blocks)
+# (a file size limit: memory.csv, 0.33 MB with its ranks sharing rows, does not fit 200 blocks)
 mix="$top_srcdir/workloads/examples/long-short-mix.yaml"
-(ulimit -f 1000 && trap '' XFSZ && "$CPSIM" run "$mix" --trace none --quiet --out "$tmp/fsz") \
+(ulimit -f 200 && trap '' XFSZ && "$CPSIM" run "$mix" --trace none --quiet --out "$tmp/fsz") \
     >"$tmp/fsz.out" 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "a serving run that cannot write exited $rc, expected 2"

@@ -179,8 +179,10 @@ const cli_option cli_options[] = {
      .help = "write the trace gzip-compressed, as trace.json.gz (Perfetto opens it as it is; "
              "a thirtieth of the size)"},
     {.name = "--all-ranks", .cmds = RUN, .type = CLI_FLAG, .off = OFF(all_ranks),
-     .help = "print a table row for every rank (by default ranks in a row whose figures "
-             "print the same share one row: 0-7 ... (8 identical))"},
+     .help = "print a table row for every rank, and write memory.csv rows per rank (by "
+             "default ranks in a row whose figures print the same share one table row, 0-7 "
+             "... (8 identical), and ranks in a row with the same timeline share "
+             "memory.csv's rows, named in its ranks column)"},
     {.name = "--json", .cmds = VALIDATE | PLAN | MEMORY, .type = CLI_FLAG, .off = OFF(json),
      .help = "print JSON: the plan (cpsim.plan/1), the calibration accuracy "
              "(cpsim.accuracy/1), the memory report (cpsim.memory/1)"},

@@ -107,7 +107,7 @@ static int write_outputs(const drv_req *rq, const scenario *s, const plan *p,
         rc = rep_write_trace(s, p, r, &trace, path, err);
     snprintf(path, sizeof path, "%s/memory.csv", dir);
     if (rc == 0)
-        rc = rep_write_memory_csv(p, r, path, err);
+        rc = rep_write_memory_csv(p, r, !rq->all_ranks, path, err);
     snprintf(path, sizeof path, "%s/summary.json", dir);
     if (rc == 0)
         rc = rep_write_json(summary, path, err);
@@ -201,7 +201,7 @@ int drv_simulate(const drv_req *rq, const scenario *s, const plan *p, json_t **s
     if (rq->out_dir)
         rep_clear_outputs(rq->out_dir);
     if (s->serving) {
-        srv_out o = {rq->out_dir, rq->warn, rq->trace_gz, rq->trace};
+        srv_out o = {rq->out_dir, rq->warn, rq->trace_gz, rq->trace, rq->all_ranks};
         return srv_run(&o, s, s->decode_reuse, summary, table, err);
     }
     if (s->par.ring_select == RS_SIMULATE && !rq->picked && has_ring_step(p)) {

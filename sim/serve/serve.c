@@ -689,7 +689,7 @@ int srv_run(const srv_out *rq, const scenario *s, double reuse, json_t **summary
                 rc = srv_write_trace(&R, rq->trace, path, err);
             snprintf(path, sizeof path, "%s/memory.csv", rq->out_dir);
             if (rc == 0)
-                rc = srv_write_memory(&R, path, err);
+                rc = srv_write_memory(&R, !rq->all_ranks, path, err);
             snprintf(path, sizeof path, "%s/steps.csv", rq->out_dir);
             if (rc == 0)
                 rc = srv_write_steps(&R, path, err);

@@ -52,6 +52,7 @@ typedef struct srv_out {
     FILE *warn;                    /* warnings (NULL: nowhere) */
     int trace_gz;                  /* 1: trace.json.gz */
     const struct rep_trace_opts *trace; /* what the trace holds (NULL: every op) */
+    int all_ranks;                 /* 1: memory.csv rows per rank, none shared */
 } srv_out;
 
 /* Steps whose every op trace.json holds (the rest: one span per rank): our

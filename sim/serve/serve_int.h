@@ -174,7 +174,7 @@ int srv_write_steps(const srv_run_st *R, const char *path, cp_err *err);
  * decode tokens, arrival_s, queue_s, ttft_s, tpot_s, itl_max_s, end_s,
  * finished, slo_met); empty fields for what it did not reach. */
 int srv_write_requests(const srv_run_st *R, const char *path, cp_err *err);
-int srv_write_memory(const srv_run_st *R, const char *path, cp_err *err);
+int srv_write_memory(const srv_run_st *R, int share, const char *path, cp_err *err);
 void srv_print_table(const srv_run_st *R, const rep_summary *sm, FILE *out);
 
 #endif

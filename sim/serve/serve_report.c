@@ -478,13 +478,15 @@ int srv_write_requests(const srv_run_st *R, const char *path, cp_err *err)
 
 /* ---- memory.csv ------------------------------------------------------------------- */
 
-int srv_write_memory(const srv_run_st *R, const char *path, cp_err *err)
+int srv_write_memory(const srv_run_st *R, int share, const char *path, cp_err *err)
 {
     rep_file rf;
     if (rep_open(&rf, path, err) != 0)
         return -1;
     FILE *f = rf.f;
     rep_memcsv_header(f);
+    rep_memrows m;
+    rep_memrows_begin(&m, f, share);
     /* each step: the rank at its start (set-up and the KV held: the pool
      * when preallocated) and at its peak, in step order per rank */
     int nranks = R->s->par.dp * R->rpr;
@@ -502,10 +504,11 @@ int srv_write_memory(const srv_run_st *R, const char *path, cp_err *err)
             start[MC_ACTIVATIONS] = start[MC_COMM_BUFFER] = 0;
             if (R->s->mem.kv_pool != KVP_PREALLOCATE)
                 start[MC_KV_CACHE] = in->kv_before;
-            rep_memcsv_row(f, g, in->t0, start);
-            rep_memcsv_row(f, g, 0.5 * (in->t0 + in->t1), peak);
+            rep_memrows_add(&m, g, in->t0, start);
+            rep_memrows_add(&m, g, 0.5 * (in->t0 + in->t1), peak);
         }
     }
+    rep_memrows_end(&m);
     return rep_close(&rf, 1, err); /* it reports a write error itself */
 }
 
