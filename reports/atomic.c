@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,37 +146,155 @@ int rep_mkdir_p(const char *dir, cp_err *err)
 }
 
 /* A gzip stream behind a FILE (fopencookie): what is written is
- * compressed; closing finishes the stream and syncs the file. */
+ * compressed; closing finishes the stream and syncs the file.
+ *
+ * The compression runs on a writer thread, so that a run formats its trace
+ * while the previous chunk deflates: the caller fills one chunk of
+ * GZ_CHUNK bytes, hands it over when full (waiting while the thread still
+ * compresses the one before) and fills the other.  zlib is given the same
+ * bytes in the same order without a flush either way, so the file is the
+ * same as a single-threaded gzwrite's, byte for byte.  A failed write is
+ * reported at the next hand-over and at close. */
+#define GZ_CHUNK (1 << 20) /* 1 MiB: large against zlib's 32 KiB window, small in memory */
+
 typedef struct gz_cookie {
     gzFile gz;
     int fd;                /* a duplicate of the file's descriptor, for fsync */
-    int bad;
+    int bad, bad_errno;    /* a write failed (on the thread), and why */
+    char *fill, *busy;     /* the chunk being filled, the one handed over */
+    size_t nfill, nbusy;
+    int pending, done;     /* busy holds a chunk to write; no more will come */
+    int threaded;          /* the thread runs (else each chunk is written here) */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
 } gz_cookie;
+
+/* Compress one chunk (skipped after a failure): 0, or why it failed.
+ * Only the writer (the thread, or the caller without one) sets bad. */
+static int gz_put(gz_cookie *g, const char *buf, size_t n)
+{
+    if (n == 0 || g->bad || gzwrite(g->gz, buf, (unsigned)n) > 0)
+        return 0;
+    int zerr;
+    gzerror(g->gz, &zerr);
+    return zerr == Z_ERRNO && errno ? errno : EIO;
+}
+
+static void *gz_thread(void *c)
+{
+    gz_cookie *g = c;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (!g->pending && !g->done)
+            pthread_cond_wait(&g->cv, &g->mu);
+        if (!g->pending)
+            break;
+        pthread_mutex_unlock(&g->mu);
+        int e = gz_put(g, g->busy, g->nbusy);
+        pthread_mutex_lock(&g->mu);
+        if (e) {
+            g->bad = 1;
+            g->bad_errno = e;
+        }
+        g->pending = 0;
+        pthread_cond_broadcast(&g->cv);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+/* Hand the filled chunk over (written here when no thread runs). */
+static void gz_hand_over(gz_cookie *g)
+{
+    if (!g->threaded) {
+        int e = gz_put(g, g->fill, g->nfill);
+        if (e) {
+            g->bad = 1;
+            g->bad_errno = e;
+        }
+        g->nfill = 0;
+        return;
+    }
+    pthread_mutex_lock(&g->mu);
+    while (g->pending)
+        pthread_cond_wait(&g->cv, &g->mu);
+    char *t = g->busy;
+    g->busy = g->fill;
+    g->nbusy = g->nfill;
+    g->fill = t;
+    g->nfill = 0;
+    g->pending = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static int gz_failed(gz_cookie *g)
+{
+    int bad;
+    pthread_mutex_lock(&g->mu);
+    bad = g->bad;
+    pthread_mutex_unlock(&g->mu);
+    return bad;
+}
 
 static ssize_t gz_write(void *c, const char *buf, size_t n)
 {
     gz_cookie *g = c;
-    if (n == 0)
-        return 0;
-    int w = gzwrite(g->gz, buf, (unsigned)n);
-    if (w <= 0) {
-        g->bad = 1;
-        errno = EIO;
+    size_t done = 0;
+    while (done < n) {
+        size_t k = n - done < GZ_CHUNK - g->nfill ? n - done : GZ_CHUNK - g->nfill;
+        memcpy(g->fill + g->nfill, buf + done, k);
+        g->nfill += k;
+        done += k;
+        if (g->nfill == GZ_CHUNK)
+            gz_hand_over(g);
+    }
+    if (gz_failed(g)) {
+        errno = g->bad_errno ? g->bad_errno : EIO;
         return -1;
     }
-    return w;
+    return (ssize_t)n;
+}
+
+/* The thread joined and the chunks freed; the gzip stream stays open. */
+static void gz_stop(gz_cookie *g)
+{
+    if (g->threaded) {
+        pthread_mutex_lock(&g->mu);
+        while (g->pending)
+            pthread_cond_wait(&g->cv, &g->mu);
+        g->done = 1;
+        pthread_cond_broadcast(&g->cv);
+        pthread_mutex_unlock(&g->mu);
+        pthread_join(g->thread, NULL);
+        g->threaded = 0;
+    }
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g->fill);
+    free(g->busy);
 }
 
 static int gz_close(void *c)
 {
     gz_cookie *g = c;
-    int bad = gzclose(g->gz) != Z_OK || g->bad;
-    if (!bad && fsync(g->fd) != 0 && errno != EINVAL)
+    if (g->nfill)
+        gz_hand_over(g);
+    gz_stop(g);
+    int bad = g->bad, e = g->bad_errno;
+    if (gzclose(g->gz) != Z_OK && !bad) {
         bad = 1;
+        e = errno;
+    }
+    if (!bad && fsync(g->fd) != 0 && errno != EINVAL) {
+        bad = 1;
+        e = errno;
+    }
     close(g->fd);
     free(g);
     if (bad)
-        errno = errno ? errno : EIO;
+        errno = e ? e : EIO;
     return bad ? -1 : 0;
 }
 
@@ -185,8 +304,12 @@ static FILE *gz_stream(int fd)
     if (!g)
         return NULL;
     g->fd = dup(fd);
+    g->fill = malloc(GZ_CHUNK);
+    g->busy = malloc(GZ_CHUNK);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
     /* level 6: zlib's default (Z_DEFAULT_COMPRESSION), its speed/size balance */
-    g->gz = g->fd >= 0 ? gzdopen(fd, "wb6") : NULL;
+    g->gz = g->fd >= 0 && g->fill && g->busy ? gzdopen(fd, "wb6") : NULL;
     FILE *f = g->gz ? fopencookie(g, "w", (cookie_io_functions_t){.write = gz_write,
                                                                  .close = gz_close})
                     : NULL;
@@ -195,8 +318,12 @@ static FILE *gz_stream(int fd)
             gzclose(g->gz);
         if (g->fd >= 0)
             close(g->fd);
+        gz_stop(g);
         free(g);
+        return NULL;
     }
+    /* without a thread (none could be made) each chunk is written in turn */
+    g->threaded = pthread_create(&g->thread, NULL, gz_thread, g) == 0;
     return f;
 }
 

@@ -145,6 +145,14 @@ mix="$top_srcdir/workloads/examples/long-short-mix.yaml"
 rc=$?
 [ $rc -eq 2 ] || fail "a serving run that cannot write exited $rc, expected 2"
 grep -q "memory.csv: write failed: File too large" "$tmp/fsz.out" || fail "$(cat "$tmp/fsz.out")"
+# the gzip trace, compressed on its writer thread, fails the same way and leaves nothing
+(ulimit -f 200 && trap '' XFSZ && "$CPSIM" run "$top_srcdir/workloads/examples/sp-ring.yaml" \
+    --trace full --trace-gz --quiet --out "$tmp/fszgz") >"$tmp/fszgz.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "a gzip trace that cannot be written exited $rc, expected 2"
+grep -q "trace.json.gz: write failed: File too large" "$tmp/fszgz.out" ||
+    fail "$(grep -v warning "$tmp/fszgz.out")"
+ls "$tmp/fszgz" 2>/dev/null | grep -q . && fail "a failed gzip trace left $(ls "$tmp/fszgz")"
 
 # ---- a table changed between a sweep and its --resume ---------------------------------
 # the points done read the old table: refused, not mixed with new points

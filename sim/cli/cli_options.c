@@ -177,7 +177,8 @@ const cli_option cli_options[] = {
                              "markers and the memory counters stay)"},
     {.name = "--trace-gz", .cmds = RUN, .type = CLI_FLAG, .off = OFF(trace_gz),
      .help = "write the trace gzip-compressed, as trace.json.gz (Perfetto opens it as it is; "
-             "a thirtieth of the size)"},
+             "a thirtieth of the size; compressed on a thread of its own while the trace is "
+             "written)"},
     {.name = "--all-ranks", .cmds = RUN, .type = CLI_FLAG, .off = OFF(all_ranks),
      .help = "print a table row for every rank, and write memory.csv rows per rank (by "
              "default ranks in a row whose figures print the same share one table row, 0-7 "
