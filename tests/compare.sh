@@ -93,6 +93,10 @@ expect2 "no such rank" "no rank 3" "$tmp/run" "$prof" --rank 3
 expect2 "no such step" "no op of rank 0 in step 4" "$tmp/run" "$prof" --step 4
 "$CPSIM" run "$tmp/p.yaml" --out "$tmp/steps" --trace steps -q 2>/dev/null
 expect2 "steps trace" "--trace full" "$tmp/steps" "$prof"
+"$CPSIM" run "$tmp/p.yaml" --platform ascend-910b-8 --out "$tmp/asc" -q 2>/dev/null
+expect2 "emit from an analytic platform" "names no calibration profile" "$tmp/asc" "$prof" \
+    --out "$tmp/asc-cmp" --emit-profile "$tmp/asc-prof"
+[ -e "$tmp/asc-cmp" ] || [ -e "$tmp/asc-prof" ] && fail "a refused --emit-profile wrote files"
 cp -r "$tmp/prof" "$tmp/own"
 "$CPSIM" run "$tmp/p.yaml" --set platform.device.calibration="$tmp/own" --out "$tmp/run3" -q \
     2>/dev/null

@@ -377,14 +377,16 @@ int cmp_main(const char *run_dir, const char *profile, const cmp_opts *o, FILE *
         if (!o->quiet)
             print_table(&r, out);
         const char *dir = o->out ? o->out : run_dir;
-        rc = rep_mkdir_p(dir, err);
+        /* the profile first: a run it cannot start from writes nothing */
+        if (o->emit)
+            rc = cmp_emit_profile(&r.meas, &r.sim, run_dir, profile, o->emit,
+                                  o->quiet ? NULL : out, err);
+        if (rc == 0)
+            rc = rep_mkdir_p(dir, err);
         if (rc == 0)
             rc = write_csv(&r, dir, err);
         if (rc == 0 && o->plots)
             rc = draw(&r, dir, err);
-        if (rc == 0 && o->emit)
-            rc = cmp_emit_profile(&r.meas, &r.sim, run_dir, profile, o->emit,
-                                  o->quiet ? NULL : out, err);
         if (rc == 0 && !o->quiet)
             fprintf(out, "wrote %s/compare.csv%s\n", dir, o->plots ? " and plots/compare.png" : "");
     }
