@@ -321,6 +321,17 @@ typedef struct rep_file {
     char path[4096];
 } rep_file;
 int rep_open(rep_file *rf, const char *path, cp_err *err);
+/* Time spans [t0, t1] (s, or any unit both sides share). */
+typedef struct rep_span {
+    double t0, t1;
+} rep_span;
+/* Sort s and merge overlapping spans in place: the union as sorted
+ * disjoint spans; returns their count. */
+size_t rep_spans_merge(rep_span *s, size_t n);
+/* The length of sorted disjoint spans, and of the intersection of two
+ * such lists. */
+double rep_spans_total(const rep_span *s, size_t n);
+double rep_spans_intersect(const rep_span *a, size_t na, const rep_span *b, size_t nb);
 /* s as one CSV field: bare, or quoted (quotes doubled) when it holds a comma,
  * a quote or a line break. */
 void rep_csv_field(FILE *f, const char *s);

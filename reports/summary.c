@@ -10,9 +10,7 @@
 #include "workloads/workload.h"
 
 /* Events of one rank and stream class sorted by start time. */
-typedef struct span {
-    double t0, t1;
-} span;
+typedef rep_span span;
 
 static int cmp_span(const void *a, const void *b)
 {
@@ -22,8 +20,7 @@ static int cmp_span(const void *a, const void *b)
     return (x->t1 > y->t1) - (x->t1 < y->t1);
 }
 
-/* Merge overlapping spans in place; returns the new count. */
-static size_t merge_spans(span *s, size_t n)
+size_t rep_spans_merge(rep_span *s, size_t n)
 {
     if (n == 0)
         return 0;
@@ -40,7 +37,7 @@ static size_t merge_spans(span *s, size_t n)
     return k + 1;
 }
 
-static double total(const span *s, size_t n)
+double rep_spans_total(const rep_span *s, size_t n)
 {
     double t = 0;
     for (size_t i = 0; i < n; i++)
@@ -48,8 +45,7 @@ static double total(const span *s, size_t n)
     return t;
 }
 
-/* Length of the intersection of two sorted disjoint span lists. */
-static double intersect(const span *a, size_t na, const span *b, size_t nb)
+double rep_spans_intersect(const rep_span *a, size_t na, const rep_span *b, size_t nb)
 {
     double t = 0;
     size_t i = 0, j = 0;
@@ -116,11 +112,11 @@ static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
                 ms[nm++] = (span){e->t0, e->t1};
         }
         rep_rank *rr = &sm->ranks[rk];
-        nc = merge_spans(cs, nc);
-        nm = merge_spans(ms, nm);
-        rr->compute_s = total(cs, nc);
-        rr->comm_s = total(ms, nm);
-        rr->overlap_s = intersect(cs, nc, ms, nm);
+        nc = rep_spans_merge(cs, nc);
+        nm = rep_spans_merge(ms, nm);
+        rr->compute_s = rep_spans_total(cs, nc);
+        rr->comm_s = rep_spans_total(ms, nm);
+        rr->overlap_s = rep_spans_intersect(cs, nc, ms, nm);
     }
     rep_rank_totals(sm);
     free(ev);

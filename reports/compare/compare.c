@@ -11,58 +11,22 @@
 
 /* ---- busy, communication, overlap -------------------------------------------------- */
 
-typedef struct iv {
-    double a, b;
-} iv;
-
-static int iv_order(const void *x, const void *y)
-{
-    const iv *p = x, *q = y;
-    return p->a < q->a ? -1 : p->a > q->a ? 1 : (p->b > q->b) - (p->b < q->b);
-}
-
 /* The union of the events that `want` keeps (0: compute, 1: communication,
- * 2: all) as sorted disjoint intervals into *out; returns its length. */
-static double union_of(const cmp_trace *t, int want, iv **out, size_t *nout)
+ * 2: all) as sorted disjoint spans into *out; returns its length. */
+static double union_of(const cmp_trace *t, int want, rep_span **out, size_t *nout)
 {
-    iv *v = malloc((t->n + 1) * sizeof *v);
+    rep_span *v = malloc((t->n + 1) * sizeof *v);
     if (!v)
-        abort(); /* out of memory: an interval per event */
-    size_t n = 0, m = 0;
+        abort(); /* out of memory: a span per event */
+    size_t n = 0;
     for (size_t i = 0; i < t->n; i++) {
         int comm = t->k[i].cls >= CMP_FIRST_COMM;
         if (want == 2 || want == comm)
-            v[n++] = (iv){t->k[i].t0, t->k[i].t0 + t->k[i].dur};
+            v[n++] = (rep_span){t->k[i].t0, t->k[i].t0 + t->k[i].dur};
     }
-    qsort(v, n, sizeof *v, iv_order);
-    double len = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && v[i].a <= v[m - 1].b) {
-            v[m - 1].b = fmax(v[m - 1].b, v[i].b);
-            continue;
-        }
-        v[m++] = v[i];
-    }
-    for (size_t i = 0; i < m; i++)
-        len += v[i].b - v[i].a;
+    *nout = rep_spans_merge(v, n);
     *out = v;
-    *nout = m;
-    return len;
-}
-
-static double intersection(const iv *x, size_t nx, const iv *y, size_t ny)
-{
-    double len = 0;
-    for (size_t i = 0, j = 0; i < nx && j < ny;) {
-        double a = fmax(x[i].a, y[j].a), b = fmin(x[i].b, y[j].b);
-        if (b > a)
-            len += b - a;
-        if (x[i].b < y[j].b)
-            i++;
-        else
-            j++;
-    }
-    return len;
+    return rep_spans_total(v, *nout);
 }
 
 void cmp_reduce(const cmp_trace *t, const int *kernels, cmp_side *s)
@@ -87,12 +51,12 @@ void cmp_reduce(const cmp_trace *t, const int *kernels, cmp_side *s)
     }
     for (int c = 0; c < CMP_NCLASSES && t->layers > 0; c++)
         s->layer_us[c] /= t->layers;
-    iv *all, *comp, *comm;
+    rep_span *all, *comp, *comm;
     size_t nall, ncomp, ncomm;
     s->busy_us = union_of(t, 2, &all, &nall);
     union_of(t, 0, &comp, &ncomp);
     s->comm_us = union_of(t, 1, &comm, &ncomm);
-    s->overlap_us = intersection(comp, ncomp, comm, ncomm);
+    s->overlap_us = rep_spans_intersect(comp, ncomp, comm, ncomm);
     s->exposed_us = s->comm_us - s->overlap_us;
     s->span_us = t->n ? hi - lo : 0;
     s->idle_us = fmax(0, s->span_us - s->busy_us);
@@ -150,6 +114,8 @@ typedef struct cmp_report {
     cmp_side m, s;
 } cmp_report;
 
+/* Unmatched kernel names the table lists (compare.csv lists them all): a
+ * screenful, our choice. */
 #define CMP_MAX_UNMATCHED 12
 
 /* (cpsim - measured) / measured in %, NAN without a measurement */

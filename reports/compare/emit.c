@@ -230,34 +230,47 @@ static long long field_ll(const char *line, const size_t *a, int c)
     return c < 0 ? -1 : strtoll(line + a[c], NULL, 10);
 }
 
+/* Columns a calibration table of this project has at most (gemm_graph.csv:
+ * 19, moe.csv: 34), with room. */
 #define MAX_COLS 64
 
-/* Whether a base row is replaced by an emitted one (same shape). */
-static int replaced(const emitter *e, int t, const char *hdr, const size_t *ha,
-                    const size_t *hb, int nh, const char *line)
+/* The columns of a table's header that key its rows' shapes (-1: absent). */
+typedef struct keycols {
+    int impl, q_len, kv_len, q_heads, kv_heads, head_dim, causal, m, k, n;
+} keycols;
+
+static keycols keys_of(const char *hdr, const size_t *ha, const size_t *hb, int nh)
+{
+#define C(name) col_of(hdr, ha, hb, nh, name)
+    return (keycols){C("impl"),     C("q_len"),    C("kv_len"), C("q_heads"), C("kv_heads"),
+                     C("head_dim"), C("causal"),   C("M"),      C("K"),       C("N")};
+#undef C
+}
+
+/* Whether a base row is replaced by an emitted one (same shape); kc: the
+ * table's key columns, nh its width. */
+static int replaced(const emitter *e, int t, const keycols *kc, int nh, const char *line)
 {
     size_t a[MAX_COLS], b[MAX_COLS];
     int n = split_csv(line, a, b, MAX_COLS);
     if (n != nh)
         return 0;
-#define F(name) field_ll(line, a, col_of(hdr, ha, hb, nh, name))
     erow key = {.table = t};
     if (t == T_ATTN) {
-        int ic = col_of(hdr, ha, hb, nh, "impl");
-        if (ic < 0 || strncmp(line + a[ic], "flash_native_gqa", b[ic] - a[ic]))
+        if (kc->impl < 0 || strncmp(line + a[kc->impl], "flash_native_gqa",
+                                    b[kc->impl] - a[kc->impl]))
             return 0;
-        key.q_len = F("q_len");
-        key.kv_len = F("kv_len");
-        key.heads = F("q_heads");
-        key.kv_heads = F("kv_heads");
-        key.head_dim = F("head_dim");
-        key.causal = (int)F("causal");
+        key.q_len = field_ll(line, a, kc->q_len);
+        key.kv_len = field_ll(line, a, kc->kv_len);
+        key.heads = field_ll(line, a, kc->q_heads);
+        key.kv_heads = field_ll(line, a, kc->kv_heads);
+        key.head_dim = field_ll(line, a, kc->head_dim);
+        key.causal = (int)field_ll(line, a, kc->causal);
     } else {
-        key.m = F("M");
-        key.k = F("K");
-        key.n = F("N");
+        key.m = field_ll(line, a, kc->m);
+        key.k = field_ll(line, a, kc->k);
+        key.n = field_ll(line, a, kc->n);
     }
-#undef F
     for (size_t i = 0; i < e->n; i++)
         if (same_shape(&e->v[i], &key))
             return 1;
@@ -423,6 +436,7 @@ static int write_table(const emitter *e, int t, const char *base_dir, const char
         return cp_fail(err, CP_EXIT_INPUT, "%s: more than %d columns", path, MAX_COLS - 1);
     }
     int has_source = col_of(text, ha, hb, nh, "source") >= 0;
+    keycols kc = keys_of(text, ha, hb, nh);
     snprintf(out, sizeof out, "%s/%s", dir, table_file[t]);
     rep_file rf;
     if (rep_open(&rf, out, err) < 0) {
@@ -435,7 +449,7 @@ static int write_table(const emitter *e, int t, const char *base_dir, const char
     for (char *line = text + hlen; *line;) {
         line += strspn(line, "\r\n");
         size_t len = strcspn(line, "\r\n");
-        if (len && !replaced(e, t, text, ha, hb, nh, line))
+        if (len && !replaced(e, t, &kc, nh, line))
             fprintf(f, "%.*s%s%s\n", (int)len, line, has_source ? "" : ",", has_source ? ""
                                                                                        : base_name);
         line += len;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "models/arch.h"
 #include "models/plan.h"
 #include "reports/report.h"
 
@@ -145,7 +146,8 @@ static int read_range(json_t *ev, const char *const *ops, const int *opcls, size
     char *end;
     if (strncmp(name, "layer.", 6) == 0) {
         long l = strtol(name + 6, &end, 10);
-        if (end != name + 6 && *end == 0 && l >= 0 && l < 1000000)
+        /* a layer index as arch.h bounds them (ARCH_MAX_LAYERS) */
+        if (end != name + 6 && *end == 0 && l >= 0 && l < ARCH_MAX_LAYERS)
             r->layer = (int)l;
     } else if (strncmp(name, "step.", 5) == 0) {
         r->step = 1;
@@ -285,7 +287,7 @@ static int is_device_event(const char *cat)
  * ran one. */
 static int pick_device(json_t *evs, int want, int *ndev, int *found)
 {
-    unsigned char seen[256] = {0};
+    unsigned char seen[256] = {0}; /* device ids: --device's bound (cli_options.c) */
     int lo = -1;
     size_t i;
     json_t *ev;
