@@ -7,6 +7,7 @@
 #include "models/arch.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -107,34 +108,35 @@ typedef struct family {
     const char *cls;
     const char *types[4]; /* model_type values, NULL-terminated */
     uint8_t qk, sig, tied;
+    uint8_t audio;        /* its audio_config is the encoder of arch_audio */
 } family;
 
 static const family families[] = {
-    {"Qwen3", "Qwen3ForCausalLM", {"qwen3"}, 1, 0, 0},
-    {"Qwen3-MoE", "Qwen3MoeForCausalLM", {"qwen3_moe"}, 1, 0, 0},
-    {"Qwen3-Next", "Qwen3NextForCausalLM", {"qwen3_next"}, 1, 0, 0},
+    {"Qwen3", "Qwen3ForCausalLM", {"qwen3"}, 1, 0, 0, 0},
+    {"Qwen3-MoE", "Qwen3MoeForCausalLM", {"qwen3_moe"}, 1, 0, 0, 0},
+    {"Qwen3-Next", "Qwen3NextForCausalLM", {"qwen3_next"}, 1, 0, 0, 0},
     {"Qwen3-Omni", "Qwen3OmniMoe*", /* ...ForConditionalGeneration, ...ThinkerFor... */
-     {"qwen3_omni_moe", "qwen3_omni_moe_thinker", "qwen3_omni_moe_text"}, 1, 0, 0},
-    {"Qwen3-VL", "Qwen3VLForConditionalGeneration", {"qwen3_vl", "qwen3_vl_text"}, 1, 0, 0},
+     {"qwen3_omni_moe", "qwen3_omni_moe_thinker", "qwen3_omni_moe_text"}, 1, 0, 0, 1},
+    {"Qwen3-VL", "Qwen3VLForConditionalGeneration", {"qwen3_vl", "qwen3_vl_text"}, 1, 0, 0, 0},
     {"Qwen3-VL-MoE", "Qwen3VLMoeForConditionalGeneration", {"qwen3_vl_moe",
-     "qwen3_vl_moe_text"}, 1, 0, 0},
-    {"Gemma3", "Gemma3ForCausalLM", {"gemma3_text"}, 1, 0, 1},
-    {"Gemma3", "Gemma3ForConditionalGeneration", {"gemma3"}, 1, 0, 1},
-    {"Gemma2", "Gemma2ForCausalLM", {"gemma2"}, 0, 0, 1},
-    {"Gemma", "GemmaForCausalLM", {"gemma"}, 0, 0, 1},
-    {"OLMo2", "Olmo2ForCausalLM", {"olmo2"}, 1, 0, 0},
-    {"OLMoE", "OlmoeForCausalLM", {"olmoe"}, 1, 0, 0},
-    {"DeepSeek-V3", "DeepseekV3*", {"deepseek_v3"}, 0, 1, 0},
-    {"DeepSeek-V3.2", "DeepseekV32*", {"deepseek_v32"}, 0, 1, 0},
-    {"GLM-4-MoE", "Glm4Moe*", {"glm4_moe"}, 0, 1, 0},
-    {"GLM-MoE-DSA", "GlmMoeDsa*", {"glm_moe_dsa"}, 0, 1, 0},
-    {"Llama", "LlamaForCausalLM", {"llama"}, 0, 0, 0},
-    {"Llama-4", "Llama4*", {"llama4", "llama4_text"}, 0, 0, 0},
-    {"Mistral", "MistralForCausalLM", {"mistral"}, 0, 0, 0},
-    {"Mixtral", "MixtralForCausalLM", {"mixtral"}, 0, 0, 0},
-    {"Qwen2", "Qwen2ForCausalLM", {"qwen2"}, 0, 0, 0},
-    {"Qwen2-MoE", "Qwen2MoeForCausalLM", {"qwen2_moe"}, 0, 0, 0},
-    {"GPT-OSS", "GptOssForCausalLM", {"gpt_oss"}, 0, 0, 0},
+     "qwen3_vl_moe_text"}, 1, 0, 0, 0},
+    {"Gemma3", "Gemma3ForCausalLM", {"gemma3_text"}, 1, 0, 1, 0},
+    {"Gemma3", "Gemma3ForConditionalGeneration", {"gemma3"}, 1, 0, 1, 0},
+    {"Gemma2", "Gemma2ForCausalLM", {"gemma2"}, 0, 0, 1, 0},
+    {"Gemma", "GemmaForCausalLM", {"gemma"}, 0, 0, 1, 0},
+    {"OLMo2", "Olmo2ForCausalLM", {"olmo2"}, 1, 0, 0, 0},
+    {"OLMoE", "OlmoeForCausalLM", {"olmoe"}, 1, 0, 0, 0},
+    {"DeepSeek-V3", "DeepseekV3*", {"deepseek_v3"}, 0, 1, 0, 0},
+    {"DeepSeek-V3.2", "DeepseekV32*", {"deepseek_v32"}, 0, 1, 0, 0},
+    {"GLM-4-MoE", "Glm4Moe*", {"glm4_moe"}, 0, 1, 0, 0},
+    {"GLM-MoE-DSA", "GlmMoeDsa*", {"glm_moe_dsa"}, 0, 1, 0, 0},
+    {"Llama", "LlamaForCausalLM", {"llama"}, 0, 0, 0, 0},
+    {"Llama-4", "Llama4*", {"llama4", "llama4_text"}, 0, 0, 0, 0},
+    {"Mistral", "MistralForCausalLM", {"mistral"}, 0, 0, 0, 0},
+    {"Mixtral", "MixtralForCausalLM", {"mixtral"}, 0, 0, 0, 0},
+    {"Qwen2", "Qwen2ForCausalLM", {"qwen2"}, 0, 0, 0, 0},
+    {"Qwen2-MoE", "Qwen2MoeForCausalLM", {"qwen2_moe"}, 0, 0, 0, 0},
+    {"GPT-OSS", "GptOssForCausalLM", {"gpt_oss"}, 0, 0, 0, 0},
 };
 
 static const family *family_of_class(const char *name)
@@ -780,11 +782,68 @@ static int parse_ffn(const cfg *c, arch *a)
 
 /* --- encoders and aliases ------------------------------------------------ */
 
+/* Qwen3-Omni's audio encoder (arch.h arch_audio), read from the tower
+ * object o named oname when the model's family has that encoder (no field
+ * says which encoder an audio_config describes: the family does, as for
+ * the other choices of families[]); 1 read, 0 not that encoder (the caller
+ * warns the tower as a whole), -1 after cp_fail. */
+static int parse_audio(const cfg *c, const json_t *o, const char *oname, arch *a)
+{
+    char qname[ARCH_FIELD_LEN];
+    if (!c->fam || !c->fam->audio)
+        return 0;
+    const json_t *v = arch_field(c, o, oname, "model_type", qname, sizeof qname);
+    /* defaults: transformers' Qwen3OmniMoeAudioEncoderConfig */
+    arch_audio au = {.layers = 32, .d_model = 1280, .heads = 20, .ffn = 5120, .mel_bins = 128,
+                     .conv_channels = 480, .n_window = 50, .n_window_infer = 800,
+                     .out_dim = 3584, .max_positions = 1500, .conv_chunksize = 500};
+    static const struct {
+        const char *key;
+        size_t off;
+        int64_t hi;
+    } fields[] = {
+        {"encoder_layers", offsetof(arch_audio, layers), ARCH_MAX_LAYERS},
+        {"d_model", offsetof(arch_audio, d_model), MAX_HIDDEN},
+        {"encoder_attention_heads", offsetof(arch_audio, heads), MAX_HEADS},
+        {"encoder_ffn_dim", offsetof(arch_audio, ffn), MAX_WIDTH},
+        {"num_mel_bins", offsetof(arch_audio, mel_bins), MAX_DIM},
+        {"downsample_hidden_size", offsetof(arch_audio, conv_channels), MAX_WIDTH},
+        {"n_window", offsetof(arch_audio, n_window), MAX_POSITION},
+        {"n_window_infer", offsetof(arch_audio, n_window_infer), MAX_POSITION},
+        {"output_dim", offsetof(arch_audio, out_dim), MAX_HIDDEN},
+        {"max_source_positions", offsetof(arch_audio, max_positions), MAX_POSITION},
+        {"conv_chunksize", offsetof(arch_audio, conv_chunksize), MAX_POSITION},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        v = arch_field(c, o, oname, fields[i].key, qname, sizeof qname);
+        if (v && arch_want_int(c, v, qname, 1, fields[i].hi,
+                               (int64_t *)((char *)&au + fields[i].off)) < 0)
+            return -1;
+    }
+    /* the shapes the encoder's code assumes (modeling_qwen3_omni_moe.py):
+     * heads split d_model evenly; an attention window is whole conv chunks */
+    if (au.d_model % au.heads)
+        return cp_fail_at(c->err, arch_at(c), "field \"%s.d_model\" (%" PRId64 ") must be a "
+                          "multiple of encoder_attention_heads (%" PRId64 ")", oname, au.d_model,
+                          au.heads);
+    if (au.n_window_infer % (2 * au.n_window))
+        return cp_fail_at(c->err, arch_at(c), "field \"%s.n_window_infer\" (%" PRId64 ") must "
+                          "be a multiple of 2 x n_window (%" PRId64 "): windows of whole conv "
+                          "chunks", oname, au.n_window_infer, 2 * au.n_window);
+    if (au.out_dim != a->hidden)
+        return cp_fail_at(c->err, arch_at(c), "field \"%s.output_dim\" (%" PRId64 ") must be "
+                          "the text model's hidden_size (%" PRId64 "): its rows are prompt "
+                          "embeddings", oname, au.out_dim, a->hidden);
+    a->audio = au;
+    return 1;
+}
+
 /* Encoders and decoders beside the text model (Llama-4 and Gemma-3
  * vision_config, Qwen3-Omni's thinker_config.audio_config and
- * vision_config, its talker_config): requests are simulated as text, so
- * their work and their weights are not; each is warned as a whole. */
-static void warn_towers(const cfg *c, arch *a)
+ * vision_config, its talker_config): Qwen3-Omni's audio encoder is read
+ * (parse_audio: requests with audio_s run it); the others' work and
+ * weights are not simulated, and each is warned as a whole. */
+static int parse_towers(const cfg *c, arch *a)
 {
     static const char *const towers[][2] = {
         {"vision_config", "an image encoder"},
@@ -800,9 +859,17 @@ static void warn_towers(const cfg *c, arch *a)
             if (!v || json_is_null(v))
                 continue;
             snprintf(qname, sizeof qname, "%s%s", lvl ? "thinker_config." : "", towers[t][0]);
+            int r = t == 1 && json_is_object(v) ? parse_audio(c, v, qname, a) : 0;
+            if (r < 0)
+                return -1;
+            if (r > 0) {
+                arch_note(c, qname, 0);
+                continue;
+            }
             arch_warn_field(c, a, qname, "{...}", towers[t][1], "encoder",
                        "its weights and work are not counted");
         }
+    return 0;
 }
 
 /* Fields another field states too, read to check they agree: gpt-oss's
@@ -841,9 +908,9 @@ static int parse(cfg *c, arch *a)
 {
     if (pick_text(c) < 0 || parse_class(c, a) < 0 || parse_common(c, a) < 0 ||
         parse_attention(c, a) < 0 || warn_attention(c, a) < 0 || parse_window(c, a) < 0 ||
-        parse_ffn(c, a) < 0 || arch_parse_quant(c, a) < 0 || check_aliases(c, a) < 0)
+        parse_ffn(c, a) < 0 || arch_parse_quant(c, a) < 0 || check_aliases(c, a) < 0 ||
+        parse_towers(c, a) < 0)
         return -1;
-    warn_towers(c, a);
     double n = arch_params_exact(a);
     if (n > MAX_PARAMS)
         return cp_fail_at(c->err, arch_at(c),

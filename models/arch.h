@@ -35,6 +35,31 @@
 
 typedef enum { ATTN_GQA, ATTN_MLA } arch_attn;
 
+/* An audio encoder beside the text model (Qwen3-Omni's
+ * thinker_config.audio_config, model_type qwen3_omni_moe_audio_encoder):
+ * mel frames in chunks of 2 n_window through three stride-2 3x3 conv2d
+ * (1 -> conv_channels -> conv_channels -> conv_channels) and a linear to
+ * d_model, then `layers` pre-norm transformer layers (LayerNorm, q/k/v/o
+ * with biases, non-causal attention within windows, LayerNorm, fc1 GELU
+ * fc2) and ln_post, proj1 GELU proj2 to out_dim.  Absent fields take the
+ * defaults of transformers' Qwen3OmniMoeAudioEncoderConfig
+ * (configuration_qwen3_omni_moe.py), as loading the checkpoint does.
+ * models/encoder/ builds its work; layers == 0: no audio encoder. */
+typedef struct arch_audio {
+    int64_t layers;          /* encoder_layers */
+    int64_t d_model;         /* d_model */
+    int64_t heads;           /* encoder_attention_heads */
+    int64_t ffn;             /* encoder_ffn_dim */
+    int64_t mel_bins;        /* num_mel_bins */
+    int64_t conv_channels;   /* downsample_hidden_size */
+    int64_t n_window;        /* half a conv chunk, in mel frames */
+    int64_t n_window_infer;  /* an attention window, in mel frames */
+    int64_t out_dim;         /* output_dim: the text model's hidden size */
+    int64_t max_positions;   /* max_source_positions (rows of the position table) */
+    int64_t conv_chunksize;  /* conv chunks per call of the conv stack (more run
+                                as several calls) */
+} arch_audio;
+
 typedef struct arch {
     char name[128];          /* bundled name or file name without .json */
     char path[1024];         /* the config.json actually read */
@@ -106,6 +131,7 @@ typedef struct arch {
     uint8_t layer_moe[ARCH_MAX_LAYERS]; /* 1 if layer i has a MoE FFN */
 
     int64_t mtp_layers;      /* num_nextn_predict_layers (not simulated) */
+    arch_audio audio;        /* the audio encoder (audio.layers 0: none) */
     char torch_dtype[16];    /* checkpoint dtype string, "" if absent */
 
     /* quantization_config as written, for the precision model to interpret

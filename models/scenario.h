@@ -33,6 +33,12 @@ typedef enum { RS_FIXED, RS_RULE, RS_SIMULATE } wl_ring_select;
  * least one sequence per SP rank. */
 typedef enum { DEC_DCP, DEC_PASS_Q, DEC_AUTO } wl_decode;
 typedef enum { SPLIT_STRIPED, SPLIT_CONTIGUOUS, SPLIT_ZIGZAG } wl_split;
+/* How a ragged (cacheless) attention, an encoder's, runs over the SP group
+ * (parallel.encoder_exchange; cp-exchange.md "ragged attentions keep a
+ * per-model choice of none or ulysses"): none, every SP rank runs the whole
+ * encoder with its heads over TP; ulysses, its rows split over the SP
+ * ranks, all-to-all to a head split for the attention and back. */
+typedef enum { ENCX_NONE, ENCX_ULYSSES } wl_encoder_exchange;
 typedef enum { AGT_QKV, AGT_KV } wl_ag_tensors;
 /* How all_gather (qkv) merges the partials of a split step: every row on
  * every rank, then its share sliced (the engine's copied path,
@@ -90,6 +96,7 @@ typedef struct wl_parallel {
     int embed_share;                /* embed: share (1) | whole (0, default) */
     wl_ring_select ring_select;     /* default fixed */
     wl_decode decode;               /* default dcp */
+    wl_encoder_exchange encoder_exchange; /* default none */
     int sequence_parallel;          /* RFC SP over the TP group, default 0 */
     int dsa_cp;                     /* -1 auto (default), 0 off, 1 on */
     wl_dsa_layout dsa_cp_layout;    /* default rfc */
@@ -106,6 +113,9 @@ typedef struct wl_request {
                                attention covers cached + prompt (default 0) */
     int cls;                /* request class: index into scenario.classes,
                                -1 when the entry has no name */
+    int64_t audio_frames;   /* mel frames of the request's audio (audio_s x 100),
+                               which the model's audio encoder turns into rows
+                               at the start of the prompt; 0: text only */
 } wl_request;
 
 /* A closed-loop source (requests: - streams: K): K clients, each sending
@@ -114,6 +124,7 @@ typedef struct wl_request {
 typedef struct wl_streams {
     int streams;
     int64_t prompt_tokens, decode_tokens, cached_tokens;
+    int64_t audio_frames;   /* as wl_request.audio_frames */
     double start_s, think_s;
     int64_t count;
     int cls;                /* as wl_request.cls */
@@ -210,6 +221,12 @@ typedef struct scenario {
      * simulation.duration_s; one plain request runs as one plan */
     int serving;
 
+    /* some request carries audio (audio_s): the engine loads the model's
+     * audio encoder (its weights are resident) and runs it on that audio;
+     * none: the encoder is not loaded (as vLLM with limit_mm_per_prompt
+     * audio: 0, which skips building the tower) */
+    int audio_loaded;
+
     /* inputs that change the work but are not modelled (the model config's
      * among them), one line each: printed on stderr by the commands and
      * listed in summary.json warnings[] */
@@ -257,6 +274,9 @@ plan_launch sc_step_launch(const scenario *s, int64_t t, int prefill, int64_t *p
 typedef struct sc_seq {
     int64_t tokens, prefix;
     uint8_t sample;
+    int64_t audio_frames;   /* the first chunk of a request with audio: its mel
+                               frames, which the step's audio encoder runs on
+                               first (wl_request.audio_frames); else 0 */
 } sc_seq;
 
 /* The step: its sequences (GEMMs run on their tokens together, attention

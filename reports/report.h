@@ -69,6 +69,11 @@ typedef struct rep_request {
     int ring;              /* the plan_ring its split ring steps ran
                               (plan.step_ring): PR_NONE without any,
                               PR_COUNT when they differ */
+    int64_t audio_frames;  /* its audio's mel frames (0: text only) */
+    double encoder_compute_s, encoder_comm_s; /* the audio encoder's kernels and
+                              collectives on rank 0, summed (s) */
+    double encoder_span_s; /* from its first op's start to its last op's end on
+                              rank 0 (s): its part of the TTFT */
 } rep_request;
 
 typedef struct rep_summary {
@@ -113,6 +118,9 @@ void rep_summary_free(rep_summary *sm);
 
 /* The summary as a JSON object (schema cpsim.summary/1; caller decrefs). */
 json_t *rep_summary_json(const rep_summary *sm, const scenario *s);
+/* The audio encoder's times of request `request` on rank 0 of the run r of
+ * plan p (its "audio." kernels and collectives) into rq. */
+void rep_encoder_time(const plan *p, const eng_result *r, int request, rep_request *rq);
 /* Write a JSON document atomically, indented, keys in insertion order. */
 int rep_write_json(json_t *j, const char *path, cp_err *err);
 int rep_write_summary(const rep_summary *sm, const scenario *s, const char *path,

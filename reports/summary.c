@@ -7,6 +7,7 @@
 
 #include "reports/report.h"
 #include "models/build/build.h"
+#include "models/encoder/encoder.h"
 #include "workloads/workload.h"
 
 /* Events of one rank and stream class sorted by start time. */
@@ -342,6 +343,31 @@ static void cost_sources(const plan *p, const eng_result *r, rep_summary *sm)
     free(ev);
 }
 
+void rep_encoder_time(const plan *p, const eng_result *r, int request, rep_request *rq)
+{
+    rq->encoder_compute_s = rq->encoder_comm_s = rq->encoder_span_s = 0;
+    const plan_prog *pg = &p->progs[p->prog_of_rank[0]];
+    eng_event *ev = NULL;
+    size_t cap = 0, n = eng_rank_events(r, 0, &ev, &cap);
+    double lo = 0, hi = 0;
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        const plan_op *o = &pg->ops[ev[i].op];
+        if (o->request != request || strncmp(o->name, "audio.", 6) != 0)
+            continue;
+        double d = ev[i].t1 - ev[i].t0;
+        if (o->kind == OPK_COMPUTE)
+            rq->encoder_compute_s += d;
+        else if (o->kind == OPK_COLL)
+            rq->encoder_comm_s += d;
+        lo = any && lo < ev[i].t0 ? lo : ev[i].t0;
+        hi = any && hi > ev[i].t1 ? hi : ev[i].t1;
+        any = 1;
+    }
+    rq->encoder_span_s = hi - lo;
+    free(ev);
+}
+
 static void requests(const scenario *s, const plan *p, const eng_result *r, rep_summary *sm)
 {
     int step = 0;
@@ -352,6 +378,9 @@ static void requests(const scenario *s, const plan *p, const eng_result *r, rep_
         rq->cached_tokens = s->reqs[q].cached_tokens;
         rq->decode_tokens = s->reqs[q].decode_tokens;
         rq->arrival_s = s->reqs[q].arrival_s;
+        rq->audio_frames = s->reqs[q].audio_frames;
+        if (rq->audio_frames > 0)
+            rep_encoder_time(p, r, q, rq);
         int prefill = p->prefill_steps ? p->prefill_steps[q] : 1;
         int nsteps = prefill + (int)s->reqs[q].decode_tokens;
         rq->split = 1;
@@ -563,6 +592,20 @@ static json_t *request_json(const rep_request *rq, const scenario *s)
     json_object_set_new(o, "split_steps", json_integer(rq->split_steps));
     if (s->prefill_node)
         json_object_set_new(o, "kv_handover", handover_json(s, rq));
+    if (rq->audio_frames > 0) { /* the audio encoder's part of its prefill */
+        enc_shape e = enc_audio_shape(&s->model.audio, rq->audio_frames);
+        json_t *a = json_object();
+        json_object_set_new(a, "seconds", json_real((double)rq->audio_frames / ENC_FRAMES_PER_S));
+        json_object_set_new(a, "mel_frames", json_integer(rq->audio_frames));
+        json_object_set_new(a, "rows", json_integer(e.rows));
+        json_object_set_new(a, "windows", json_integer(e.windows));
+        json_object_set_new(a, "exchange", json_string(s->par.encoder_exchange == ENCX_ULYSSES
+                                                           ? "ulysses" : "none"));
+        json_object_set_new(a, "span_s", json_real(rq->encoder_span_s));
+        json_object_set_new(a, "compute_s", json_real(rq->encoder_compute_s));
+        json_object_set_new(a, "comm_s", json_real(rq->encoder_comm_s));
+        json_object_set_new(o, "audio", a);
+    }
     if (rq->ring != PR_NONE) /* which ring its split steps ran */
         json_object_set_new(o, "ring", json_string(rq->ring == PR_COUNT
                                                        ? "mixed"

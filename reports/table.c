@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "reports/report.h"
+#include "models/encoder/encoder.h"
 #include "workloads/workload.h"
 
 static const char *parallel_label(const scenario *s, char *buf, size_t len)
@@ -92,6 +93,9 @@ void rep_print_table(const rep_summary *sm, const scenario *s, int all_ranks, FI
         if (rq->decode_tokens > 0)
             fprintf(out, ", %lld decode tokens, TPOT %.2f ms", (long long)rq->decode_tokens,
                     rq->tpot_s * 1e3);
+        if (rq->audio_frames > 0) /* the audio encoder's part of it */
+            fprintf(out, "; audio %.2f s, encoder %.2f ms",
+                    (double)rq->audio_frames / ENC_FRAMES_PER_S, rq->encoder_span_s * 1e3);
         fputc('\n', out);
     }
     rank_rows(sm, all_ranks, out);

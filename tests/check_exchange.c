@@ -945,7 +945,7 @@ START_TEST(ring_rule_and_overrides)
     ck_assert_int_eq(tu_count(&p, 1, "ring_hop", 3), 1);
     ck_assert_int_eq(tu_count(&p, 1, "ring_kv_hop", 3), 0);
     plan_free(&p);
-    sc_seq one = {T, 262144, 1};
+    sc_seq one = {T, 262144, 1, 0};
     sc_batch bt = {&one, 1, 1};
     build_step_plan(&s, &bt, 0, &p);
     ck_assert_int_eq(p.step_ring[0], PR_PASS_Q);
@@ -1067,7 +1067,7 @@ static void check_ring_decode(int tp, int P, const char *exchange, int overlap, 
     tu_load(&s, THINKER, set, 6);
     sc_seq seq[8];
     for (int i = 0; i < B; i++)
-        seq[i] = (sc_seq){1, 5000 + 7 * i, 1};
+        seq[i] = (sc_seq){1, 5000 + 7 * i, 1, 0};
     sc_batch bt = {seq, B, 0};
     build_step_plan(&s, &bt, 0, &p);
     ck_assert_int_eq(p.step_split[0], 0);
@@ -1218,7 +1218,7 @@ START_TEST(ring_decode_kv_balance)
     const char *ring[] = {"parallel.tp=2", "parallel.sp=4", "parallel.kv_storage=by_position",
                           "parallel.exchange=ring", "parallel.decode=pass_q"};
     tu_load(&s, THINKER, ring, 5);
-    sc_seq mix[2] = {{1, 5000, 1}, {100, 0, 1}};
+    sc_seq mix[2] = {{1, 5000, 1, 0}, {100, 0, 1, 0}};
     sc_batch bt = {mix, 2, 0};
     build_step_plan(&s, &bt, 0, &p);
     ck_assert_int_eq(count_ops(&p, 0, 0, 0, OPK_COMPUTE, "dcp_attention", NULL), 2);
@@ -1229,7 +1229,7 @@ START_TEST(ring_decode_kv_balance)
      * takes pass-Q from one sequence per SP rank (here 4) */
     sc_seq dec[4];
     for (int i = 0; i < 4; i++)
-        dec[i] = (sc_seq){1, 5000 + i, 1};
+        dec[i] = (sc_seq){1, 5000 + i, 1, 0};
     const char *modes[] = {"parallel.decode=dcp", "parallel.decode=auto"};
     for (int m = 0; m < 2; m++)
         for (int n = 3; n <= 4; n++) {

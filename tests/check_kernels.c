@@ -157,7 +157,7 @@ START_TEST(decode_batches_padded_to_capture_sizes)
     tu_load(&s, THINKER, vllm, 1);
     sc_seq seq[600];
     for (int i = 0; i < 600; i++)
-        seq[i] = (sc_seq){1, 1000 + i, 1};
+        seq[i] = (sc_seq){1, 1000 + i, 1, 0};
     sc_batch b9 = {seq, 9, 0}, b600 = {seq, 600, 0};
     plan p;
     build_step_plan(&s, &b9, 0, &p);
@@ -176,7 +176,7 @@ START_TEST(decode_batches_padded_to_capture_sizes)
     /* a mixed step of 8 decodes and a 200-token chunk: piecewise, padded to 208 */
     sc_seq mix[9];
     memcpy(mix, seq, sizeof mix);
-    mix[8] = (sc_seq){200, 0, 1};
+    mix[8] = (sc_seq){200, 0, 1, 0};
     sc_batch mixed = {mix, 9, 0};
     build_step_plan(&s, &mixed, 0, &p);
     ck_assert_int_eq(p.padded_tokens, 208);
@@ -200,7 +200,7 @@ END_TEST
 START_TEST(varlen_mixed_step_is_one_launch)
 {
     const char *sets[2][1] = {{"engine.kernels=vllm"}, {"engine.kernels=sglang"}};
-    sc_seq seq[3] = {{1, 4000, 1}, {1, 6000, 1}, {1024, 0, 1}};
+    sc_seq seq[3] = {{1, 4000, 1, 0}, {1, 6000, 1, 0}, {1024, 0, 1, 0}};
     sc_batch bt = {seq, 3, 0};
     double dec_cost[2];
     for (int k = 0; k < 2; k++) {

@@ -103,9 +103,9 @@ START_TEST(test_serve_batch_priced_as_batch)
     srv_steps st;
     cp_err err = {0};
     ck_assert_msg(srv_steps_init(&st, &s, 0, 0.0, &err) == 0, "%s", err.msg);
-    sc_seq one = {1, 4096, 1}, eight[8];
+    sc_seq one = {1, 4096, 1, 0}, eight[8];
     for (int i = 0; i < 8; i++)
-        eight[i] = (sc_seq){1, 4096 + 100 * i, 1};
+        eight[i] = (sc_seq){1, 4096 + 100 * i, 1, 0};
     sc_batch b1 = {&one, 1, 0}, b8 = {eight, 8, 0};
     int i1 = srv_step_get(&st, &b1, &err), i8 = srv_step_get(&st, &b8, &err);
     ck_assert(i1 >= 0 && i8 >= 0 && i1 != i8);
@@ -143,7 +143,7 @@ START_TEST(test_serve_mixed_step_calls)
     char *y = cat(THINKER, "requests:\n  - {prompt_tokens: 512}\n  - {prompt_tokens: 512}\n");
     scenario s;
     tu_load(&s, y, NULL, 0);
-    sc_seq seq[3] = {{1, 1000, 1}, {2048, 0, 1}, {1, 3000, 1}};
+    sc_seq seq[3] = {{1, 1000, 1, 0}, {2048, 0, 1, 0}, {1, 3000, 1, 0}};
     sc_batch bt = {seq, 3, 0};
     plan p;
     build_step_plan(&s, &bt, 0, &p);
@@ -288,7 +288,7 @@ START_TEST(test_serve_router_pad_slice)
     ck_assert_int_eq(s.nreqs, 72);
     sc_seq dec[9];
     for (int i = 0; i < 9; i++)
-        dec[i] = (sc_seq){1, 512 + i, 1};
+        dec[i] = (sc_seq){1, 512 + i, 1, 0};
     sc_batch bt = {dec, 9, 0};
     plan p;
     build_step_plan(&s, &bt, 1, &p);

@@ -1099,7 +1099,7 @@ static const struct {
 } rcases[] = {
     { "requests: [{prompt_tokens: 1, count: 3}]",
       "w.yaml:3:31: requests.0: a single request takes no count; its keys: prompt_tokens, "
-      "arrival_s, decode_tokens, cached_tokens, name" },
+      "arrival_s, decode_tokens, cached_tokens, audio_s, name" },
     { "requests: [{every_s: 1, count: 2, arrival_s: 1, prompt_tokens: 1}]",
       "requests.0: a periodic entry (every_s) takes no arrival_s" },
     { "requests: [{trace: t.csv, prompt_tokens: 3}]",

@@ -4,11 +4,11 @@
 #   base < platforms < models < collectives < workloads < sim/engine < reports
 #        < sim/serve < sim/driver < sim/sweep < sim/cli
 # and inside models/ (models/README.md): its top files < attn < layers
-#        < exchange < seqpar < build.  A path's floor is the last (the most
+#        < encoder < exchange < seqpar < build.  A path's floor is the last (the most
 #        specific) folder of the list it lies in.
 : "${top_srcdir:=.}"
 cd "$top_srcdir" || exit 1
-floors="base platforms models models/attn models/layers models/exchange models/seqpar
+floors="base platforms models models/attn models/layers models/encoder models/exchange models/seqpar
 models/build collectives workloads sim/engine reports sim/serve sim/driver sim/sweep sim/cli"
 floor_of() { # the floor index of a path (folder/...), -1 when not a library floor
     i=0

@@ -30,6 +30,7 @@ const char *const wl_decode_names[] = { "dcp", "pass_q", "auto", NULL };
 static const char *const split_names[] = { "striped", "contiguous", "zigzag", NULL };
 const char *const wl_agt_names[] = { "qkv", "kv", NULL };
 static const char *const agm_names[] = { "all_rows", "own_rows", NULL };
+static const char *const encx_names[] = { "none", "ulysses", NULL };
 static const char *const embed_names[] = { "whole", "share", NULL };
 const char *const wl_graph_names[] = { "eager", "captured", "full", "decode_only",
                                             "piecewise", "full_and_piecewise", NULL };
@@ -73,6 +74,7 @@ _Static_assert(sizeof(wl_graph) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_netmodel) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_dsa_layout) == sizeof(int), "enum size");
 _Static_assert(sizeof(wl_router) == sizeof(int), "enum size");
+_Static_assert(sizeof(wl_encoder_exchange) == sizeof(int), "enum size");
 
 #define PAR(f) offsetof(scenario, par.f)
 
@@ -90,6 +92,8 @@ static const wl_field parallel_fields[] = {
     { "all_gather_tensors", F_ENUM, 0, 0, AGT_QKV, wl_agt_names, NULL, PAR(all_gather_tensors) },
     { "all_gather_merge", F_ENUM, 0, 0, AGM_ALL_ROWS, agm_names, NULL, PAR(all_gather_merge) },
     { "ring_overlap", F_BOOL, 0, 1, 0, NULL, NULL, PAR(ring_overlap) },
+    /* the audio encoder's ragged attention over the SP group (models/encoder/) */
+    { "encoder_exchange", F_ENUM, 0, 0, ENCX_NONE, encx_names, NULL, PAR(encoder_exchange) },
     /* where a split step's tokens are cut (models/exchange/scheme.c ex_embed) */
     { "embed", F_ENUM, 0, 0, 0, embed_names, NULL, PAR(embed_share) },
     /* copied decode steps of a ring exchange (workload.h wl_decode) */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/encoder/encoder.h"
 #include "models/plan.h"
 
 /* Where a value was written: the node of section.key, else the section,
@@ -119,6 +120,72 @@ static int check_ulysses(const scenario *s, cp_err *err)
                       "heads of a TP rank (%lld heads / tp %d) over sp = %d, which does not "
                       "divide them", wl_exchange_names[p->exchange], per_rank,
                       (long long)s->model.heads, p->tp, p->sp);
+}
+
+/* Where the first request entry with audio_s wrote it (the workload file
+ * when none). */
+static cp_loc audio_loc(const scenario *s)
+{
+    const ynode *rq = yio_key(yio_root(s->doc), "requests");
+    for (size_t i = 0; rq && i < rq->n; i++) {
+        const ynode *at = yio_key(rq->kids[i], "audio_s");
+        if (at)
+            return at->loc;
+    }
+    return (cp_loc){ s->path, 0, 0 };
+}
+
+/* Requests with audio need the model's audio encoder, room in the prompt
+ * for the audio's rows, an encoder whose heads split over TP, and an
+ * encoder exchange that applies. */
+static int check_audio(const scenario *s, cp_err *err)
+{
+    const wl_parallel *p = &s->par;
+    const arch_audio *au = &s->model.audio;
+    const ynode *key = yio_key(yio_key(yio_root(s->doc), "parallel"), "encoder_exchange");
+    if (!s->audio_loaded)
+        return key ? cp_fail_at(err, key->loc, "parallel.encoder_exchange: says how the audio "
+                                "encoder runs over the SP group; no request carries audio_s")
+                   : 0;
+    if (au->layers == 0)
+        return cp_fail_at(err, audio_loc(s), "audio_s: %s has no audio encoder cpsim models "
+                          "(a thinker_config.audio_config of model_type "
+                          "qwen3_omni_moe_audio_encoder)", s->model.name);
+    for (int i = 0; i < s->nreqs + s->nstreams; i++) {
+        int64_t frames = i < s->nreqs ? s->reqs[i].audio_frames
+                                      : s->streams[i - s->nreqs].audio_frames;
+        int64_t prompt = i < s->nreqs ? s->reqs[i].prompt_tokens
+                                      : s->streams[i - s->nreqs].prompt_tokens;
+        if (frames == 0)
+            continue;
+        int64_t rows = enc_audio_shape(au, frames).rows;
+        if (rows > prompt)
+            return cp_fail_at(err, audio_loc(s), "audio_s: %.2f s of audio are %lld prompt rows "
+                              "(%lld mel frames), more than the request's "
+                              "prompt_tokens %lld, which count them", (double)frames /
+                              ENC_FRAMES_PER_S, (long long)rows, (long long)frames,
+                              (long long)prompt);
+    }
+    /* vLLM's QKVParallelLinear divides the heads over TP (divide() asserts) */
+    if (au->heads % p->tp)
+        return cp_fail_at(err, wl_loc_of(s, "parallel", "tp"), "parallel.tp: tp = %d does not "
+                          "divide the %lld heads of %s's audio encoder, which run over TP "
+                          "(requests with audio_s need a tp that divides them)", p->tp,
+                          (long long)au->heads, s->model.name);
+    if (p->encoder_exchange != ENCX_ULYSSES)
+        return 0;
+    int exch = p->sp > 1 && !p->sequence_parallel && !sc_dsa_cp(s);
+    if (!exch)
+        return cp_fail_at(err, key->loc, "parallel.encoder_exchange: ulysses splits the audio "
+                          "encoder over the SP group; this node has %s", p->sp > 1 ?
+                          "the RFC's sequence parallelism over TP" : "sp = 1");
+    long long per_rank = (long long)au->heads / p->tp;
+    if (per_rank % p->sp)
+        return cp_fail_at(err, key->loc, "parallel.encoder_exchange: ulysses spreads the %lld "
+                          "audio-encoder heads of a TP rank (%lld / tp %d) over sp = %d, which "
+                          "does not divide them (use none)", per_rank, (long long)au->heads,
+                          p->tp, p->sp);
+    return 0;
 }
 
 static int check_engine(const scenario *s, cp_err *err)
@@ -505,7 +572,7 @@ int wl_validate(const scenario *s, cp_err *err)
         check_exchange(s, err) < 0 || check_exchange_keys(s, err) < 0 ||
         check_split_prefix(s, err) < 0 || check_sp_attention(s, err) < 0 ||
         check_dcp(s, err) < 0 || check_role(s, err) < 0 ||
-        check_ulysses(s, err) < 0 || check_engine(s, err) < 0 ||
+        check_ulysses(s, err) < 0 || check_audio(s, err) < 0 || check_engine(s, err) < 0 ||
         check_dsa(s, err) < 0 || check_sharding(s, err) < 0 || check_seqpar(s, err) < 0 ||
         check_plan_size(s, err) < 0)
         return -1;

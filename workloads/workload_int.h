@@ -17,6 +17,9 @@
  * arrivals within 1e6 s; decode lengths up to 1e6 tokens. */
 #define WL_MAX_DEGREE 4096
 #define WL_MAX_PROMPT 16777216LL
+/* The longest audio of a request (audio_s): our bound, a day (8.64 M mel
+ * frames, 1.1 M encoder rows at 13 per 100 frames). */
+#define WL_MAX_AUDIO_S 86400.0
 #define WL_MAX_ARRIVAL 1e6
 #define WL_MAX_DECODE 1000000LL
 /* Bounds of the request sources (our own sanity limits as well): at most

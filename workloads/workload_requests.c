@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/datadir.h"
+#include "models/encoder/encoder.h"
 
 /* ---- requests ------------------------------------------------------------ */
 
@@ -19,19 +20,20 @@
 typedef enum { SRC_SINGLE, SRC_PERIODIC, SRC_POISSON, SRC_STREAMS, SRC_TRACE } wl_src;
 
 static const char *const single_keys[] = { "prompt_tokens", "arrival_s", "decode_tokens",
-                                           "cached_tokens", "name", NULL };
+                                           "cached_tokens", "audio_s", "name", NULL };
 static const char *const periodic_keys[] = { "every_s", "count", "start_s", "prompt_tokens",
-                                             "decode_tokens", "cached_tokens", "name", NULL };
+                                             "decode_tokens", "cached_tokens", "audio_s", "name",
+                                             NULL };
 static const char *const poisson_keys[] = { "rate_per_s", "count", "seed", "start_s",
                                             "prompt_tokens", "decode_tokens", "cached_tokens",
-                                            "name", NULL };
+                                            "audio_s", "name", NULL };
 static const char *const streams_keys[] = { "streams", "count", "think_s", "start_s",
                                             "prompt_tokens", "decode_tokens", "cached_tokens",
-                                            "name", NULL };
+                                            "audio_s", "name", NULL };
 static const char *const trace_keys[] = { "trace", "name", NULL };
 /* every key of any kind (the suggestions for a misspelt one) */
 static const char *const request_keys[] = { "prompt_tokens", "arrival_s", "decode_tokens",
-                                            "cached_tokens", "name", "every_s", "count",
+                                            "cached_tokens", "audio_s", "name", "every_s", "count",
                                             "start_s", "rate_per_s", "seed", "streams",
                                             "think_s", "trace", NULL };
 
@@ -147,19 +149,28 @@ static int check_context(const char *what, cp_loc loc, long long cached, long lo
 /* What every request of an entry looks like (prompt_tokens required). */
 typedef struct wl_shape {
     long long prompt, decode, cached;
+    long long audio;            /* mel frames (audio_s x ENC_FRAMES_PER_S) */
     int cls;
 } wl_shape;
 
 static int read_shape(const ynode *item, const char *what, scenario *s, wl_shape *sh,
                       cp_err *err)
 {
-    *sh = (wl_shape){ 0, 0, 0, -1 };
+    *sh = (wl_shape){ 0, 0, 0, 0, -1 };
     const char *name = NULL;
+    double audio_s = 0;
     if (yio_opt_int(item, what, "prompt_tokens", 1, WL_MAX_PROMPT, &sh->prompt, err) < 0 ||
         yio_opt_int(item, what, "decode_tokens", 0, WL_MAX_DECODE, &sh->decode, err) < 0 ||
         yio_opt_int(item, what, "cached_tokens", 0, WL_MAX_PROMPT, &sh->cached, err) < 0 ||
+        yio_opt_double(item, what, "audio_s", 0, WL_MAX_AUDIO_S, &audio_s, err) < 0 ||
         yio_opt_str(item, what, "name", &name, err) < 0)
         return -1;
+    /* whole mel frames: the feature extractor's hop (models/encoder/encoder.h) */
+    sh->audio = (long long)llround(audio_s * ENC_FRAMES_PER_S);
+    if (yio_key(item, "audio_s") && sh->audio == 0)
+        return cp_fail_at(err, yio_key(item, "audio_s")->loc, "%s.audio_s: %g s is less than one "
+                          "mel frame (%g s); drop the key for a text-only request", what, audio_s,
+                          1.0 / ENC_FRAMES_PER_S);
     if (!yio_key(item, "prompt_tokens"))
         return cp_fail_at(err, item->loc, "%s: prompt_tokens is required", what);
     if (check_context(what, item->loc, sh->cached, sh->prompt, sh->decode, err) < 0)
@@ -174,7 +185,7 @@ static wl_request shape_request(const wl_shape *sh, double arrival)
 {
     return (wl_request){ .prompt_tokens = sh->prompt, .arrival_s = arrival,
                          .decode_tokens = sh->decode, .cached_tokens = sh->cached,
-                         .cls = sh->cls };
+                         .cls = sh->cls, .audio_frames = sh->audio };
 }
 
 /* A required key of an entry of some kind. */
@@ -320,7 +331,8 @@ static int read_streams(const ynode *item, size_t entry, const char *what, req_b
     }
     s->streams[s->nstreams++] = (wl_streams){ .streams = (int)k, .prompt_tokens = sh.prompt,
                                               .decode_tokens = sh.decode,
-                                              .cached_tokens = sh.cached, .start_s = start,
+                                              .cached_tokens = sh.cached,
+                                              .audio_frames = sh.audio, .start_s = start,
                                               .think_s = think, .count = count, .cls = sh.cls,
                                               .entry = (int)entry };
     return 0;
@@ -701,6 +713,11 @@ int wl_read_requests(const ynode *root, scenario *s, cp_err *err)
         free(tmp);
     }
     s->serving = s->nreqs > 1 || b.sources > 0 || s->duration_s > 0;
+    s->audio_loaded = 0;
+    for (int q = 0; q < s->nreqs; q++)
+        s->audio_loaded |= s->reqs[q].audio_frames > 0;
+    for (int k = 0; k < s->nstreams; k++)
+        s->audio_loaded |= s->streams[k].audio_frames > 0;
     return read_slo(root, s, err);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/datadir.h"
+#include "models/encoder/encoder.h"
 #include "platforms/platform_xml.h"
 
 static json_t *model_json(const arch *m)
@@ -114,6 +115,9 @@ json_t *wl_resolved(const scenario *s)
                               (json_int_t)r->prompt_tokens, "arrival_s", r->arrival_s,
                               "decode_tokens", (json_int_t)r->decode_tokens, "cached_tokens",
                               (json_int_t)r->cached_tokens);
+        if (r->audio_frames > 0)
+            json_object_set_new(o, "audio_s", json_real((double)r->audio_frames /
+                                                        ENC_FRAMES_PER_S));
         if (r->cls >= 0)
             json_object_set_new(o, "name", json_string(s->classes[r->cls]));
         json_array_append_new(rq, o);
@@ -127,6 +131,9 @@ json_t *wl_resolved(const scenario *s)
                               (json_int_t)c->decode_tokens, "cached_tokens",
                               (json_int_t)c->cached_tokens, "start_s", c->start_s, "think_s",
                               c->think_s, "count", (json_int_t)c->count);
+        if (c->audio_frames > 0)
+            json_object_set_new(o, "audio_s", json_real((double)c->audio_frames /
+                                                        ENC_FRAMES_PER_S));
         if (c->cls >= 0)
             json_object_set_new(o, "name", json_string(s->classes[c->cls]));
         json_array_append_new(st, o);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "models/attn/attn.h"
+#include "models/encoder/encoder.h"
 #include "models/exchange/exchange.h"
 #include "models/memory.h"
 #include "models/quant.h"
@@ -115,7 +116,7 @@ double build_profile_peak(const scenario *s)
     prof.mem.kv_pool = KVP_ON_DEMAND; /* the profiling run comes before the pool */
     prof.fold_at_build = 0;           /* walked in program order: every layer */
     int64_t m = s->max_num_batched_tokens;
-    sc_seq one = {m, 0, 1};
+    sc_seq one = {m, 0, 1, 0};
     sc_batch bt = {&one, 1, build_step_splits(s, m)};
     plan p;
     build_step_plan(&prof, &bt, 0, &p);
@@ -163,7 +164,7 @@ static void run_step(ex_ctx *x, const layer_scheme *sc, int64_t t, int64_t prefi
  * program of every rank), and the program's set-up memory: the weights,
  * the engine's reserved memory and workspace, the KV pool's memory op
  * (*pool_op, sized once the program is built; EM_NONE on demand).
- * `weights` is quant_resident_bytes(s), the same for every program of a
+ * `weights` is build_weight_bytes(s), the same for every program of a
  * plan: its callers account it once per plan (a walk over every tensor). */
 static void program_begin(ex_ctx *x, const scenario *s, const plan_layout_cfg *lay,
                             plan_prog *pg, int sp_index, double weights, uint32_t *pool_op)
@@ -199,7 +200,8 @@ static void program_begin(ex_ctx *x, const scenario *s, const plan_layout_cfg *l
         ex_init(x, sp_index);
 
     /* the weights as the engine materialises them (quant.h): shards,
-     * float exceptions, scales, derived and replicated tensors */
+     * float exceptions, scales, derived and replicated tensors, and the
+     * audio encoder's when it is loaded (build_weight_bytes) */
     em_mem(b, MC_WEIGHTS, weights, ST_COMPUTE);
     /* what the engine holds beyond tensors (engine.memory) */
     em_mem(b, MC_RESERVED, s->mem.reserved_bytes, ST_COMPUTE);
@@ -257,6 +259,10 @@ static int32_t build_program(const scenario *s, const plan_layout_cfg *lay, plan
             b->prefill = 1;
             b->sample = done + n == rq->prompt_tokens;
             step_marker(b, rq->arrival_s);
+            /* the audio's rows open the prompt: the encoder runs before the
+             * step that holds them, the first */
+            if (done == 0 && rq->audio_frames > 0)
+                enc_audio(b, rq->audio_frames, s->par.sp, s->par.encoder_exchange);
             run_step(&x, sc, n, cached + done, ring_of ? (plan_ring)ring_of[b->step] : force,
                      split, ring);
         }
@@ -314,6 +320,14 @@ static const layer_scheme *plan_begin(const scenario *s, int dp, plan *out, int 
     return sc;
 }
 
+double build_weight_bytes(const scenario *s)
+{
+    double enc = s->audio_loaded ? enc_audio_weight_bytes(&s->model.audio, s->par.tp,
+                                                          dtype_bytes(s->a_dtype))
+                                 : 0;
+    return quant_resident_bytes(s) + enc;
+}
+
 double build_kv_bytes(const scenario *s, int64_t positions)
 {
     int exchange = exchange_scheme(s);
@@ -363,7 +377,7 @@ void build_step_plan_ring(const scenario *s, const sc_batch *bt, int lockstep, p
     /* one decision for every program (the rule prices a block once) */
     plan_ring ring = nprogs > 1 ? ex_step_ring(s, t, prefix, bt->split, force) : PR_NONE;
     out->step_ring[0] = (uint8_t)ring;
-    double weights = quant_resident_bytes(s);
+    double weights = build_weight_bytes(s);
     for (int g = 0; g < nprogs; g++) {
         ex_ctx x;
         uint32_t pool_op;
@@ -381,6 +395,11 @@ void build_step_plan_ring(const scenario *s, const sc_batch *bt, int lockstep, p
             b->nseqs = bt->n;
         }
         step_marker(b, 0.0);
+        /* the audio of requests whose first chunk this is, through the
+         * encoder before the step's forward (as build_program) */
+        for (int i = 0; i < bt->n; i++)
+            if (bt->seq[i].audio_frames > 0)
+                enc_audio(b, bt->seq[i].audio_frames, s->par.sp, s->par.encoder_exchange);
         if (x.P > 1)
             ex_begin_step(&x, t, prefix, bt->split, ring);
         if (g == 0)
@@ -422,7 +441,7 @@ void build_plan_ring(const scenario *s, plan_ring ring, plan *out)
      * on the step's tokens only): program 0 records them */
     out->step_split = cp_xcalloc((size_t)steps + 1, sizeof *out->step_split);
     out->step_ring = cp_xcalloc((size_t)steps + 1, sizeof *out->step_ring);
-    double weights = quant_resident_bytes(s);
+    double weights = build_weight_bytes(s);
     for (int g = 0; g < nprogs; g++)
         out->nsteps = build_program(s, &lay, &out->progs[g], sc, exchange_scheme(s) ? g : -1,
                                     weights,

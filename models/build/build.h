@@ -54,6 +54,11 @@ void build_step_plan_ring(const scenario *s, const sc_batch *bt, int lockstep, p
  * any rank. */
 double build_profile_peak(const scenario *s);
 
+/* The weight bytes resident on each rank: the model's as the engine
+ * materialises them (quant_resident_bytes) and, when a request carries
+ * audio, the audio encoder's (models/encoder/encoder.h). */
+double build_weight_bytes(const scenario *s);
+
 /* The KV bytes of a request of `positions` tokens on the replica's rank
  * that holds the most of it (SP index 0 of an uneven stripe). */
 double build_kv_bytes(const scenario *s, int64_t positions);

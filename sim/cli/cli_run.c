@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "collectives/coll.h"
+#include "models/build/build.h"
 #include "models/cost.h"
 #include "models/interference.h"
 
@@ -220,7 +221,7 @@ int cli_validate(const cli_opts *o)
     printf("plan:\n  ranks: %d\n  programs: %d\n  ops: %zu\n  steps: %d\n"
            "  weights_per_rank_bytes: %.0f     # plain TP-sharded estimate\n"
            "  resident_weights_bytes: %.0f     # materialized (cpsim memory)\n",
-           p.nranks, p.nprogs, nops, p.nsteps, w.total, quant_resident_bytes(&s));
+           p.nranks, p.nprogs, nops, p.nsteps, w.total, build_weight_bytes(&s));
     if (s.serving)
         printf("  # serving: the plan above is the first request's prefill step alone; the\n"
                "  # scheduler (sim/serve/) builds each step from the requests as it runs\n");

@@ -23,7 +23,8 @@ void drv_plan(const scenario *s, plan *p)
      * here is the first request's prefill, alone */
     const wl_request *q = s->nreqs > 0 ? &s->reqs[0] : NULL;
     sc_seq one = {q ? q->prompt_tokens : s->streams[0].prompt_tokens,
-                     q ? q->cached_tokens : s->streams[0].cached_tokens, 1};
+                  q ? q->cached_tokens : s->streams[0].cached_tokens, 1,
+                  q ? q->audio_frames : s->streams[0].audio_frames};
     sc_batch bt = {&one, 1, build_step_splits(s, one.tokens)};
     build_step_plan(s, &bt, 0, p);
 }

@@ -148,8 +148,8 @@ static void progress(srv_run_st *R, double t)
     fflush(R->progress);
 }
 
-static int new_req(sched *S, int64_t prompt, int64_t decode, int64_t cached, int cls,
-                   double arrival, int stream)
+static int new_req(sched *S, int64_t prompt, int64_t decode, int64_t cached, int64_t audio,
+                   int cls, double arrival, int stream)
 {
     srv_run_st *R = S->R;
     R->req = cp_grow(R->req, &R->rcap, (size_t)R->nreq + 1, sizeof *R->req);
@@ -162,6 +162,7 @@ static int new_req(sched *S, int64_t prompt, int64_t decode, int64_t cached, int
     q->prompt = prompt;
     q->decode = decode;
     q->cached = cached;
+    q->audio = audio;
     q->arrival = arrival;
     q->kv = build_kv_bytes(S->s, cached + prompt + decode);
     return R->nreq++;
@@ -206,7 +207,10 @@ static void add_seq(sched *S, int req, int64_t tokens, int64_t prefix, int sampl
         if (!S->seq || !S->seq_req)
             abort();
     }
-    S->seq[S->nseq] = (sc_seq){tokens, prefix, (uint8_t)sample};
+    /* the request's first chunk runs its audio through the encoder */
+    const srv_req *q = &S->R->req[req];
+    int64_t audio = q->prefilled == 0 && q->audio > 0 ? q->audio : 0;
+    S->seq[S->nseq] = (sc_seq){tokens, prefix, (uint8_t)sample, audio};
     S->seq_req[S->nseq++] = req;
 }
 
@@ -441,14 +445,14 @@ static void arrive(sched *S, int client, double ta)
     int i;
     if (client >= 0) {
         const wl_streams *src = &s->streams[S->client_src[client]];
-        i = new_req(S, src->prompt_tokens, src->decode_tokens, src->cached_tokens, src->cls,
-                    ta, client);
+        i = new_req(S, src->prompt_tokens, src->decode_tokens, src->cached_tokens,
+                    src->audio_frames, src->cls, ta, client);
         S->client_sent[client]++;
         S->client_t[client] = INFINITY;
     } else {
         const wl_request *w = &s->reqs[S->next_open++];
-        i = new_req(S, w->prompt_tokens, w->decode_tokens, w->cached_tokens, w->cls,
-                    w->arrival_s, -1);
+        i = new_req(S, w->prompt_tokens, w->decode_tokens, w->cached_tokens, w->audio_frames,
+                    w->cls, w->arrival_s, -1);
     }
     route(S, i);
 }
@@ -588,15 +592,22 @@ static int run_loop(sched *S, cp_err *err)
 double srv_kv_budget(const scenario *s, double resident[MC_COUNT])
 {
     int64_t most = 1;
-    for (int q = 0; q < s->nreqs; q++)
+    int64_t audio = 0; /* the longest audio, its encoder in that step */
+    for (int q = 0; q < s->nreqs; q++) {
         if (s->reqs[q].prompt_tokens > most)
             most = s->reqs[q].prompt_tokens;
-    for (int k = 0; k < s->nstreams; k++)
+        if (s->reqs[q].audio_frames > audio)
+            audio = s->reqs[q].audio_frames;
+    }
+    for (int k = 0; k < s->nstreams; k++) {
         if (s->streams[k].prompt_tokens > most)
             most = s->streams[k].prompt_tokens;
+        if (s->streams[k].audio_frames > audio)
+            audio = s->streams[k].audio_frames;
+    }
     if (s->chunked_prefill && most > s->max_num_batched_tokens)
         most = s->max_num_batched_tokens;
-    sc_seq one = {most, 0, 1};
+    sc_seq one = {most, 0, 1, audio};
     sc_batch bt = {&one, 1, build_step_splits(s, most)};
     plan p;
     scenario unrolled = *s; /* walked in program order: every layer */

@@ -97,6 +97,7 @@ int srv_step_get(srv_steps *st, const sc_batch *bt, cp_err *err);
 typedef struct srv_req {
     int id, cls, replica, stream;   /* stream: closed-loop client, -1 open loop */
     int64_t prompt, decode, cached;
+    int64_t audio;                  /* mel frames of its audio (0: text only) */
     double arrival, admit, first_token, end;
     int64_t prefilled, decoded;
     int state;                      /* SRQ_* */

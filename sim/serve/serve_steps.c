@@ -42,6 +42,8 @@ static void shape_of(const sc_batch *bt, double reuse, uint64_t *shape, double *
         h = mix(h, (uint64_t)q->tokens);
         h = mix(h, (uint64_t)q->prefix);
         h = mix(h, (uint64_t)q->sample);
+        if (q->audio_frames > 0) /* (text-only steps keep their keys) */
+            h = mix(h, (uint64_t)q->audio_frames);
     }
     *shape = mix(h, (uint64_t)ndec);
     *ctx = sum;

@@ -1,0 +1,262 @@
+/* audio: Qwen3-Omni's audio encoder as plan ops (encoder.h). */
+#include "models/encoder/encoder.h"
+
+int64_t enc_conv_len(int64_t n)
+{
+    for (int i = 0; i < 3; i++)
+        n = n > 0 ? (n - 1) / 2 + 1 : 0;
+    return n;
+}
+
+enc_shape enc_audio_shape(const arch_audio *au, int64_t frames)
+{
+    enc_shape e = {0};
+    int64_t chunk = 2 * au->n_window, tail = frames % chunk;
+    e.chunks = frames / chunk + (tail > 0);
+    e.chunk_rows = enc_conv_len(frames >= chunk ? chunk : tail);
+    /* every full chunk gives chunk_rows rows, the tail its own (vLLM
+     * _get_feat_extract_output_lengths: 13 per 100 frames, n_window 50) */
+    e.rows = frames / chunk * enc_conv_len(chunk) + enc_conv_len(tail);
+    /* a window: the padded chunk's rows times the chunks in n_window_infer
+     * frames (vLLM: window_aftercnn = max_len_after_cnn * (n_window_infer //
+     * (n_window * 2))), the last window what is left */
+    e.window = e.chunk_rows * (au->n_window_infer / chunk);
+    int64_t full = e.rows / e.window, rest = e.rows % e.window;
+    e.windows = full + (rest > 0);
+    e.pairs = (double)full * (double)e.window * (double)e.window + (double)rest * (double)rest;
+    return e;
+}
+
+/* Rows of the last convolution's frequency axis: num_mel_bins halved three
+ * times, rounding up (the conv_out input is conv_channels x this). */
+static int64_t conv_freq(const arch_audio *au, int i)
+{
+    int64_t f = au->mel_bins;
+    for (int k = 0; k < i; k++)
+        f = (f - 1) / 2 + 1;
+    return f;
+}
+
+double enc_audio_params(const arch_audio *au)
+{
+    double d = (double)au->d_model, f = (double)au->ffn, c = (double)au->conv_channels;
+    double conv = (9.0 * c + c) + 2.0 * (9.0 * c * c + c) + c * (double)conv_freq(au, 3) * d;
+    /* LayerNorm x2 (weight and bias), qkv and out_proj with biases, fc1, fc2 */
+    double layer = 4.0 * d + (3.0 * d * d + 3.0 * d) + (d * d + d) + (d * f + f) + (f * d + d);
+    double post = 2.0 * d + (d * d + d) + (d * (double)au->out_dim + (double)au->out_dim);
+    double positions = (double)au->max_positions * d; /* the sinusoid table, a buffer */
+    return conv + (double)au->layers * layer + post + positions;
+}
+
+double enc_audio_weight_bytes(const arch_audio *au, int tp, double wb)
+{
+    double d = (double)au->d_model, f = (double)au->ffn, t = (double)tp;
+    /* split over TP: qkv (column parallel, with its bias), out_proj and fc2
+     * (row parallel: the weight; the bias whole on every rank), fc1 (column,
+     * with its bias) */
+    double split = (3.0 * d * d + 3.0 * d) + d * d + (d * f + f) + f * d;
+    double per_layer_split = split - split / t;
+    return (enc_audio_params(au) - (double)au->layers * per_layer_split) * wb;
+}
+
+/* ---- the work ---------------------------------------------------------------- */
+
+/* A LayerNorm of m rows of width w (torch's native_layer_norm: one kernel
+ * reading x, writing y; no table measured it: its bytes at the copy rate,
+ * models/cost.c KK_FUSED). */
+static void layer_norm(bld *b, const char *name, int64_t m, int64_t w)
+{
+    double e = (double)m * (double)w;
+    uint32_t i = em_compute(b, name, KC_NORM, 8.0 * e, 2.0 * e * b->ab, shp(2, m, w, 0),
+                            shp(1, w, 0, 0), shp(2, m, w, 0));
+    em_stamp(b, i, IMPL_FUSED, 1);
+}
+
+/* GELU over e elements in place of a tensor of that many (F.gelu: one
+ * kernel, erf form about 8 flops an element; bytes at the copy rate). */
+static void gelu(bld *b, const char *name, double e, int nkern)
+{
+    uint32_t i = em_compute(b, name, KC_ACTIVATION, 8.0 * e, 2.0 * e * b->ab,
+                            shp(1, (int64_t)e, 0, 0), shp(0, 0, 0, 0), shp(1, (int64_t)e, 0, 0));
+    em_stamp(b, i, IMPL_FUSED, nkern);
+}
+
+/* A 3x3 stride-2 convolution of `in` to `out` channels over n images of
+ * fo x to output pixels, as cuDNN runs one: an implicit GEMM of n fo to
+ * rows, 9 in deep, out wide (priced from the GEMM tables; one launch per
+ * call). */
+static void conv_gemm(bld *b, const char *name, int64_t n, int64_t fo, int64_t to, int64_t in,
+                      int64_t out, int calls)
+{
+    uint32_t i = em_gemm(b, name, n * fo * to, 9 * in, out, 1);
+    b->pg->ops[i].nkern = (uint8_t)calls;
+}
+
+/* The convolutions, conv_out and the positions of n chunks of `frames`
+ * frames each (padded), into rows [n chunk_rows, d_model]; returns them
+ * with the padding rows dropped (`rows` of them). */
+static em_tensor front(bld *b, const arch_audio *au, int64_t n, int64_t frames, int64_t rows)
+{
+    double ab = b->ab;
+    int64_t c = au->conv_channels, d = au->d_model;
+    int64_t f1 = conv_freq(au, 1), f2 = conv_freq(au, 2), f3 = conv_freq(au, 3);
+    int64_t t1 = (frames - 1) / 2 + 1, t2 = (t1 - 1) / 2 + 1, t3 = (t2 - 1) / 2 + 1;
+    /* conv_chunksize chunks per call (vLLM: the stack runs per split of that
+     * many chunks); memory: one call's intermediates at a time */
+    int calls = (int)((n + au->conv_chunksize - 1) / au->conv_chunksize);
+    int64_t per = n < au->conv_chunksize ? n : au->conv_chunksize;
+    double mel = (double)n * (double)au->mel_bins * (double)frames * ab;
+    em_tensor padded = em_act_alloc(b, mel);
+    /* pad_sequence of the chunks and the transpose to [n, 1, mel, frames] */
+    em_copy(b, "audio.pad_chunks", mel, shp(2, au->mel_bins, n * frames, 0),
+            shp(3, n, au->mel_bins, frames));
+    double o1 = (double)per * (double)(c * f1 * t1) * ab;
+    em_tensor c1 = em_act_alloc(b, o1);
+    /* conv2d1 has one input channel: 9 multiply-adds an output, bound by
+     * the bytes it writes (no table measured it: the copy rate) */
+    double e1 = (double)n * (double)(c * f1 * t1);
+    uint32_t i = em_compute(b, "audio.conv2d1", KC_COPY, 18.0 * e1, mel + e1 * ab,
+                            shp(3, n, au->mel_bins, frames), shp(3, c, 3, 3),
+                            shp(3, n, c, f1 * t1));
+    em_stamp(b, i, IMPL_FUSED, calls);
+    gelu(b, "audio.conv_gelu1", e1, calls);
+    em_tensor c2 = em_act_alloc(b, (double)per * (double)(c * f2 * t2) * ab);
+    conv_gemm(b, "audio.conv2d2", n, f2, t2, c, c, calls);
+    gelu(b, "audio.conv_gelu2", (double)n * (double)(c * f2 * t2), calls);
+    em_free(b, &c1);
+    em_tensor c3 = em_act_alloc(b, (double)n * (double)(c * f3 * t3) * ab);
+    conv_gemm(b, "audio.conv2d3", n, f3, t3, c, c, calls);
+    gelu(b, "audio.conv_gelu3", (double)n * (double)(c * f3 * t3), calls);
+    em_free(b, &c2);
+    em_free(b, &padded);
+    /* (n, c, f, t) -> (n, t, c f): a contiguous copy, then conv_out */
+    double e3 = (double)n * (double)(c * f3 * t3);
+    em_tensor flat = em_act_alloc(b, e3 * ab);
+    em_copy(b, "audio.conv_permute", e3 * ab, shp(3, n, c, f3 * t3), shp(3, n, t3, c * f3));
+    em_free(b, &c3);
+    double nd = (double)(n * t3) * (double)d * ab;
+    em_tensor embed = em_act_alloc(b, nd);
+    em_gemm(b, "audio.conv_out", n * t3, c * f3, d, 1);
+    em_free(b, &flat);
+    em_elementwise(b, "audio.add_positions", KC_ELEMENTWISE, n * t3, 2 * d, d, 1.0);
+    /* padded_embed[mask]: the valid rows gathered */
+    em_tensor hidden = em_act_alloc(b, (double)rows * (double)d * ab);
+    em_copy(b, "audio.drop_padding", (double)rows * (double)d * ab, shp(2, n * t3, d, 0),
+            shp(2, rows, d, 0));
+    em_free(b, &embed);
+    return hidden;
+}
+
+/* One encoder layer over m rows of the rank (all `rows` rows attend, in
+ * windows, on hq heads of the rank; ulysses over sp ranks when sp > 1). */
+static void layer(bld *b, const arch_audio *au, const enc_shape *e, int64_t m, int sp)
+{
+    double ab = b->ab;
+    int64_t d = au->d_model, hd = au->d_model / au->heads, hq = au->heads / b->tp;
+    int64_t fl = au->ffn / b->tp, rows = sp > 1 ? m * sp : e->rows, ha = hq / sp;
+    double md = (double)m * (double)d * ab;
+    em_tensor normed = em_act_alloc(b, md);
+    layer_norm(b, "audio.attn_norm", m, d);
+    double qkv_b = (double)m * (double)(3 * hq * hd) * ab;
+    em_tensor qkv = em_act_alloc(b, qkv_b);
+    em_gemm(b, "audio.qkv", m, d, 3 * hq * hd, 1);
+    em_free(b, &normed);
+    em_tensor heads = EM_TENSOR_NONE;
+    if (sp > 1) { /* the share's rows of every head -> every row of 1/sp of them */
+        heads = em_buf_alloc(b, qkv_b);
+        em_coll(b, "audio.qkv_all_to_all", CK_ALL_TO_ALL, G_SP, qkv_b,
+                shp(3, rows, 3 * ha, hd));
+        em_free(b, &qkv);
+    }
+    /* one varlen call over the windows: non-causal, every row of a window
+     * sees every row of it */
+    plan_attn at = {.q_len = e->window < rows ? e->window : rows,
+                    .kv_len = e->window < rows ? e->window : rows, .heads = ha,
+                    .kv_heads = ha, .d_qk = hd, .d_v = hd, .pairs = e->pairs, .causal = 0,
+                    .batch = e->windows};
+    double out_b = (double)rows * (double)(ha * hd) * ab;
+    em_tensor out = em_act_alloc(b, out_b);
+    em_tensor lse = em_lse_alloc(b, rows, ha);
+    double hsum = (double)(2 * hd);
+    em_attention(b, "audio.attention", KC_ATTENTION, &at, 2.0 * e->pairs * (double)ha * hsum,
+                 3.0 * (double)rows * (double)(ha * hd) * ab + out_b);
+    em_free(b, &lse);
+    em_free(b, sp > 1 ? &heads : &qkv);
+    if (sp > 1) { /* back to the share's rows of the rank's heads */
+        em_tensor share = em_buf_alloc(b, (double)m * (double)(hq * hd) * ab);
+        em_coll(b, "audio.out_all_to_all", CK_ALL_TO_ALL, G_SP, out_b, shp(3, m, hq, hd));
+        em_free(b, &out);
+        out = share;
+    }
+    em_tensor proj = em_act_alloc(b, md);
+    em_gemm(b, "audio.out_proj", m, hq * hd, d, 1);
+    em_free(b, &out);
+    em_coll(b, "audio.attn_all_reduce", CK_ALL_REDUCE, G_TP, md, shp(2, m, d, 0));
+    em_elementwise(b, "audio.attn_residual", KC_ELEMENTWISE, m, 2 * d, d, 1.0);
+    em_free(b, &proj);
+    em_tensor ffn_in = em_act_alloc(b, md);
+    layer_norm(b, "audio.ffn_norm", m, d);
+    em_tensor up = em_act_alloc(b, (double)m * (double)fl * ab);
+    em_gemm(b, "audio.fc1", m, d, fl, 1);
+    em_free(b, &ffn_in);
+    gelu(b, "audio.gelu", (double)m * (double)fl, 1);
+    em_tensor down = em_act_alloc(b, md);
+    em_gemm(b, "audio.fc2", m, fl, d, 1);
+    em_free(b, &up);
+    em_coll(b, "audio.ffn_all_reduce", CK_ALL_REDUCE, G_TP, md, shp(2, m, d, 0));
+    em_elementwise(b, "audio.ffn_residual", KC_ELEMENTWISE, m, 2 * d, d, 1.0);
+    em_free(b, &down);
+}
+
+void enc_audio(bld *b, int64_t frames, int sp, int ex)
+{
+    const arch_audio *au = &b->a->audio;
+    enc_shape e = enc_audio_shape(au, frames);
+    int P = ex == ENCX_ULYSSES && sp > 1 ? sp : 1;
+    /* ulysses: the most loaded rank's share of chunks and rows (the
+     * all-to-alls move equal blocks: the last share padded) */
+    int64_t chunks = (e.chunks + P - 1) / P, m = (e.rows + P - 1) / P;
+    int64_t frames_c = 2 * au->n_window < frames ? 2 * au->n_window : frames;
+    b->layer = -1;
+    b->phase = PH_OTHER;
+    b->layout = P > 1 ? TL_LOCAL : TL_FULL;
+    uint32_t first = b->pg->nops;
+    /* the encoder's linears are built without a quant_config (vLLM
+     * Qwen3OmniMoeAudioEncoder): activation-dtype GEMMs whatever the
+     * checkpoint's precision */
+    em_wprec keep = em_use_weights(b, (em_wprec){b->adt, QS_NONE, b->ab});
+    em_tensor hidden = front(b, au, chunks, frames_c, m);
+    for (int64_t l = 0; l < au->layers; l++)
+        layer(b, au, &e, m, P);
+    int64_t d = au->d_model, o = au->out_dim;
+    em_tensor normed = em_act_alloc(b, (double)m * (double)d * b->ab);
+    layer_norm(b, "audio.ln_post", m, d);
+    em_free(b, &hidden);
+    em_tensor p1 = em_act_alloc(b, (double)m * (double)d * b->ab);
+    em_gemm(b, "audio.proj1", m, d, d, 1);
+    em_free(b, &normed);
+    gelu(b, "audio.proj_gelu", (double)m * (double)d, 1);
+    double mo = (double)m * (double)o * b->ab;
+    em_tensor outp = em_act_alloc(b, mo);
+    em_gemm(b, "audio.proj2", m, d, o, 1);
+    em_free(b, &p1);
+    if (P > 1) { /* every rank embeds rows of the whole audio */
+        em_tensor all = em_buf_alloc(b, mo * (double)P);
+        b->layout = TL_FULL;
+        em_coll(b, "audio.rows_all_gather", CK_ALL_GATHER, G_SP, mo * (double)P,
+                shp(2, e.rows, o, 0));
+        em_free(b, &outp);
+        outp = all;
+    }
+    b->layout = TL_FULL;
+    /* masked_scatter of the rows into the prompt's embeddings (a copy of
+     * them), after which the encoder's output is dropped */
+    em_copy(b, "audio.scatter_rows", (double)e.rows * (double)o * b->ab,
+            shp(2, e.rows, o, 0), shp(2, e.rows, o, 0));
+    em_free(b, &outp);
+    em_use_weights(b, keep);
+    /* the encoder runs eagerly (no graph of the encoder is captured) */
+    for (uint32_t i = first; i < b->pg->nops; i++)
+        if (b->pg->ops[i].kind != OPK_MEM)
+            b->pg->ops[i].eager = 1;
+}
