@@ -111,6 +111,27 @@ int plat_device_links(const platform *p, int d, char (*names)[48], int cap);
 /* Write the SimGrid XML platform of p (generated presets only). */
 int plat_write_xml(const platform *p, FILE *out, cp_err *err);
 
+/* p cut to the nodes that hold its first `devices` devices: nodes =
+ * ceil(devices / devices_per_node), at most p->nodes, everything else as in
+ * p (a raw XML platform is returned as it is: its file is loaded whole).
+ * The generated layout (platform_xml.c) guarantees, and check_platform
+ * tests, that
+ *   - the hosts, links and routes between the devices of the cut platform
+ *     are those of p: the same names, bandwidths, latencies and order (a
+ *     node's zone, its spine links and its group do not depend on how many
+ *     nodes follow it);
+ *   - a route between two devices of one block of whole nodes, or of one
+ *     block of devices_per_node / k devices of one node (k dividing
+ *     devices_per_node), crosses only links that no route between two
+ *     devices outside that block crosses (ports, NICs and mesh or package
+ *     links are a device's or a device pair's, spine links a node's or a
+ *     node pair's, a group link xg_a_b serves node pairs across groups a
+ *     and b, which one contiguous block at most holds).
+ * So a block of devices that talks only within itself runs on the cut
+ * platform exactly as on p, beside any other block (the engine's shared DP
+ * replicas, sim/engine/engine.h). */
+platform plat_first_devices(const platform *p, int devices);
+
 /* Names of the bundled presets, NULL-terminated (for messages/tests). */
 extern const char *const plat_bundled[];
 

@@ -289,6 +289,18 @@ static void write_groups(const platform *p, FILE *out)
                     b, a, b);
 }
 
+platform plat_first_devices(const platform *p, int devices)
+{
+    platform cut = *p;
+    int dpn = p->devices_per_node;
+    if (!p->raw_xml && dpn > 0 && devices > 0) {
+        int nodes = (devices + dpn - 1) / dpn;
+        if (nodes < cut.nodes)
+            cut.nodes = nodes;
+    }
+    return cut;
+}
+
 int plat_write_xml(const platform *p, FILE *out, cp_err *err)
 {
     if (p->raw_xml)

@@ -2,6 +2,7 @@
  * cross-stream waits, overlap, steps, deadlock detection) and on the
  * default workload. One simulation per test (check's fork mode). */
 #include <check.h>
+#include <simgrid/host.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,65 @@ START_TEST(default_workload_runs)
     eng_result_free(&r);
     plan_free(&p);
     wl_free(&s);
+}
+END_TEST
+
+/* Shared DP replicas (engine.h): SimGrid holds the nodes of one replica
+ * only (plat_first_devices), every replica's records are there, and a later
+ * run of the process that needs the other nodes is refused, not run on a
+ * platform that lacks them. */
+START_TEST(shared_replicas_load_one_replica)
+{
+    const char *sets[] = {"platform.nodes=4", "parallel.dp=4",
+                          "requests.0.prompt_tokens=4096"};
+    scenario s;
+    plan p;
+    coll_model m;
+    cp_err err = {0};
+    default_plan(sets, 3, &s, &p);
+    ck_assert_msg(coll_model_init(&m, &s.plat, &err) == 0, "%s", err.msg);
+    eng_opts o = {.plat = &s.plat, .cm = &m, .share_replicas = 1};
+    eng_result r;
+    ck_assert_msg(eng_run(&p, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.replicas_simulated, 1);
+    ck_assert_int_eq((int)sg_host_count(), 8);
+    ck_assert_ptr_null(sg_host_by_name("n1g0"));
+    ck_assert_int_eq(r.nranks, 32);
+    eng_result_free(&r);
+    eng_opts all = o;
+    all.share_replicas = 0;
+    ck_assert_int_ne(eng_run(&p, &all, &r, &err), 0);
+    ck_assert_int_eq(err.code, CP_EXIT_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "1 node(s) of it loaded, this run needs 4"));
+    eng_result_free(&r);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* A shared run's summary (one replica's nodes loaded) is the one of every
+ * rank simulated on the whole platform, but for replicas_simulated. */
+START_TEST(shared_replicas_match_the_whole_platform)
+{
+    tu_setup();
+    const char *sets[] = {"platform.nodes=4", "parallel.dp=4", "requests.0.prompt_tokens=4096",
+                          "requests.0.decode_tokens=2", "simulation.share_replicas=false"};
+    json_t *sm[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        cp_err err = {0};
+        drv_req rq = {.sets = sets, .nsets = k == 0 ? 4 : 5};
+        ck_assert_msg(drv_child_run(&rq, &sm[k], &err) == 0, "%s", err.msg);
+        json_t *sim = json_object_get(sm[k], "simulation");
+        ck_assert_int_eq(json_integer_value(json_object_get(sim, "replicas_simulated")),
+                         k == 0 ? 1 : 4);
+        json_object_del(sim, "replicas_simulated");
+    }
+    char *a = json_dumps(sm[0], JSON_SORT_KEYS), *b = json_dumps(sm[1], JSON_SORT_KEYS);
+    ck_assert_msg(strcmp(a, b) == 0, "shared and whole-platform summaries differ");
+    free(a);
+    free(b);
+    json_decref(sm[0]);
+    json_decref(sm[1]);
 }
 END_TEST
 
@@ -538,6 +598,7 @@ static Suite *suite(void)
     tcase_add_test(tc, step_waits_for_arrival);
     tcase_add_test(tc, deadlock_is_an_internal_failure);
     tcase_add_test(tc, default_workload_runs);
+    tcase_add_test(tc, shared_replicas_load_one_replica);
     tcase_add_test(tc, same_instant_order_does_not_matter);
     tcase_add_test(tc, synchronised_layers_replay);
     tcase_add_test(tc, staggered_layers_replay);
@@ -548,6 +609,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc_child, 120);
     tcase_add_test(tc_child, child_runs_and_reports);
     tcase_add_test(tc_child, folded_plan_simulates_identically);
+    tcase_add_test(tc_child, shared_replicas_match_the_whole_platform);
     suite_add_tcase(s, tc_child);
     return s;
 }

@@ -624,6 +624,170 @@ START_TEST(test_platform_xml_speed)
 }
 END_TEST
 
+/* ---- a platform cut to its first devices (plat_first_devices) ----------------- */
+
+/* What the SimGrid children of test_platform_cut_routes_as_whole look at. */
+static struct {
+    platform p;          /* the whole platform */
+    int block;           /* devices per block of the disjointness check */
+    int cut;             /* devices of the cut platform */
+    char out[64];        /* where a child writes the compared routes */
+    sg_host_t *host;     /* [devices] by device index, in the child */
+} cutq;
+
+static void cut_hosts(int n)
+{
+    cutq.host = malloc((size_t)n * sizeof *cutq.host);
+    EXPECT(cutq.host, "out of memory");
+    for (int d = 0; d < n; d++) {
+        char name[64];
+        plat_host_name(&cutq.p, d, name, sizeof name);
+        cutq.host[d] = sg_host_by_name(name);
+        EXPECT(cutq.host[d], "no host %s", name);
+    }
+}
+
+/* The routes of the cut's devices that are compared, one line each (link
+ * names, latency, bottleneck bandwidth): every pair of one block, and
+ * device 0 of each node to device 0 of every other node. */
+static void cut_routes(void)
+{
+    FILE *f = fopen(cutq.out, "w");
+    EXPECT(f, "cannot write %s", cutq.out);
+    int dpn = cutq.p.devices_per_node;
+    xbt_dynar_t list = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    for (int a = 0; a < cutq.cut; a++)
+        for (int b = 0; b < cutq.cut; b++) {
+            if (a == b || (a / cutq.block != b / cutq.block && (a % dpn || b % dpn)))
+                continue;
+            xbt_dynar_reset(list);
+            sg_host_get_route(cutq.host[a], cutq.host[b], list);
+            fprintf(f, "%d %d", a, b);
+            unsigned i;
+            sg_link_t l;
+            xbt_dynar_foreach (list, i, l)
+                fprintf(f, " %s", sg_link_get_name(l));
+            fprintf(f, " %.17g %.17g\n", sg_host_get_route_latency(cutq.host[a], cutq.host[b]),
+                    sg_host_get_route_bandwidth(cutq.host[a], cutq.host[b]));
+        }
+    xbt_dynar_free(&list);
+    EXPECT(fclose(f) == 0, "cannot write %s", cutq.out);
+}
+
+static void cut_child(void)
+{
+    int want = (cutq.cut + cutq.p.devices_per_node - 1) / cutq.p.devices_per_node;
+    EXPECT((int)sg_host_count() == want * cutq.p.devices_per_node, "%zu hosts, want %d nodes",
+           sg_host_count(), want);
+    cut_hosts(cutq.cut);
+    cut_routes();
+    free(cutq.host);
+}
+
+typedef struct link_use {
+    sg_link_t link;
+    int block;
+} link_use;
+
+static int link_use_cmp(const void *a, const void *b)
+{
+    const link_use *x = a, *y = b;
+    if (x->link != y->link)
+        return (uintptr_t)x->link < (uintptr_t)y->link ? -1 : 1;
+    return x->block - y->block;
+}
+
+/* On the whole platform: the cut's routes, and no link on the routes of
+ * two blocks. */
+static void whole_child(void)
+{
+    int nd = plat_devices(&cutq.p);
+    cut_hosts(nd);
+    cut_routes();
+    size_t n = 0, cap = 1024;
+    link_use *use = malloc(cap * sizeof *use);
+    xbt_dynar_t list = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    for (int a = 0; a < nd; a++)
+        for (int b = a / cutq.block * cutq.block; b < (a / cutq.block + 1) * cutq.block; b++) {
+            if (a == b)
+                continue;
+            xbt_dynar_reset(list);
+            sg_host_get_route(cutq.host[a], cutq.host[b], list);
+            unsigned i;
+            sg_link_t l;
+            xbt_dynar_foreach (list, i, l) {
+                if (n == cap)
+                    use = realloc(use, (cap *= 2) * sizeof *use);
+                EXPECT(use, "out of memory");
+                use[n++] = (link_use){l, a / cutq.block};
+            }
+        }
+    xbt_dynar_free(&list);
+    qsort(use, n, sizeof *use, link_use_cmp);
+    for (size_t k = 1; k < n; k++)
+        EXPECT(use[k].link != use[k - 1].link || use[k].block == use[k - 1].block,
+               "link %s serves blocks %d and %d", sg_link_get_name(use[k].link),
+               use[k - 1].block, use[k].block);
+    free(use);
+    free(cutq.host);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    for (int c; (c = fgetc(f)) != EOF;)
+        fputc(c, m);
+    fclose(f);
+    fclose(m);
+    return buf;
+}
+
+/* The contract of plat_first_devices (platform.h) that shared DP replicas
+ * rest on (sim/engine/engine.c): on the grouped layout (129 nodes, a cut of
+ * 66 that ends in a partial group, blocks of 3 nodes across the group
+ * borders), the package and switch tiers (blocks of 4 devices of an A3
+ * node) and the mesh (pairs of a 910B node), the cut platform holds the
+ * cut's nodes and routes them as the whole one, and no link of the whole
+ * one serves two blocks. */
+START_TEST(test_platform_cut_routes_as_whole)
+{
+    static const struct {
+        const char *preset;
+        int nodes, block, cut;
+    } cases[] = {{"h100-sxm-8", 129, 24, 66 * 8}, {"h100-sxm-8", 4, 8, 8},
+                 {"ascend-a3-16", 3, 4, 16}, {"ascend-910b-8", 2, 2, 8}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        load_ok(cases[c].preset, NULL, &cutq.p);
+        cutq.p.nodes = cases[c].nodes;
+        cutq.block = cases[c].block;
+        cutq.cut = cases[c].cut;
+        platform cut = plat_first_devices(&cutq.p, cutq.cut);
+        ck_assert_int_eq(cut.nodes, (cutq.cut + cut.devices_per_node - 1) / cut.devices_per_node);
+        char xml[64], whole[64];
+        snprintf(whole, sizeof whole, "/tmp/check_platform_cut_XXXXXX");
+        int fd = mkstemp(whole);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        snprintf(cutq.out, sizeof cutq.out, "%s", whole);
+        write_tmp_xml(&cutq.p, xml, sizeof xml);
+        in_simgrid(xml, whole_child);
+        char *a = slurp(whole);
+        write_tmp_xml(&cut, xml, sizeof xml);
+        in_simgrid(xml, cut_child);
+        char *b = slurp(whole);
+        unlink(whole);
+        ck_assert_msg(strlen(a) > 0 && strcmp(a, b) == 0, "%s, %d nodes: the cut to %d devices "
+                      "routes otherwise", cases[c].preset, cases[c].nodes, cutq.cut);
+        free(a);
+        free(b);
+    }
+}
+END_TEST
+
 /* ---- raw SimGrid platforms ------------------------------------------------------- */
 
 START_TEST(test_platform_raw_ok)
@@ -868,6 +1032,7 @@ static Suite *platform_suite(void)
     tcase_add_test(xml, test_platform_xml_910b);
     tcase_add_test(xml, test_platform_xml_large);
     tcase_add_test(xml, test_platform_xml_speed);
+    tcase_add_test(xml, test_platform_cut_routes_as_whole);
     suite_add_tcase(s, xml);
     TCase *raw = tcase_create("Raw");
     tcase_set_timeout(raw, 120);

@@ -541,16 +541,23 @@ static int report_unfinished(rank_st *ranks, int nranks, cp_err *err)
                    "simulation deadlocked: %d stream(s) did not finish:%s", bad, buf);
 }
 
-/* Load the platform into SimGrid (the first run of the process), or check
- * that a later run is on the same one. */
-static int load_platform(const eng_opts *o, cp_err *err)
+/* Load into SimGrid the platform of o's first `devices` devices (the first
+ * run of the process; plat_first_devices: the nodes that hold them, routed
+ * as in the whole platform), or check that a later run is on the same
+ * platform and needs no node beyond those loaded. */
+static int load_platform(const eng_opts *o, int devices, cp_err *err)
 {
-    /* the platform of the run before, byte for byte: its XML is the one
+    platform cut = plat_first_devices(o->plat, devices);
+    /* the platform of a run before, byte for byte, or the same with fewer
+     * nodes (its nodes route as in the loaded one): its XML is the one
      * checked then (plat_write_xml reads nothing but the struct), so a
      * serving run's steps render it once, not once a step */
-    if (loaded.checked && loaded.l07 == o->l07 &&
-        memcmp(&loaded.plat, o->plat, sizeof loaded.plat) == 0)
-        return 0;
+    if (loaded.checked && loaded.l07 == o->l07) {
+        platform have = cut;
+        have.nodes = loaded.plat.nodes;
+        if (cut.nodes <= loaded.plat.nodes && memcmp(&loaded.plat, &have, sizeof have) == 0)
+            return 0;
+    }
     /* the platform as SimGrid would read it: a later run must be on the
      * same one (the same XML, or the same raw XML file) */
     char *text = NULL;
@@ -558,8 +565,7 @@ static int load_platform(const eng_opts *o, cp_err *err)
     FILE *mf = open_memstream(&text, &tlen);
     if (!mf)
         abort();
-    int wrc = o->plat->raw_xml ? (fputs(o->plat->source, mf) < 0 ? -1 : 0)
-                               : plat_write_xml(o->plat, mf, err);
+    int wrc = cut.raw_xml ? (fputs(cut.source, mf) < 0 ? -1 : 0) : plat_write_xml(&cut, mf, err);
     fputc(o->l07 ? '7' : '2', mf);
     if (fclose(mf) != 0 || wrc != 0) {
         free(text);
@@ -568,7 +574,9 @@ static int load_platform(const eng_opts *o, cp_err *err)
     if (loaded.text && strcmp(loaded.text, text) != 0) {
         free(text);
         return cp_fail(err, CP_EXIT_INTERNAL,
-                       "eng_run: a process simulates on one platform and network model");
+                       "eng_run: a process simulates on one platform and network model "
+                       "(%d node(s) of it loaded, this run needs %d)", loaded.plat.nodes,
+                       cut.nodes);
     }
     if (loaded.text)
         free(text);
@@ -586,15 +594,15 @@ static int load_platform(const eng_opts *o, cp_err *err)
         sg_cfg_set_double("network/TCP-gamma", 0.0);
 
         char xml[4096];
-        if (o->plat->raw_xml)
-            snprintf(xml, sizeof xml, "%s", o->plat->source);
-        else if (write_platform(o->plat, xml, sizeof xml, err) != 0)
+        if (cut.raw_xml)
+            snprintf(xml, sizeof xml, "%s", cut.source);
+        else if (write_platform(&cut, xml, sizeof xml, err) != 0)
             return -1;
         simgrid_load_platform(xml);
-        if (!o->plat->raw_xml)
+        if (!cut.raw_xml)
             unlink(xml);
     }
-    loaded.plat = *o->plat;
+    loaded.plat = cut;
     loaded.l07 = o->l07;
     loaded.checked = 1;
     return 0;
@@ -715,9 +723,14 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
  * one and copied: the same program on every replica's rank i, no group
  * wider than a replica (EP groups inside it, no G_WORLD op), replicas
  * aligned with nodes (a replica fills whole nodes or a node holds whole
- * replicas) on a generated, homogeneous platform, and the routes between
- * the ranks of each replica on links no other replica's routes use.
- * Otherwise 0: the run simulates every rank. */
+ * replicas) on a generated, homogeneous platform.  Then each replica is a
+ * block of devices whose routes cross links of its own (the generated
+ * layout's guarantee, plat_first_devices in platform.h, tested by
+ * check_platform), so nothing of one replica can slow another, and the
+ * first one runs alone on the nodes that hold it as it would beside the
+ * rest.  Otherwise 0: the run simulates every rank, on the whole platform
+ * (a raw XML file's routes are its author's, and a group or an EP all-to-all
+ * across replicas couples them). */
 static int replica_ranks(const plan *p, const eng_opts *o)
 {
     const plan_layout_cfg *l = &p->lay;
@@ -734,51 +747,7 @@ static int replica_ranks(const plan *p, const eng_opts *o)
             if ((op->kind == OPK_COLL || op->kind == OPK_P2P) && op->group == G_WORLD)
                 return 0;
         }
-    /* every link on a route inside a replica belongs to that replica only */
-    size_t cap = 1024;
-    while (cap < (size_t)p->nranks * 64)
-        cap *= 2;
-    const void **key = calloc(cap, sizeof *key);
-    int *owner = calloc(cap, sizeof *owner);
-    if (!key || !owner)
-        abort();
-    xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
-    int ok = 1;
-    for (int r = 0; r < p->nranks && ok; r++) {
-        char a[128], b[128];
-        plat_host_name(o->plat, r, a, sizeof a);
-        sg_host_t ha = sg_host_by_name(a);
-        int d = r / rpr;
-        for (int q = d * rpr; q < (d + 1) * rpr && ok; q++) {
-            if (q == r)
-                continue;
-            plat_host_name(o->plat, q, b, sizeof b);
-            sg_host_t hb = sg_host_by_name(b);
-            if (!ha || !hb) {
-                ok = 0;
-                break;
-            }
-            xbt_dynar_reset(links);
-            sg_host_get_route(ha, hb, links);
-            unsigned n = xbt_dynar_length(links);
-            for (unsigned k = 0; k < n && ok; k++) {
-                sg_link_t lk = xbt_dynar_get_as(links, k, sg_link_t);
-                size_t h = ((uintptr_t)lk >> 4) & (cap - 1);
-                while (key[h] && key[h] != lk)
-                    h = (h + 1) & (cap - 1);
-                if (!key[h]) {
-                    key[h] = lk;
-                    owner[h] = d;
-                } else if (owner[h] != d) {
-                    ok = 0;
-                }
-            }
-        }
-    }
-    xbt_dynar_free(&links);
-    free(key);
-    free(owner);
-    return ok ? rpr : 0;
+    return rpr;
 }
 
 /* res of the first replica (rpr ranks) copied to every replica of p: the
@@ -802,9 +771,12 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
     if (p->nranks > plat_devices(o->plat))
         return cp_fail(err, CP_EXIT_INPUT, "the plan needs %d devices, platform %s has %d",
                        p->nranks, o->plat->name, plat_devices(o->plat));
-    if (load_platform(o, err) != 0)
-        return -1;
+    /* SimGrid holds only the nodes of the ranks simulated: one replica's
+     * when they are shared, else the plan's (a platform larger than the
+     * plan leaves the rest idle: they cannot change its times) */
     int rpr = o->share_replicas ? replica_ranks(p, o) : 0;
+    if (load_platform(o, rpr > 0 ? rpr : p->nranks, err) != 0)
+        return -1;
     eng_result_init(res, rpr > 0 ? rpr : p->nranks);
     res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
     res->step_start = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_start);

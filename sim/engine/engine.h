@@ -87,13 +87,16 @@ void eng_init(int *argc, char **argv);
  * The serving scheduler (sim/serve/) runs one plan per distinct step.
  *
  * With o->share_replicas, DP replicas that cannot affect each other (the
- * same program, no group wider than a replica, node-aligned, routes on
- * links of their own: checked from the platform's routes) are simulated
- * once and the other replicas read the first one's records, shifted in
- * rank (events.h; res->replicas_simulated says which way it went).  Either
- * way each rank's events read in the order they happened and its memory
- * events by time and op (eng_rank_events, eng_rank_mems), so the outputs
- * are the same bytes.
+ * same program, no group wider than a replica, node-aligned on a generated
+ * platform, whose layout gives such blocks routes on links of their own:
+ * plat_first_devices in platform.h) are simulated once and the other
+ * replicas read the first one's records, shifted in rank (events.h;
+ * res->replicas_simulated says which way it went).  Either way each rank's
+ * events read in the order they happened and its memory events by time
+ * and op (eng_rank_events, eng_rank_mems), so the outputs are the same
+ * bytes.  SimGrid holds only the nodes of the ranks simulated (the first
+ * replica's, or the plan's: plat_first_devices); a later run of the
+ * process that needs more of them is an internal failure.
  *
  * With o->replay, a copy of a repeated region (plan.h) entered at a clean
  * cut (every op before it ended, none after it started) replays the
