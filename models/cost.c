@@ -179,11 +179,12 @@ static const double gemm_qs_t0[4] = {0, 0, 1.3e-6, 1.8e-6};
  * rope_unfused 0.0863 (1 %), lse_merge2_unfused 0.0861 (2 %); moe.csv at
  * >= 16K tokens: top-k scoring 0.0085 (32-40 GB/s of min_bytes), permute
  * 0.43 (1.6-2.0 TB/s), unpermute 0.125 (0.53 TB/s); gemm_fp8.csv act_quant
- * 0.085 (0.3-0.43 TB/s). */
+ * 0.085 (0.3-0.43 TB/s); elementwise.csv gelu 0.74 (3.14 TB/s at 1 GB, the
+ * copy's 4.24), layer_norm 0.45 (d 1280: 1.91 TB/s at 64K rows). */
 static const double mem_rel[KK_COUNT] = {
     [KK_COPY] = 1.000, [KK_ADD] = 1.027, [KK_NORM] = 0.750, [KK_SILU_MUL] = 0.27,
     [KK_ROPE] = 0.0863, [KK_LSE] = 0.0861, [KK_TOPK] = 0.0085, [KK_PERMUTE] = 0.43,
-    [KK_UNPERMUTE] = 0.125, [KK_QUANT] = 0.085,
+    [KK_UNPERMUTE] = 0.125, [KK_QUANT] = 0.085, [KK_GELU] = 0.74, [KK_LNORM] = 0.45,
     /* a kernel set's fused kernel no table measured: one pass over its bytes
      * at a copy's speed (elementwise.csv copy rows), one launch */
     [KK_FUSED] = 1.000,
@@ -199,6 +200,7 @@ static const cost_kk kk_of_kclass[KC_COUNT] = {
     [KC_ROPE] = KK_ROPE, [KC_TOPK] = KK_TOPK, [KC_EMBEDDING] = KK_COPY,
     [KC_KV_WRITE] = KK_COPY, [KC_LSE_MERGE] = KK_LSE, [KC_MOE_PERMUTE] = KK_PERMUTE,
     [KC_MOE_UNPERMUTE] = KK_UNPERMUTE, [KC_ACT_QUANT] = KK_QUANT, [KC_COPY] = KK_COPY,
+    [KC_GELU] = KK_GELU, [KC_LAYER_NORM] = KK_LNORM,
 };
 
 /* What the models need to know about a device. */
@@ -689,7 +691,10 @@ static series_key key_of(const plan_op *op, cost_kk kk)
     double impl = op->impl == IMPL_TORCH ? IMPL_FA2 : op->impl;
     switch (kk) {
     case KK_GEMM:
-        k = (series_key){{(double)op->k, (double)op->n, op->dtype, op->qscale}};
+        /* a cuDNN convolution (impl cudnn: its implicit GEMM's K and N)
+         * has series of its own, conv.csv's */
+        k = (series_key){{(double)op->k, (double)op->n, op->dtype, op->qscale,
+                          op->impl == IMPL_CUDNN}};
         break;
     case KK_MOE:
         k = (series_key){{(double)op->k, (double)op->n, (double)op->g, op->route, op->dtype}};

@@ -229,6 +229,43 @@ static int read_gemm(const calib_table *t, int graph, plan_costsrc src, cost_row
     return 0;
 }
 
+/* conv.csv: cuDNN's conv2d (3x3, stride 2, bias) of the audio encoder's
+ * front, one F.conv2d call per row at a number of images, eager repeat
+ * and CUDA-graph replay; each row is the call's implicit GEMM (M = images x
+ * output pixels, K = 9 x input channels, N = output channels), impl cudnn,
+ * so only convolutions fall in its series. */
+static int read_conv(const calib_table *t, cost_rows *rs, cp_err *err)
+{
+    static const char *const cols[] = {"model", "name", "dtype", "images", "M", "K", "N",
+                                       "kernels", "min_bytes", "time_us", "time_us_graph",
+                                       NULL};
+    if (need_cols(t, cols, err) < 0)
+        return -1;
+    for (int i = 0; i < calib_rows(t); i++) {
+        rd r = {t, i, err};
+        cost_row *row = push(rs, err);
+        int64_t images, kernels;
+        if (!row || read_mkn(&r, &row->op) < 0 || count(&r, "images", &images) < 0 ||
+            count(&r, "kernels", &kernels) < 0 || time_s(&r, "time_us", &row->t_eager) < 0 ||
+            time_s(&r, "time_us_graph", &row->t_graph) < 0)
+            return -1;
+        if (strcmp(str(&r, "dtype"), "bf16") != 0)
+            return cp_fail_at(err, calib_loc(t, i, col(&r, "dtype")),
+                              "dtype \"%s\": this table holds bf16 convolutions",
+                              str(&r, "dtype"));
+        row->op.name = "conv";
+        row->op.impl = IMPL_CUDNN;
+        row->op.nkern = (uint8_t)(kernels > 0 && kernels < 255 ? kernels : 1);
+        row->kk = KK_GEMM;
+        row->src = CS_CONV;
+        row->t_kernel = row->t_graph;
+        snprintf(row->cls, sizeof row->cls, "conv");
+        snprintf(row->label, sizeof row->label, "%s %s images=%lld", str(&r, "model"),
+                 str(&r, "name"), (long long)images);
+    }
+    return 0;
+}
+
 /* gemm_fp8.csv dtype column: the GEMM it measured. */
 static const struct {
     const char *name;
@@ -589,6 +626,8 @@ static const struct {
     /* neg, cat, two multiplies, an add (the trace of engine_checks.py) */
     {"rope_unfused", KK_ROPE, KC_ROPE, 5},
     {"lse_merge2_unfused", KK_LSE, KC_LSE_MERGE, 12},
+    {"gelu", KK_GELU, KC_GELU, 1},
+    {"layer_norm", KK_LNORM, KC_LAYER_NORM, 1},
 };
 
 /* The mem_rows entry of a table's kind, -1 for a kind no plan op runs. */
@@ -843,7 +882,8 @@ int cost_profile_read(const char *profile, cost_rows *rs, cp_err *err)
                   {"attention_cp", 0},  {"decode_attention", 0}, {"sparse_attention", 0},
                   {"gemm_graph_decode", 0}, {"gemm_fp8_decode", 0}, {"moe_decode", 0},
                   {"elementwise_decode", 0}, {"attention_backends", 0},
-                  {"aic_context_attention", 0}, {"aic_generation_attention", 0}};
+                  {"aic_context_attention", 0}, {"aic_generation_attention", 0},
+                  {"conv", 0}};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         char path[1024];
         if (!tables[i].required &&
@@ -868,6 +908,7 @@ int cost_profile_read(const char *profile, cost_rows *rs, cp_err *err)
         case 11: rc = read_moe(t, CS_MOE_DECODE, rs, err); break;
         case 12: rc = read_elementwise(t, 1, rs, err); decode_classes(rs, first); break;
         case 13: rc = read_attention_backends(t, rs, err); break;
+        case 16: rc = read_conv(t, rs, err); break;
         default: rc = read_aic_attention(t, i == 15, rs, err); break;
         }
         if (rc == 0 && (i == 9 || i == 10 || i == 11))

@@ -29,7 +29,7 @@
 typedef enum {
     KK_GEMM, KK_BMM, KK_MOE, KK_ATTN, KK_DECODE, KK_SPARSE, KK_ROOFLINE,
     KK_COPY, KK_ADD, KK_NORM, KK_SILU_MUL, KK_ROPE, KK_LSE, KK_TOPK, KK_PERMUTE,
-    KK_UNPERMUTE, KK_QUANT,
+    KK_UNPERMUTE, KK_QUANT, KK_GELU, KK_LNORM,
     KK_FUSED,     /* a fused kernel of a kernel set: its bytes at a copy's speed */
     KK_COUNT
 } cost_kk;

@@ -180,7 +180,8 @@ const char *plan_kclass_name(plan_kclass k)
     static const char *const t[] = {
         "gemm", "grouped_gemm", "moe_gemm", "attention", "sparse_attention", "indexer",
         "norm", "elementwise", "activation", "rope", "topk", "embedding", "kv_write",
-        "lse_merge", "moe_permute", "moe_unpermute", "act_quant", "copy"};
+        "lse_merge", "moe_permute", "moe_unpermute", "act_quant", "copy", "gelu",
+        "layer_norm"};
     _Static_assert(sizeof t / sizeof t[0] == KC_COUNT, "a name per kernel class");
     return NAME_OF(t, k);
 }
@@ -219,7 +220,7 @@ const char *plan_costsrc_file(plan_costsrc c)
                                     "gemm_fp8_decode.csv", "moe_decode.csv",
                                     "elementwise_decode.csv", "attention_backends.csv",
                                     "aic_context_attention.csv",
-                                    "aic_generation_attention.csv", ""};
+                                    "aic_generation_attention.csv", "conv.csv", ""};
     _Static_assert(sizeof t / sizeof t[0] == CS_COUNT, "a file per cost source");
     return NAME_OF(t, c);
 }

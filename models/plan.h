@@ -56,6 +56,8 @@ typedef enum {
     KC_MOE_UNPERMUTE,  /* expert rows weighted and summed back [m*k, h] -> [m, h] */
     KC_ACT_QUANT,      /* activation quantisation for an 8-bit GEMM [m, k] */
     KC_COPY,           /* slice / gather / pad / reorder copies */
+    KC_GELU,           /* GELU, one kernel (F.gelu; bytes-bound) */
+    KC_LAYER_NORM,     /* LayerNorm with weight and bias, one kernel (F.layer_norm) */
     KC_COUNT
 } plan_kclass;
 
@@ -77,6 +79,7 @@ typedef enum {
     CS_ATTENTION_BACKENDS,
     CS_AIC_CONTEXT_ATTENTION,    /* aiconfigurator's FA3 rows (scripts/aic_import.py) */
     CS_AIC_GENERATION_ATTENTION,
+    CS_CONV,      /* cuDNN convolutions, priced as their implicit GEMMs (conv.csv) */
     CS_DERIVED,   /* a fused kernel no table measured: its bytes at the copy rate, one launch */
     CS_COUNT
 } plan_costsrc;

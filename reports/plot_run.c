@@ -37,6 +37,7 @@ static int class_of(const char *cat)
                {"activation", PLOT_CL_MEMBOUND}, {"rope", PLOT_CL_MEMBOUND},
                {"embedding", PLOT_CL_MEMBOUND},  {"kv_write", PLOT_CL_MEMBOUND},
                {"act_quant", PLOT_CL_MEMBOUND},  {"copy", PLOT_CL_MEMBOUND},
+               {"gelu", PLOT_CL_MEMBOUND},       {"layer_norm", PLOT_CL_MEMBOUND},
                {"all_reduce", PLOT_CL_COLL},     {"all_gather", PLOT_CL_COLL},
                {"reduce_scatter", PLOT_CL_COLL}, {"all_to_all", PLOT_CL_COLL},
                {"broadcast", PLOT_CL_COLL},      {"hop", PLOT_CL_HOP},

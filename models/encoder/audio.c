@@ -61,35 +61,41 @@ double enc_audio_weight_bytes(const arch_audio *au, int tp, double wb)
 
 /* ---- the work ---------------------------------------------------------------- */
 
-/* A LayerNorm of m rows of width w (torch's native_layer_norm: one kernel
- * reading x, writing y; no table measured it: its bytes at the copy rate,
- * models/cost.c KK_FUSED). */
+/* A LayerNorm of m rows of width w with its weight and bias (F.layer_norm:
+ * one kernel reading x, writing y; elementwise.csv layer_norm rows). */
 static void layer_norm(bld *b, const char *name, int64_t m, int64_t w)
 {
     double e = (double)m * (double)w;
-    uint32_t i = em_compute(b, name, KC_NORM, 8.0 * e, 2.0 * e * b->ab, shp(2, m, w, 0),
-                            shp(1, w, 0, 0), shp(2, m, w, 0));
-    em_stamp(b, i, IMPL_FUSED, 1);
+    em_compute(b, name, KC_LAYER_NORM, 8.0 * e, 2.0 * e * b->ab + 2.0 * (double)w * b->ab,
+               shp(2, m, w, 0), shp(1, w, 0, 0), shp(2, m, w, 0));
 }
 
-/* GELU over e elements in place of a tensor of that many (F.gelu: one
- * kernel, erf form about 8 flops an element; bytes at the copy rate). */
-static void gelu(bld *b, const char *name, double e, int nkern)
+/* GELU over e elements into a tensor of that many (F.gelu: one kernel a
+ * call, erf form about 8 flops an element; elementwise.csv gelu rows). */
+static void gelu(bld *b, const char *name, double e, int calls)
 {
-    uint32_t i = em_compute(b, name, KC_ACTIVATION, 8.0 * e, 2.0 * e * b->ab,
-                            shp(1, (int64_t)e, 0, 0), shp(0, 0, 0, 0), shp(1, (int64_t)e, 0, 0));
-    em_stamp(b, i, IMPL_FUSED, nkern);
+    uint32_t i = em_compute(b, name, KC_GELU, 8.0 * e, 2.0 * e * b->ab, shp(1, (int64_t)e, 0, 0),
+                            shp(0, 0, 0, 0), shp(1, (int64_t)e, 0, 0));
+    b->pg->ops[i].nkern = (uint8_t)calls;
 }
 
-/* A 3x3 stride-2 convolution of `in` to `out` channels over n images of
- * fo x to output pixels, as cuDNN runs one: an implicit GEMM of n fo to
- * rows, 9 in deep, out wide (priced from the GEMM tables; one launch per
- * call). */
+/* Kernels of one F.conv2d call of the front on cuDNN's NCHW path (the
+ * H200 trace of single-gpu/audio_encoder.py --kernels, conv.csv
+ * `kernels`): one input channel, an implicit-GEMM kernel and the bias add;
+ * 480, two layout transforms in, the convolution, one out, the bias add. */
+#define CONV1_KERNELS 2
+#define CONV_KERNELS 5
+
+/* A 3x3 stride-2 convolution with bias of `in` to `out` channels over n
+ * images of fo x to output pixels, in `calls` calls, as cuDNN runs one: its
+ * implicit GEMM of n fo to rows, 9 in deep, out wide, impl cudnn (priced
+ * from conv.csv, whose rows time whole calls). */
 static void conv_gemm(bld *b, const char *name, int64_t n, int64_t fo, int64_t to, int64_t in,
                       int64_t out, int calls)
 {
     uint32_t i = em_gemm(b, name, n * fo * to, 9 * in, out, 1);
-    b->pg->ops[i].nkern = (uint8_t)calls;
+    int k = calls * (in == 1 ? CONV1_KERNELS : CONV_KERNELS);
+    em_stamp(b, i, IMPL_CUDNN, k);
 }
 
 /* The convolutions, conv_out and the positions of n chunks of `frames`
@@ -112,13 +118,8 @@ static em_tensor front(bld *b, const arch_audio *au, int64_t n, int64_t frames, 
             shp(3, n, au->mel_bins, frames));
     double o1 = (double)per * (double)(c * f1 * t1) * ab;
     em_tensor c1 = em_act_alloc(b, o1);
-    /* conv2d1 has one input channel: 9 multiply-adds an output, bound by
-     * the bytes it writes (no table measured it: the copy rate) */
     double e1 = (double)n * (double)(c * f1 * t1);
-    uint32_t i = em_compute(b, "audio.conv2d1", KC_COPY, 18.0 * e1, mel + e1 * ab,
-                            shp(3, n, au->mel_bins, frames), shp(3, c, 3, 3),
-                            shp(3, n, c, f1 * t1));
-    em_stamp(b, i, IMPL_FUSED, calls);
+    conv_gemm(b, "audio.conv2d1", n, f1, t1, 1, c, calls);
     gelu(b, "audio.conv_gelu1", e1, calls);
     em_tensor c2 = em_act_alloc(b, (double)per * (double)(c * f2 * t2) * ab);
     conv_gemm(b, "audio.conv2d2", n, f2, t2, c, c, calls);

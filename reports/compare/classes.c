@@ -122,6 +122,7 @@ int cmp_class_of_category(const char *cat)
         {"rope", CMP_ELEMENTWISE},   {"embedding", CMP_ELEMENTWISE},
         {"kv_write", CMP_ELEMENTWISE}, {"lse_merge", CMP_ELEMENTWISE},
         {"act_quant", CMP_ELEMENTWISE}, {"copy", CMP_ELEMENTWISE},
+        {"gelu", CMP_ELEMENTWISE},   {"layer_norm", CMP_NORM},
         {"all_reduce", CMP_ALL_REDUCE}, {"all_gather", CMP_ALL_GATHER},
         {"reduce_scatter", CMP_REDUCE_SCATTER}, {"all_to_all", CMP_SEND_RECV},
         {"hop", CMP_SEND_RECV},      {"broadcast", CMP_BROADCAST},
