@@ -19,15 +19,18 @@
  *
  * Replay.  Copy k replays copy j, every time shifted to k's entry cut,
  * layers by k - j copies, when
- *   - cuts j, j + 1 and k are valid with equal signatures (within rp_eps),
- *     copy j was simulated (so copy j ran from that state to the same state
- *     and its events depend on nothing else: copy j + 1's early ops touched
- *     no rank of copy j's still running);
- *   - no op of copies j and j + 1 waited for the host to issue it, and the
+ *   - cuts j, j + p and k are valid with equal signatures (within rp_eps),
+ *     copies j .. j + p - 1 were simulated, each between valid cuts (so
+ *     they ran from that state back to it and their events depend on
+ *     nothing else: a copy's early ops touched no rank of the copy before
+ *     still running);
+ *   - no op of copies j .. j + p waited for the host to issue it, and the
  *     host's issue offsets grow from copy j to copy k by no more than the
  *     shift, so they do not hold copy k's ops back either.
- * The cut after a replayed copy is then in copy j + 1's state, so the next
- * copy replays too, until the region ends or the issue check fails.  At the
+ * The cut after a replayed copy is then in copy j + 1's state, so copy
+ * k + 1 replays copy j + 1, and so on round the cycle of p copies, until
+ * the region ends or the issue check fails.  A cycle of one copy (p = 1)
+ * is looked for first; longer ones are the shortest closing at cut k.  At the
  * region's end the ops that follow are not copy j + 1's: none may have been
  * able to start before the replay ends (from its predecessor's and
  * dependencies' end times and its issue time), else the last copy is
@@ -51,13 +54,29 @@
  * workload with the unrolled run's.  With eng_opts.replay_tol_s > 0
  * (simulation.replay_tolerance_s) signatures equal within that many seconds
  * count as equal: an approximation, for rings whose cuts never repeat to
- * rounding (replay.sh bounds its TTFT error on one).  Those are rings
- * under compute/communication interference: the 16-node pass-Q ring at
- * 128K replays 0 of 125 layers exactly, and 120 with the interference
- * model off, because the slowdowns couple each rank's timing to its ring
- * neighbours' and the early starts of a cut wander by up to ~1 us from
- * layer to layer instead of settling.  The closest two cuts came without
- * replaying is kept (eng_result.replay_near_s) for the run line's hint.
+ * rounding (replay.sh bounds its TTFT error on one).
+ *
+ * Which rings repeat.  A striped split gives SP rank g of P its own
+ * attention cost (it holds g + 1 of its P causal blocks' diagonals: Llama
+ * 3.1 405B at 128K on 16 nodes, 0.235 us more per rank per layer), so the
+ * ranks' timelines need not repeat every layer; zigzag balances them and
+ * repeats.  Measured on Llama 3.1 405B at 128K, TP8 x SP16, striped:
+ *   - pass-Q without overlap settles after 13 layers into a cycle of two
+ *     layers, exact to 2e-14 s: it replays by cycles (113 of 125);
+ *   - pass-KV with ring_overlap never repeats: the hops hide under the
+ *     attention, so no rank waits for a neighbour and each runs at its own
+ *     rate; the early starts of a cut drift apart by 3.5 us a layer (rank 0
+ *     against rank 15), which is the model, not rounding, and no tolerance
+ *     up to 1e-6 s covers it;
+ *   - pass-Q with ring_overlap comes back to its state every three layers
+ *     only to within 1e-9 to 1e-7 s (the returned partials' transfers
+ *     overlap the next hop's by amounts that wander), so it replays only
+ *     under a tolerance.
+ * The interference model plays no part in these (their hops cross the
+ * NIC: the same answers to 10 digits without it); integer clock units
+ * would not help either, the differences being far above the clock's
+ * rounding.  The closest two cuts came without replaying is kept
+ * (eng_result.replay_near_s) for the run line's hint.
  */
 #include "sim/engine/engine_int.h"
 
@@ -678,15 +697,31 @@ static double sig_dist(const rp_copy *a, const rp_copy *b)
     return d;
 }
 
-/* The copy j < k whose two cuts, entry and exit, are in copy k's entry
- * state (-1: none); the closest miss is kept for the run line's hint. */
-static int64_t reference_copy(int R, uint32_t k)
+/* Whether copy c of region R was simulated from a valid entry cut to a
+ * valid exit cut without waiting for the host: a reference. */
+static int simulated_clean(int R, int64_t c)
+{
+    const rp_copy *J = &rp.cp[R][c], *X = &rp.cp[R][c + 1];
+    return !J->replayed && J->cut_done && J->clean && !J->issue_bound && X->cut_done &&
+           X->clean && !X->issue_bound;
+}
+
+/* The reference cycle for copy k: copies j .. j + *period - 1, simulated,
+ * whose entry cut j and exit cut j + *period are in copy k's entry state
+ * (-1: none).  From a state the run goes on as it went from there before,
+ * so copy k + i is copy j + i % period.  Period 1 (a copy leading from a
+ * state back into it) is looked for first, at every j; then the shortest
+ * cycle closing at k (cut k in cut j's state, copies j .. k - 1 all
+ * references): rings whose ranks do unequal work settle into cycles of
+ * more than one layer (the 16-node striped pass-Q ring at 128K: two).
+ * The closest miss is kept for the run line's hint. */
+static int64_t reference_copy(int R, uint32_t k, uint32_t *period)
 {
     const rp_copy *K = &rp.cp[R][k];
+    *period = 1;
     for (int64_t j = (int64_t)k - 1; j >= 0; j--) {
         const rp_copy *J = &rp.cp[R][j], *X = &rp.cp[R][j + 1];
-        if (J->replayed || !J->cut_done || !J->clean || J->issue_bound || !X->cut_done ||
-            !X->clean || X->issue_bound)
+        if (!simulated_clean(R, j))
             continue;
         if (sig_eq(J, X) && sig_eq(J, K))
             return j;
@@ -694,6 +729,11 @@ static int64_t reference_copy(int R, uint32_t k)
         if (d < INFINITY && (rp.near == 0 || d < rp.near))
             rp.near = d;
     }
+    for (int64_t j = (int64_t)k - 2; j >= 0 && simulated_clean(R, j + 1); j--)
+        if (simulated_clean(R, j) && sig_eq(&rp.cp[R][j], K)) {
+            *period = (uint32_t)(k - j);
+            return j;
+        }
     return -1;
 }
 
@@ -734,7 +774,7 @@ static void skip_replayed(int R, uint32_t m_end, double tc)
 
 /* Copy m_end simulates from its entry cut at tc, in the state of copy j's
  * exit: its early starts start as early. */
-static void resume_after(int R, uint32_t m_end, int64_t j, double tc)
+static void resume_after(int R, uint32_t m_end, uint32_t j, double tc)
 {
     const rp_copy *X = &rp.cp[R][j + 1];
     rp_copy *c = &rp.cp[R][m_end];
@@ -773,13 +813,13 @@ static void wake_parked(void)
 }
 
 /* Cut k (a valid cut) of the pending region completed at t: replay from
- * copy k on if a reference allows.  Returns 1 when it replayed (and armed
- * the next cut). */
+ * copy k on if a reference cycle allows.  Returns 1 when it replayed (and
+ * armed the next cut). */
 static int chain(double t)
 {
     int R = rp.R;
-    uint32_t k = rp.k, n = rp.repeat[R];
-    int64_t j = reference_copy(R, k);
+    uint32_t k = rp.k, n = rp.repeat[R], p;
+    int64_t j = reference_copy(R, k, &p);
     if (j < 0)
         return 0;
     const rp_copy *J = &rp.cp[R][j];
@@ -791,23 +831,26 @@ static int chain(double t)
     for (size_t x = 0; x < rp.nx; x++)
         if (rp.xend[x] > t + span + lead)
             return 0; /* an early op would outlast the replayed copy */
-    /* copies k .. m_end - 1 replay, copy m with its entry cut at tcs[m - k]:
-     * every time is an entry cut plus its offset in copy j, and a copy's
-     * exit is the next one's entry, so that times equal in copy j and at
-     * its ends stay equal */
+    /* copies k .. m_end - 1 replay, copy m as copy ref(m) = j + (m - k) % p
+     * with its entry cut at tcs[m - k]: every time is an entry cut plus its
+     * offset in the reference, and a copy's exit is the next one's entry,
+     * so that times equal in the reference and at its ends stay equal */
     double *tcs = malloc(((size_t)(n - k) + 1) * sizeof *tcs);
     if (!tcs)
         abort();
     uint32_t m_end = k;
     tcs[0] = t;
-    while (m_end < n && issue_ok(R, m_end, (uint32_t)j, tcs[m_end - k] - J->tc)) {
-        shadow(R, m_end, (uint32_t)j, tcs[m_end - k]);
-        tcs[m_end - k + 1] = tcs[m_end - k] + span;
+    for (;;) {
+        uint32_t ref = (uint32_t)j + (m_end - k) % p;
+        if (m_end == n || !issue_ok(R, m_end, ref, tcs[m_end - k] - rp.cp[R][ref].tc))
+            break;
+        shadow(R, m_end, ref, tcs[m_end - k]);
+        tcs[m_end - k + 1] = tcs[m_end - k] + (rp.cp[R][ref + 1].tc - rp.cp[R][ref].tc);
         m_end++;
     }
-    /* after the region's last copy come other ops, which copy j's exit
-     * says nothing about: they must not have been able to start before
-     * the replay's end (else the last copy simulates) */
+    /* after the region's last copy come other ops, which the reference's
+     * exit says nothing about: they must not have been able to start
+     * before the replay's end (else the last copy simulates) */
     if (m_end == n && !exit_ok(R, m_end, tcs[m_end - k]))
         rp.cp[R][--m_end].shadow = 0; /* it simulates after all */
     double tc = tcs[m_end - k];
@@ -816,14 +859,16 @@ static int chain(double t)
         return 0;
     }
     drop_early_records(&rp.cp[R][k]);
-    build_ref(R, (uint32_t)j);
-    for (uint32_t m = k; m < m_end; m++)
-        replay_copy(R, m, (uint32_t)j, tcs[m - k]);
+    for (uint32_t m = k; m < m_end; m++) {
+        uint32_t ref = (uint32_t)j + (m - k) % p;
+        build_ref(R, ref);
+        replay_copy(R, m, ref, tcs[m - k]);
+    }
     free(tcs);
     rp.hold = tc;
     skip_replayed(R, m_end, tc);
     if (m_end < n) {
-        resume_after(R, m_end, j, tc);
+        resume_after(R, m_end, (uint32_t)j + (m_end - 1 - k) % p, tc);
         rp.k = m_end;
     } else {
         rp.k = n - 1;
