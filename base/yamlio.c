@@ -1,9 +1,9 @@
 /* yamlio: libyaml events -> a tree of located nodes, and the typed accessors,
  * --set overrides, merge and dump that every YAML loader of cpsim uses (see
- * yamlio.h).  This is the only file that includes <yaml.h>; libyaml's
+ * yamlio.h; --set, merge and dump are yamlio_edit.c).  This is the only file that includes <yaml.h>; libyaml's
  * 1-on-success convention stops here.
  */
-#include "base/yamlio.h"
+#include "base/yamlio_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -24,17 +24,12 @@
 /* Scalars longer than this many characters are cut in messages. */
 #define YIO_SHOW_CHARS 60
 
-struct ydoc {
-    ynode *root;
-    char **origins;   /* interned origin strings that node locations point to */
-    size_t norigins;
-};
 
 /* ---- allocation ---------------------------------------------------------
  * Out of memory is not an input error and cannot be reported sensibly from
  * deep inside a tree edit, so it ends the process (as git's xmalloc does). */
 
-static void *xrealloc(void *p, size_t n)
+void *yio_xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q) {
@@ -47,45 +42,45 @@ static void *xrealloc(void *p, size_t n)
 static char *xstrdup(const char *s)
 {
     size_t n = strlen(s) + 1;
-    return memcpy(xrealloc(NULL, n), s, n);
+    return memcpy(yio_xrealloc(NULL, n), s, n);
 }
 
 /* The document's copy of `origin` (one copy per distinct string). */
-static const char *doc_origin(ydoc *doc, const char *origin)
+const char *yio_doc_origin(ydoc *doc, const char *origin)
 {
     if (!origin)
         return NULL;
     for (size_t i = 0; i < doc->norigins; i++)
         if (strcmp(doc->origins[i], origin) == 0)
             return doc->origins[i];
-    doc->origins = xrealloc(doc->origins, (doc->norigins + 1) * sizeof *doc->origins);
+    doc->origins = yio_xrealloc(doc->origins, (doc->norigins + 1) * sizeof *doc->origins);
     doc->origins[doc->norigins] = xstrdup(origin);
     return doc->origins[doc->norigins++];
 }
 
-static cp_loc loc_in(ydoc *doc, cp_loc loc)
+cp_loc yio_loc_in(ydoc *doc, cp_loc loc)
 {
-    loc.origin = doc_origin(doc, loc.origin);
+    loc.origin = yio_doc_origin(doc, loc.origin);
     return loc;
 }
 
 /* ---- nodes ------------------------------------------------------------- */
 
-static ynode *node_new(yn_kind kind, cp_loc loc)
+ynode *yio_node_new(yn_kind kind, cp_loc loc)
 {
-    ynode *n = xrealloc(NULL, sizeof *n);
+    ynode *n = yio_xrealloc(NULL, sizeof *n);
     memset(n, 0, sizeof *n);
     n->kind = kind;
     n->loc = loc;
     return n;
 }
 
-static void node_free(ynode *n)
+void yio_node_free(ynode *n)
 {
     if (!n)
         return;
     for (size_t i = 0; i < n->n; i++) {
-        node_free(n->kids[i]);
+        yio_node_free(n->kids[i]);
         if (n->keys)
             free(n->keys[i]);
     }
@@ -103,22 +98,22 @@ static void node_grow(ynode *n)
     if (n->n < n->cap)
         return;
     n->cap = n->cap ? 2 * n->cap : 4;
-    n->kids = xrealloc(n->kids, n->cap * sizeof *n->kids);
+    n->kids = yio_xrealloc(n->kids, n->cap * sizeof *n->kids);
     if (n->kind == YN_MAP) {
-        n->keys = xrealloc(n->keys, n->cap * sizeof *n->keys);
-        n->key_locs = xrealloc(n->key_locs, n->cap * sizeof *n->key_locs);
-        n->seen = xrealloc(n->seen, n->cap * sizeof *n->seen);
+        n->keys = yio_xrealloc(n->keys, n->cap * sizeof *n->keys);
+        n->key_locs = yio_xrealloc(n->key_locs, n->cap * sizeof *n->key_locs);
+        n->seen = yio_xrealloc(n->seen, n->cap * sizeof *n->seen);
     }
 }
 
-static void seq_add(ynode *seq, ynode *val)
+void yio_seq_add(ynode *seq, ynode *val)
 {
     node_grow(seq);
     seq->kids[seq->n++] = val;
 }
 
 /* Appends key (copied) -> val (taken) to a map. */
-static void map_add(ynode *map, const char *key, cp_loc key_loc, ynode *val)
+void yio_map_add(ynode *map, const char *key, cp_loc key_loc, ynode *val)
 {
     node_grow(map);
     map->keys[map->n] = xstrdup(key);
@@ -128,7 +123,7 @@ static void map_add(ynode *map, const char *key, cp_loc key_loc, ynode *val)
 }
 
 /* Index of key in map, or -1. */
-static long map_find(const ynode *map, const char *key)
+long yio_map_find(const ynode *map, const char *key)
 {
     for (size_t i = 0; i < map->n; i++)
         if (strcmp(map->keys[i], key) == 0)
@@ -138,22 +133,22 @@ static long map_find(const ynode *map, const char *key)
 
 ynode *yio_clone(ydoc *doc, const ynode *src)
 {
-    ynode *n = node_new(src->kind, loc_in(doc, src->loc));
+    ynode *n = yio_node_new(src->kind, yio_loc_in(doc, src->loc));
     n->quoted = src->quoted;
     if (src->str)
         n->str = xstrdup(src->str);
     for (size_t i = 0; i < src->n; i++) {
         if (src->kind == YN_MAP)
-            map_add(n, src->keys[i], loc_in(doc, src->key_locs[i]), yio_clone(doc, src->kids[i]));
+            yio_map_add(n, src->keys[i], yio_loc_in(doc, src->key_locs[i]), yio_clone(doc, src->kids[i]));
         else
-            seq_add(n, yio_clone(doc, src->kids[i]));
+            yio_seq_add(n, yio_clone(doc, src->kids[i]));
     }
     return n;
 }
 
 static ydoc *doc_new(void)
 {
-    ydoc *doc = xrealloc(NULL, sizeof *doc);
+    ydoc *doc = yio_xrealloc(NULL, sizeof *doc);
     memset(doc, 0, sizeof *doc);
     return doc;
 }
@@ -162,7 +157,7 @@ void yio_free(ydoc *doc)
 {
     if (!doc)
         return;
-    node_free(doc->root);
+    yio_node_free(doc->root);
     for (size_t i = 0; i < doc->norigins; i++)
         free(doc->origins[i]);
     free(doc->origins);
@@ -285,7 +280,7 @@ static ynode *parse_scalar(const pstate *ps, const yaml_event_t *ev)
     int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
     int is_null = plain && (!*v || !strcmp(v, "~") || !strcmp(v, "null") ||
                             !strcmp(v, "Null") || !strcmp(v, "NULL"));
-    ynode *n = node_new(is_null ? YN_NULL : YN_SCALAR, mark_loc(ps, ev->start_mark));
+    ynode *n = yio_node_new(is_null ? YN_NULL : YN_SCALAR, mark_loc(ps, ev->start_mark));
     n->str = xstrdup(v);
     n->quoted = !plain;
     return n;
@@ -308,7 +303,7 @@ static int parse_seq_items(pstate *ps, ynode *seq, const char *path, int depth, 
         yaml_event_delete(&ev);
         if (!item)
             return -1;
-        seq_add(seq, item);
+        yio_seq_add(seq, item);
     }
 }
 
@@ -336,7 +331,7 @@ static int parse_map_items(pstate *ps, ynode *map, const char *path, int depth, 
         }
         const char *key = (const char *)kev.data.scalar.value;
         cp_loc kloc = mark_loc(ps, kev.start_mark);
-        long prev = map_find(map, key);
+        long prev = yio_map_find(map, key);
         if (prev >= 0) {
             cp_loc first = map->key_locs[prev];
             char where[64] = "";
@@ -358,7 +353,7 @@ static int parse_map_items(pstate *ps, ynode *map, const char *path, int depth, 
         ynode *val = parse_node(ps, &vev, sub, depth + 1, err);
         yaml_event_delete(&vev);
         if (val)
-            map_add(map, key, kloc, val);
+            yio_map_add(map, key, kloc, val);
         yaml_event_delete(&kev);
         if (!val)
             return -1;
@@ -383,11 +378,11 @@ static ynode *parse_node(pstate *ps, const yaml_event_t *ev, const char *path, i
         return NULL;
     }
     int is_seq = ev->type == YAML_SEQUENCE_START_EVENT;
-    ynode *n = node_new(is_seq ? YN_SEQ : YN_MAP, mark_loc(ps, ev->start_mark));
+    ynode *n = yio_node_new(is_seq ? YN_SEQ : YN_MAP, mark_loc(ps, ev->start_mark));
     int rc = is_seq ? parse_seq_items(ps, n, path, depth, err)
                     : parse_map_items(ps, n, path, depth, err);
     if (rc < 0) {
-        node_free(n);
+        yio_node_free(n);
         return NULL;
     }
     return n;
@@ -427,7 +422,7 @@ static int parse_stream(pstate *ps, ynode **root, cp_err *err)
 
 /* Parse text into a new tree; origin must be interned in the document that
  * will own the tree. */
-static ynode *parse_text(const char *text, size_t len, const char *origin, int set_mode,
+ynode *yio_parse_text(const char *text, size_t len, const char *origin, int set_mode,
                          cp_err *err)
 {
     pstate ps = { .origin = origin, .text = text, .len = len, .set_mode = set_mode };
@@ -440,11 +435,11 @@ static ynode *parse_text(const char *text, size_t len, const char *origin, int s
     int rc = parse_stream(&ps, &root, err);
     yaml_parser_delete(&ps.parser);
     if (rc < 0) {
-        node_free(root);
+        yio_node_free(root);
         return NULL;
     }
     if (!root) {
-        root = node_new(YN_NULL, (cp_loc){ origin, set_mode ? 0 : 1, set_mode ? 0 : 1 });
+        root = yio_node_new(YN_NULL, (cp_loc){ origin, set_mode ? 0 : 1, set_mode ? 0 : 1 });
         root->str = xstrdup("");
     }
     return root;
@@ -454,8 +449,8 @@ static ynode *parse_text(const char *text, size_t len, const char *origin, int s
 ydoc *yio_parse_string(const char *text, size_t len, const char *origin, cp_err *err)
 {
     ydoc *doc = doc_new();
-    const char *o = doc_origin(doc, origin ? origin : "<string>");
-    doc->root = parse_text(text, len, o, 0, err);
+    const char *o = yio_doc_origin(doc, origin ? origin : "<string>");
+    doc->root = yio_parse_text(text, len, o, 0, err);
     if (!doc->root) {
         yio_free(doc);
         return NULL;
@@ -463,8 +458,8 @@ ydoc *yio_parse_string(const char *text, size_t len, const char *origin, cp_err 
     if (doc->root->kind == YN_NULL) {
         /* an empty document is an empty mapping */
         cp_loc loc = doc->root->loc;
-        node_free(doc->root);
-        doc->root = node_new(YN_MAP, loc);
+        yio_node_free(doc->root);
+        doc->root = yio_node_new(YN_MAP, loc);
     }
     return doc;
 }
@@ -479,7 +474,7 @@ ydoc *yio_parse_stream(FILE *f, const char *origin, cp_err *err)
     for (;;) {
         if (len == cap) {
             cap = cap ? 2 * cap : 4096;
-            text = xrealloc(text, cap);
+            text = yio_xrealloc(text, cap);
         }
         size_t got = fread(text + len, 1, cap - len, f);
         len += got;
@@ -519,7 +514,7 @@ const ynode *yio_key(const ynode *map, const char *key)
 {
     if (!map || map->kind != YN_MAP)
         return NULL;
-    long i = map_find(map, key);
+    long i = yio_map_find(map, key);
     if (i < 0)
         return NULL;
     map->seen[i] = 1;
@@ -808,271 +803,3 @@ int yio_no_unknown(const ynode *map, const char *prefix, const char *const *know
     return 0;
 }
 
-/* ---- --set and merge ---------------------------------------------------- */
-
-/* Whether seg is a list index (decimal digits); *idx gets its value,
- * saturated at SIZE_MAX. */
-static int seg_index(const char *seg, size_t *idx)
-{
-    if (!*seg)
-        return 0;
-    for (const char *p = seg; *p; p++)
-        if (!isdigit((unsigned char)*p))
-            return 0;
-    errno = 0;
-    unsigned long long v = strtoull(seg, NULL, 10);
-    *idx = errno == ERANGE || v > SIZE_MAX ? SIZE_MAX : (size_t)v;
-    return 1;
-}
-
-/* A scalar (or null) where a map is needed becomes {name: scalar}; a null
- * becomes an empty map.  In place, so the parent's pointer stays valid. */
-static void promote_to_map(ynode *n)
-{
-    ynode *scalar = NULL;
-    if (n->kind == YN_SCALAR) {
-        scalar = node_new(YN_SCALAR, n->loc);
-        scalar->str = n->str;
-        scalar->quoted = n->quoted;
-    } else {
-        free(n->str);
-    }
-    n->str = NULL;
-    n->quoted = 0;
-    n->kind = YN_MAP;
-    if (scalar)
-        map_add(n, "name", n->loc, scalar);
-}
-
-/* Walk segs[0..nseg) from root, creating what is missing, and put val (taken)
- * at the end.  Errors happen before anything below the failing level is
- * changed. */
-static int set_path(ynode *root, char **segs, size_t nseg, ynode *val, cp_loc at, cp_err *err)
-{
-    char walked[512] = "the top level";
-    ynode *cur = root;
-    for (size_t i = 0;; i++) {
-        size_t idx = 0;
-        int is_idx = seg_index(segs[i], &idx);
-        if (cur->kind == YN_SCALAR || cur->kind == YN_NULL) {
-            if (is_idx)
-                return cp_fail_at(err, at, "%s is a single value; it has no item %s", walked,
-                                  segs[i]);
-            promote_to_map(cur);
-        }
-        ynode **slot = NULL;
-        if (cur->kind == YN_MAP) {
-            if (is_idx)
-                return cp_fail_at(err, at, "%s is a mapping, not a list; it has no index %s",
-                                  walked, segs[i]);
-            long k = map_find(cur, segs[i]);
-            slot = k >= 0 ? &cur->kids[k] : NULL;
-        } else {
-            if (!is_idx)
-                return cp_fail_at(err, at, "%s is a list; expected an index, got \"%s\"",
-                                  walked, segs[i]);
-            if (idx > cur->n)
-                return cp_fail_at(err, at, "index %s is beyond the end of %s (length %zu; "
-                                  "index %zu appends)", segs[i], walked, cur->n, cur->n);
-            slot = idx < cur->n ? &cur->kids[idx] : NULL;
-        }
-        if (i + 1 == nseg) {
-            if (slot) {
-                node_free(*slot);
-                *slot = val;
-            } else if (cur->kind == YN_MAP) {
-                map_add(cur, segs[i], at, val);
-            } else {
-                seq_add(cur, val);
-            }
-            return 0;
-        }
-        if (i == 0)
-            snprintf(walked, sizeof walked, "%s", segs[0]);
-        else
-            snprintf(walked + strlen(walked), sizeof walked - strlen(walked), ".%s", segs[i]);
-        if (!slot) {
-            size_t next;
-            int next_is_idx = seg_index(segs[i + 1], &next);
-            if (next_is_idx && next != 0)
-                return cp_fail_at(err, at, "index %s is beyond the end of %s (a new list)",
-                                  segs[i + 1], walked);
-            ynode *child = node_new(next_is_idx ? YN_SEQ : YN_MAP, at);
-            if (cur->kind == YN_MAP)
-                map_add(cur, segs[i], at, child);
-            else
-                seq_add(cur, child);
-            cur = child;
-        } else {
-            cur = *slot;
-        }
-    }
-}
-
-/* The path is split at '.', every part checked non-empty, and the value
- * parsed, before the tree is touched; set_path then edits it.  The origin
- * "--set <assignment>" is interned so that messages about any node made
- * here can name the option. */
-int yio_set(ydoc *doc, const char *assignment, cp_err *err)
-{
-    char origin[600];
-    snprintf(origin, sizeof origin, "--set %s", assignment);
-    cp_loc at = { doc_origin(doc, origin), 0, 0 };
-    const char *eq = strchr(assignment, '=');
-    if (!eq || eq == assignment)
-        return cp_fail_at(err, at, "expected key.path=value");
-    if (!doc->root || doc->root->kind != YN_MAP)
-        return cp_fail_at(err, at, "the document is not a mapping");
-
-    size_t plen = (size_t)(eq - assignment);
-    char *path = xrealloc(NULL, plen + 1);
-    memcpy(path, assignment, plen);
-    path[plen] = '\0';
-    size_t nseg = 1;
-    for (size_t i = 0; i < plen; i++)
-        nseg += path[i] == '.';
-    char **segs = xrealloc(NULL, nseg * sizeof *segs);
-    segs[0] = path;
-    for (size_t i = 0, k = 1; i < plen; i++) {
-        if (path[i] == '.') {
-            path[i] = '\0';
-            segs[k++] = path + i + 1;
-        }
-    }
-    int rc = 0;
-    for (size_t k = 0; k < nseg && rc == 0; k++)
-        if (!*segs[k])
-            rc = cp_fail_at(err, at, "empty key in the path (part %zu)", k + 1);
-    if (rc == 0) {
-        ynode *val = parse_text(eq + 1, strlen(eq + 1), at.origin, 1, err);
-        rc = val ? set_path(doc->root, segs, nseg, val, at, err) : -1;
-        if (rc < 0)
-            node_free(val);
-    }
-    free(segs);
-    free(path);
-    return rc;
-}
-
-/* A replaced entry takes src's key location as well, so that a later
- * message about it points where the winning value was written. */
-int yio_merge(ydoc *dst_doc, ynode *dst, const ynode *src, cp_err *err)
-{
-    if (yio_want_map(dst, "", err) < 0 || yio_want_map(src, "", err) < 0)
-        return -1;
-    for (size_t i = 0; i < src->n; i++) {
-        const ynode *sv = src->kids[i];
-        long k = map_find(dst, src->keys[i]);
-        if (k < 0) {
-            map_add(dst, src->keys[i], loc_in(dst_doc, src->key_locs[i]), yio_clone(dst_doc, sv));
-        } else if (dst->kids[k]->kind == YN_MAP && sv->kind == YN_MAP) {
-            if (yio_merge(dst_doc, dst->kids[k], sv, err) < 0)
-                return -1;
-        } else {
-            node_free(dst->kids[k]);
-            dst->kids[k] = yio_clone(dst_doc, sv);
-            dst->key_locs[k] = loc_in(dst_doc, src->key_locs[i]);
-        }
-    }
-    return 0;
-}
-
-/* ---- dump --------------------------------------------------------------- */
-
-/* Whether s must be quoted to read back as the same string. */
-static int needs_quotes(const char *s)
-{
-    if (!*s || strchr("?:,[]{}#&*!|>'\"%@` ", s[0]) ||
-        (s[0] == '-' && (s[1] == ' ' || s[1] == '\0')))
-        return 1;
-    size_t n = strlen(s);
-    if (s[n - 1] == ' ' || s[n - 1] == ':' || strstr(s, ": ") || strstr(s, " #"))
-        return 1;
-    for (const char *p = s; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return 1;
-    return 0;
-}
-
-static void put_scalar(const char *s, int quoted, FILE *out)
-{
-    if (!quoted && !needs_quotes(s)) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", out);
-        else if (*p == '\t')
-            fputs("\\t", out);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(out, "\\x%02x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
-
-static int is_block(const ynode *n)
-{
-    return (n->kind == YN_MAP || n->kind == YN_SEQ) && n->n > 0;
-}
-
-/* A scalar, null or empty container on the rest of the current line. */
-static void put_inline(const ynode *n, FILE *out)
-{
-    if (n->kind == YN_MAP)
-        fputs("{}", out);
-    else if (n->kind == YN_SEQ)
-        fputs("[]", out);
-    else if (n->kind == YN_NULL)
-        fputs("null", out);
-    else
-        put_scalar(n->str, n->quoted, out);
-    fputc('\n', out);
-}
-
-/* A non-empty map or list, one item per line at `indent`; the first line's
- * indentation is already written when first_done (a "- " list item). */
-static void put_block(const ynode *n, FILE *out, int indent, int first_done)
-{
-    for (size_t i = 0; i < n->n; i++) {
-        const ynode *v = n->kids[i];
-        if (i > 0 || !first_done)
-            fprintf(out, "%*s", indent, "");
-        if (n->kind == YN_MAP) {
-            put_scalar(n->keys[i], 0, out);
-            fputc(':', out);
-            if (is_block(v)) {
-                fputc('\n', out);
-                put_block(v, out, indent + 2, 0);
-                continue;
-            }
-            fputc(' ', out);
-        } else {
-            fputs("- ", out);
-            if (is_block(v)) {
-                put_block(v, out, indent + 2, 1);
-                continue;
-            }
-        }
-        put_inline(v, out);
-    }
-}
-
-/* Output reads back as the same tree: quoted scalars stay quoted, and plain
- * ones are quoted when YAML would read them differently. */
-void yio_dump(const ynode *n, FILE *out, int indent)
-{
-    if (!n)
-        return;
-    if (is_block(n)) {
-        put_block(n, out, indent, 0);
-    } else {
-        fprintf(out, "%*s", indent, "");
-        put_inline(n, out);
-    }
-}
