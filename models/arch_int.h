@@ -84,6 +84,11 @@ void arch_warn_field(const cfg *c, arch *a, const char *qname, const char *value
 
 /* ---- the other files -------------------------------------------------------------- */
 
+/* Whether the model's family has Qwen3-Omni's audio encoder (arch.c). */
+int arch_family_audio(const cfg *c);
+/* The towers beside the text model (arch_towers.c): the audio encoder read
+ * into a->audio, the rest warned; 0, or -1 after cp_fail. */
+int arch_parse_towers(const cfg *c, arch *a);
 /* quantization_config into a (arch_quant.c): 0, or -1 after cp_fail. */
 int arch_parse_quant(const cfg *c, arch *a);
 /* One warning line naming the fields neither read, warned nor known not to
