@@ -7,7 +7,6 @@
 #include "models/arch.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
