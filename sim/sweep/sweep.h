@@ -203,6 +203,25 @@ int sweep_append(int fd, json_t *line, cp_err *err);
 json_t *sweep_result_line(const sweep_spec *sp, const sweep_point *pt, const char *scen_hash,
                           json_t *summary, const cp_err *why);
 
+/* summary.json as a result line holds it: without its per-rank list, the
+ * rank peaks kept ("rank_peak_bytes"). */
+json_t *sweep_result_summary(json_t *summary);
+
+/* A simulation's result summary as text, split where its "scenario" goes:
+ * the points that share it write their lines from it with their own
+ * scenario, without reading the summary back. */
+typedef struct sweep_shared {
+    char *pre, *post;
+} sweep_shared;
+/* 0, or -1 when the summary's text cannot be split (keep it whole). */
+int sweep_shared_text(json_t *summary, sweep_shared *out);
+void sweep_shared_free(sweep_shared *t);
+/* Append the line sweep_result_line makes of the point with the shared
+ * summary t and its own scenario block, byte for byte, in one write. */
+int sweep_append_shared(int fd, const sweep_spec *sp, const sweep_point *pt,
+                        const char *scen_hash, const sweep_shared *t, json_t *scen,
+                        cp_err *err);
+
 /* Sort lines by index, keeping one line per id; -1 with err when two lines
  * of one id disagree. */
 int sweep_lines_normalize(sweep_lines *l, cp_err *err);

@@ -93,6 +93,19 @@ int sweep_read_results(const char *path, int repair, sweep_lines *out, cp_err *e
     return each_line(path, repair, add_line, out, err);
 }
 
+/* One write of text (len bytes) to fd (O_APPEND). */
+static int append_text(int fd, const char *text, size_t len, cp_err *err)
+{
+    ssize_t w;
+    do
+        w = write(fd, text, len);
+    while (w < 0 && errno == EINTR);
+    if (w != (ssize_t)len)
+        return cp_fail(err, CP_EXIT_INPUT, "results.jsonl: write failed: %s",
+                       w < 0 ? strerror(errno) : "short write");
+    return 0;
+}
+
 int sweep_append(int fd, json_t *line, cp_err *err)
 {
     char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
@@ -100,19 +113,13 @@ int sweep_append(int fd, json_t *line, cp_err *err)
         return cp_fail(err, CP_EXIT_INTERNAL, "cannot format a result line");
     size_t len = strlen(text);
     text[len] = '\n';                /* replaces the terminator: one write */
-    ssize_t w;
-    do
-        w = write(fd, text, len + 1);
-    while (w < 0 && errno == EINTR);
+    int rc = append_text(fd, text, len + 1, err);
     free(text);
-    if (w != (ssize_t)(len + 1))
-        return cp_fail(err, CP_EXIT_INPUT, "results.jsonl: write failed: %s",
-                       w < 0 ? strerror(errno) : "short write");
-    return 0;
+    return rc;
 }
 
 /* summary.json without its per-rank list, the rank peaks kept. */
-static json_t *result_summary(json_t *summary)
+json_t *sweep_result_summary(json_t *summary)
 {
     json_t *s = json_deep_copy(summary);
     json_t *ranks = json_object_get(s, "ranks");
@@ -127,22 +134,108 @@ static json_t *result_summary(json_t *summary)
     return s;
 }
 
-json_t *sweep_result_line(const sweep_spec *sp, const sweep_point *pt, const char *scen_hash,
-                          json_t *summary, const cp_err *why)
+/* The fields of a result line before its outcome. */
+static json_t *line_head(const sweep_spec *sp, const sweep_point *pt, const char *scen_hash,
+                         int ok)
 {
     json_t *j = json_object();
     json_object_set_new(j, "index", json_integer(pt->index));
     json_object_set_new(j, "id", json_string(pt->id));
     json_object_set_new(j, "params", sweep_point_params(sp, pt));
     json_object_set_new(j, "scenario_hash", scen_hash ? json_string(scen_hash) : json_null());
-    json_object_set_new(j, "status", json_string(summary ? "ok" : "failed"));
+    json_object_set_new(j, "status", json_string(ok ? "ok" : "failed"));
+    return j;
+}
+
+json_t *sweep_result_line(const sweep_spec *sp, const sweep_point *pt, const char *scen_hash,
+                          json_t *summary, const cp_err *why)
+{
+    json_t *j = line_head(sp, pt, scen_hash, summary != NULL);
     if (summary) {
-        json_object_set_new(j, "summary", result_summary(summary));
+        json_object_set_new(j, "summary", sweep_result_summary(summary));
     } else {
         json_object_set_new(j, "error", json_string(why->msg));
         json_object_set_new(j, "exit", json_integer(why->code ? why->code : CP_EXIT_INTERNAL));
     }
     return j;
+}
+
+/* The place of the scenario in a shared summary's text: a string no
+ * summary holds (control characters, which JSON escapes). */
+#define SCENARIO_MARK "\001cpsim:scenario\001"
+
+int sweep_shared_text(json_t *summary, sweep_shared *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *s = sweep_result_summary(summary);
+    json_object_set_new(s, "scenario", json_string(SCENARIO_MARK));
+    char *text = json_dumps(s, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(s);
+    json_t *mark = json_string(SCENARIO_MARK);
+    char *m = json_dumps(mark, JSON_ENCODE_ANY);
+    json_decref(mark);
+    char *at = text && m ? strstr(text, m) : NULL;
+    if (!at || strstr(at + 1, m)) {
+        free(text);
+        free(m);
+        return -1;      /* not found once: the caller keeps the summary whole */
+    }
+    size_t ml = strlen(m);
+    *at = '\0';
+    out->pre = text;
+    out->post = strdup(at + ml);
+    free(m);
+    if (!out->post)
+        abort();
+    return 0;
+}
+
+void sweep_shared_free(sweep_shared *t)
+{
+    free(t->pre);
+    free(t->post);
+    memset(t, 0, sizeof *t);
+}
+
+int sweep_append_shared(int fd, const sweep_spec *sp, const sweep_point *pt,
+                        const char *scen_hash, const sweep_shared *t, json_t *scen,
+                        cp_err *err)
+{
+    /* the line sweep_result_line makes, as text: its head without the
+     * closing brace, then the summary with the point's own scenario */
+    json_t *head = line_head(sp, pt, scen_hash, 1);
+    int flags = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17);
+    char *h = json_dumps(head, flags), *sc = json_dumps(scen, flags | JSON_ENCODE_ANY);
+    json_decref(head);
+    if (!h || !sc) {
+        free(h);
+        free(sc);
+        return cp_fail(err, CP_EXIT_INTERNAL, "cannot format a result line");
+    }
+    size_t hl = strlen(h) - 1, pl = strlen(t->pre), sl = strlen(sc), ql = strlen(t->post);
+    static const char key[] = ",\"summary\":";
+    size_t kl = sizeof key - 1, len = hl + kl + pl + sl + ql + 2;
+    char *line = malloc(len);
+    if (!line)
+        abort();
+    char *o = line;
+    memcpy(o, h, hl);
+    o += hl;
+    memcpy(o, key, kl);
+    o += kl;
+    memcpy(o, t->pre, pl);
+    o += pl;
+    memcpy(o, sc, sl);
+    o += sl;
+    memcpy(o, t->post, ql);
+    o += ql;
+    *o++ = '}';
+    *o++ = '\n';
+    int rc = append_text(fd, line, len, err);
+    free(line);
+    free(h);
+    free(sc);
+    return rc;
 }
 
 static int cmp_line(const void *a, const void *b)
