@@ -567,12 +567,14 @@ static int shape_eq(const plan_shape *a, const plan_shape *b)
     return 1;
 }
 
-/* Same op apart from its layer and the place of its dependencies. */
+/* Same op apart from its layer and the place of its dependencies.  Names
+ * are static strings: one literal is one pointer, so the pointers are
+ * compared before the text (a fold compares every op of every layer). */
 static int op_eq(const plan_op *a, const plan_op *b)
 {
-    return strcmp(a->name, b->name) == 0 && a->step == b->step && a->kind == b->kind &&
-           a->stream == b->stream && a->kclass == b->kclass && a->coll == b->coll &&
-           a->group == b->group && a->alg == b->alg && a->dtype == b->dtype &&
+    return (a->name == b->name || strcmp(a->name, b->name) == 0) && a->step == b->step &&
+           a->kind == b->kind && a->stream == b->stream && a->kclass == b->kclass &&
+           a->coll == b->coll && a->group == b->group && a->alg == b->alg && a->dtype == b->dtype &&
            a->layout == b->layout && a->mem_cat == b->mem_cat && a->eager == b->eager &&
            a->m == b->m && a->k == b->k && a->n == b->n && a->g == b->g &&
            a->attn.q_len == b->attn.q_len && a->attn.kv_len == b->attn.kv_len &&

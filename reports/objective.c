@@ -98,8 +98,7 @@ int rep_metric_goal(const char *path)
     return listed(more_is_better, last, strlen(last)) ? REP_GOAL_MAX : REP_GOAL_MIN;
 }
 
-/* The number at path in summary; NAN when it is absent or null. */
-static double metric_value(json_t *summary, const char *path)
+double rep_metric_value(json_t *summary, const char *path)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", path);
@@ -119,41 +118,32 @@ static json_t *metric_json(const char *path, int goal)
     return json_pack("{s:s, s:s}", "metric", path, "goal", goal == REP_GOAL_MAX ? "max" : "min");
 }
 
-json_t *rep_objective_default(json_t *const *lines, size_t n)
+/* The default objective's metric, Pareto x and Pareto y for points of a
+ * kind (serving or not). */
+static void default_paths(int serving, const char *out[3])
 {
-    int serving = 0;
-    for (size_t i = 0; i < n && !serving; i++) {
-        const char *m = json_string_value(
-            json_object_get(json_object_get(lines[i], "summary"), "mode"));
-        serving = m && strcmp(m, "serving") == 0;
-    }
-    const char *a = serving ? "serving.goodput_per_s" : "ttft_s";
-    const char *x = serving ? "serving.ttft_p99_s" : "ttft_s";
-    const char *y = serving ? "serving.tpot_p99_s" : "peak_bytes_max";
-    json_t *o = metric_json(a, rep_metric_goal(a));
+    out[0] = serving ? "serving.goodput_per_s" : "ttft_s";
+    out[1] = serving ? "serving.ttft_p99_s" : "ttft_s";
+    out[2] = serving ? "serving.tpot_p99_s" : "peak_bytes_max";
+}
+
+json_t *rep_objective_default(int serving)
+{
+    const char *d[3];
+    default_paths(serving, d);
+    json_t *o = metric_json(d[0], rep_metric_goal(d[0]));
     json_t *pareto = json_array();
-    json_array_append_new(pareto, metric_json(x, rep_metric_goal(x)));
-    json_array_append_new(pareto, metric_json(y, rep_metric_goal(y)));
+    json_array_append_new(pareto, metric_json(d[1], rep_metric_goal(d[1])));
+    json_array_append_new(pareto, metric_json(d[2], rep_metric_goal(d[2])));
     json_object_set_new(o, "pareto", pareto);
     json_object_set_new(o, "default", json_true());
     return o;
 }
 
-/* {metric, goal, value} of one metric m ({metric, goal}) of a line. */
-static json_t *valued(const json_t *m, json_t *summary)
-{
-    const char *path = json_string_value(json_object_get(m, "metric"));
-    double v = path && summary ? metric_value(summary, path) : NAN;
-    json_t *o = json_pack("{s:s, s:O}", "metric", path ? path : "", "goal",
-                          json_object_get(m, "goal"));
-    json_object_set_new(o, "value", isnan(v) ? json_null() : json_real(v));
-    return o;
-}
-
-void rep_sweep_objective(json_t *const *lines, size_t n, const json_t *objective)
+json_t *rep_objective_of(int serving, const json_t *objective)
 {
     /* the default, with what the sweep file gave in place of its parts */
-    json_t *obj = rep_objective_default(lines, n);
+    json_t *obj = rep_objective_default(serving);
     if (json_object_get(objective, "metric")) {
         json_object_set(obj, "metric", json_object_get(objective, "metric"));
         json_object_set(obj, "goal", json_object_get(objective, "goal"));
@@ -161,23 +151,118 @@ void rep_sweep_objective(json_t *const *lines, size_t n, const json_t *objective
     }
     if (json_object_get(objective, "pareto"))
         json_object_set(obj, "pareto", json_object_get(objective, "pareto"));
+    return obj;
+}
+
+/* {metric, goal, value} of one metric m ({metric, goal}) of a line. */
+static json_t *valued(const json_t *m, json_t *summary)
+{
+    const char *path = json_string_value(json_object_get(m, "metric"));
+    double v = path && summary ? rep_metric_value(summary, path) : NAN;
+    json_t *o = json_pack("{s:s, s:O}", "metric", path ? path : "", "goal",
+                          json_object_get(m, "goal"));
+    json_object_set_new(o, "value", isnan(v) ? json_null() : json_real(v));
+    return o;
+}
+
+json_t *rep_line_objective(const json_t *obj, json_t *summary)
+{
+    json_t *o = valued(obj, summary), *pareto = json_array();
+    size_t k;
+    json_t *m;
+    json_array_foreach(json_object_get(obj, "pareto"), k, m)
+        json_array_append_new(pareto, valued(m, summary));
+    json_object_set_new(o, "pareto", pareto);
+    if (json_is_true(json_object_get(obj, "default")))
+        json_object_set_new(o, "default", json_true());
+    return o;
+}
+
+void rep_sweep_objective(json_t *const *lines, size_t n, const json_t *objective)
+{
+    int serving = 0;
+    for (size_t i = 0; i < n && !serving; i++) {
+        const char *m = json_string_value(
+            json_object_get(json_object_get(lines[i], "summary"), "mode"));
+        serving = m && strcmp(m, "serving") == 0;
+    }
+    json_t *obj = rep_objective_of(serving, objective);
     for (size_t i = 0; i < n; i++) {
         json_object_del(lines[i], "objective");
         const char *st = json_string_value(json_object_get(lines[i], "status"));
-        if (!st || strcmp(st, "ok") != 0)
-            continue;
-        json_t *s = json_object_get(lines[i], "summary");
-        json_t *o = valued(obj, s), *pareto = json_array();
-        size_t k;
-        json_t *m;
-        json_array_foreach(json_object_get(obj, "pareto"), k, m)
-            json_array_append_new(pareto, valued(m, s));
-        json_object_set_new(o, "pareto", pareto);
-        if (json_is_true(json_object_get(obj, "default")))
-            json_object_set_new(o, "default", json_true());
-        json_object_set_new(lines[i], "objective", o);
+        if (st && strcmp(st, "ok") == 0)
+            json_object_set_new(lines[i], "objective",
+                                rep_line_objective(obj, json_object_get(lines[i], "summary")));
     }
     json_decref(obj);
+}
+
+/* The slot of path in s->paths, added when new. */
+static int path_slot(plot_points *s, const char *path)
+{
+    for (int i = 0; i < s->npaths; i++)
+        if (strcmp(s->paths[i], path) == 0)
+            return i;
+    s->paths[s->npaths] = plot_intern(s, path);
+    return s->npaths++;
+}
+
+void rep_points_paths(plot_points *s, const json_t *objective)
+{
+    json_t *given[3] = {json_object_get(objective, "metric"), NULL, NULL};
+    for (int k = 0; k < 2; k++)
+        given[k + 1] = json_object_get(json_array_get(json_object_get(objective, "pareto"),
+                                                      (size_t)k), "metric");
+    for (int serving = 0; serving < 2; serving++) {
+        const char *d[3];
+        default_paths(serving, d);
+        for (int k = 0; k < 3; k++) {
+            /* a given pair replaces both defaults; a given metric its own */
+            const json_t *g = k == 0 ? given[0] : json_object_get(objective, "pareto")
+                                                      ? given[k] : NULL;
+            const char *path = g ? json_string_value(g) : d[k];
+            if (path)
+                path_slot(s, path);
+        }
+    }
+}
+
+/* The value a record kept of the metric m ({metric, goal}). */
+static double kept(const plot_points *s, const plot_point *p, const json_t *m)
+{
+    const char *path = json_string_value(json_object_get(m, "metric"));
+    for (int i = 0; path && i < s->npaths; i++)
+        if (strcmp(s->paths[i], path) == 0)
+            return p->mv[i];
+    return NAN;
+}
+
+void rep_points_objective(plot_points *s, const json_t *obj)
+{
+    const char *metric = json_string_value(json_object_get(obj, "metric"));
+    const char *goal = json_string_value(json_object_get(obj, "goal"));
+    for (size_t i = 0; i < s->n; i++) {
+        plot_point *p = &s->p[i];
+        if (!p->status_ok)
+            continue;
+        p->has_obj = 1;
+        p->obj_metric = plot_intern(s, metric ? metric : "");
+        p->obj_goal_name = goal ? plot_intern(s, goal) : NULL;
+        double v = kept(s, p, obj);
+        for (int k = 0; k < 2; k++) {
+            json_t *m = json_array_get(json_object_get(obj, "pareto"), (size_t)k);
+            const char *pm = json_string_value(json_object_get(m, "metric"));
+            const char *pg = json_string_value(json_object_get(m, "goal"));
+            p->pareto_metric[k] = m ? plot_intern(s, pm ? pm : "") : NULL;
+            p->pareto_max[k] = pg && strcmp(pg, "max") == 0;
+            p->pareto[k] = kept(s, p, m);
+        }
+        if (!p->ok)
+            continue;   /* as the records of lines without a summary: no value */
+        p->obj_known = !isnan(v);
+        p->obj = isnan(v) ? 0 : v;
+        p->obj_goal = goal && strcmp(goal, "max") == 0 ? REP_GOAL_MAX : REP_GOAL_MIN;
+    }
 }
 
 int plot_better(const plot_point *a, const plot_point *b)

@@ -99,14 +99,17 @@ typedef struct plot_opts {
  * was not drawn and the flag that draws it. */
 int plot_run_dir(const char *dir, const plot_opts *opts, FILE *say, cp_err *err);
 
-/* Plots of a sweep folder from its result lines (sorted by index). */
-int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err);
-
-/* A sweep result line as plots and tables read it: from the summary when
- * the point ran, else from its parameters (unknown fields: -1, 0 or ""). */
+/* A sweep result line as the ranking, tables and plots read it: a small
+ * record of the fields they use (numbers, and strings interned in the
+ * plot_points that holds it), not the line: a sweep's last phase keeps one
+ * per point, the lines themselves stay in results.jsonl.  From the summary
+ * when the point ran, else from its parameters (unknown fields: -1, 0 or
+ * ""). */
 typedef struct plot_point {
     int index;
-    int ok;                    /* status "ok" */
+    char id[17];
+    int ok;                    /* status "ok" and a summary */
+    int status_ok;             /* status "ok" (the objective's lines) */
     int oom;
     double ttft_s;
     double overlap;            /* overlap_fraction */
@@ -115,26 +118,79 @@ typedef struct plot_point {
     long long prompt;          /* requests[0] prompt tokens; -1 unknown */
     int tp, sp;                /* 0 unknown */
     long long min_tokens;      /* -1 unknown */
-    char exchange[32];
-    char kv_storage[32];
+    const char *exchange;      /* "" unknown */
+    const char *kv_storage;
     int split;                 /* requests[0]'s prefill ran split over the SP
                                   group (the summary's requests[0].split): 1,
                                   copied: 0; -1 when sp <= 1 or not known */
-    char label[256];           /* strategy: "tp=4 sp=2 exchange=ring" */
-    char shape[256];           /* the label without exchange and kv_storage */
-    char rest[256];            /* the label's exchange and kv_storage only ("all":
+    const char *label;         /* strategy: "tp=4 sp=2 exchange=ring" */
+    const char *shape;         /* the label without exchange and kv_storage */
+    const char *rest;          /* the label's exchange and kv_storage only ("all":
                                   none) */
-    /* the sweep's objective (the line's "objective", rep_sweep_objective;
+    const char *xkey;          /* the exchange of the label ("": not a parameter) */
+    const char *mkey;          /* the label without its exchange ("all": nothing) */
+    const char *keys;          /* the parameters' names, each ending in "\n" */
+    const char *model, *workload, *platform;  /* summary.scenario's; NULL unknown */
+    const char *error;         /* a failed point's reason; NULL none */
+    int serving;               /* summary.mode "serving" */
+    /* the sweep's objective (the line's "objective", rep_points_objective;
      * a line without one: TTFT, lower is better) */
-    double obj;
+    int has_obj;               /* an objective is set */
+    const char *obj_metric, *obj_goal_name;
+    double obj;                /* 0 when unknown */
     int obj_goal;              /* REP_GOAL_MIN or REP_GOAL_MAX */
     int obj_known;             /* the point's summary has the metric */
-    char xkey[32];             /* the exchange of the label ("": not a parameter) */
-    char mkey[256];            /* the label without its exchange ("all": nothing) */
-    json_t *line;              /* the result line (borrowed) */
+    const char *pareto_metric[2];
+    double pareto[2];          /* the Pareto pair's values; NAN unknown */
+    int pareto_max[2];         /* their goals are max */
+    double mv[6];              /* the values of plot_points.paths (NAN unknown) */
+    /* compute seconds per cost source on the busiest rank's scale, in the
+     * order of the summary (plot_points.src[src_first, +nsrc)) */
+    uint32_t src_first, nsrc;
+    /* the ranking (rep_points_rank): ranked, then place of `of`, and with a
+     * runner-up its index, the margin (margin_kind 2; 1: null, not finite),
+     * the uncertainty (NAN: null) and the tie (-1: null) */
+    int ranked, place, of, against, margin_kind, tie;
+    double margin, unc;
+    /* where the line lies: file (an index the reader gives), offset, bytes */
+    int file;
+    long long off;
+    size_t len;
 } plot_point;
 
-void plot_point_of(json_t *line, plot_point *pt);
+/* A cost source's seconds of one point (plot_points.src). */
+typedef struct plot_src {
+    const char *name;          /* interned */
+    double s;
+} plot_src;
+
+/* The records of a sweep's points and what they share: the interned
+ * strings and the cost sources. */
+typedef struct plot_points {
+    plot_point *p;
+    size_t n, cap;
+    plot_src *src;
+    size_t nsrc, srccap;
+    struct plot_strs *strs;    /* the intern table (reports/sweep_points.c) */
+    /* the metric paths every record keeps the value of (mv): the sweep's
+     * objective, else both defaults' (rep_points_paths) */
+    const char *paths[6];
+    int npaths;
+    int serving;               /* some point ran in serving mode */
+} plot_points;
+
+void plot_points_init(plot_points *s);
+void plot_points_free(plot_points *s);
+/* An interned copy of text (the set owns it; equal texts, one pointer). */
+const char *plot_intern(plot_points *s, const char *text);
+/* Append the record of a result line.  as_written: its objective and
+ * ranking as the line holds them (a concluded folder, for its plots); else
+ * the values of s->paths, for rep_points_objective and rep_points_rank. */
+plot_point *plot_points_add(plot_points *s, json_t *line, int as_written);
+
+/* Plots of a sweep folder from the records of its lines (sorted by index). */
+int plot_sweep(const char *dir, const plot_points *s, cp_err *err);
+
 /* Whether a ranks before b under their objective: a known value before an
  * unknown one, then the better value, then the lower index. */
 int plot_better(const plot_point *a, const plot_point *b);

@@ -93,6 +93,7 @@ typedef struct plot_sweepset {
     int by_exchange;       /* colours say the exchange from the fixed table
                               (plot_exchange_style); factored is set too */
     const char *dir;       /* the sweep folder */
+    const plot_points *set; /* the records p lies in (their cost sources) */
 } plot_sweepset;
 
 /* Twelve colours that stay apart on white, from Paul Tol's qualitative

@@ -94,7 +94,7 @@ static void fill_cell(const plot_sweepset *ss, long long L, long long tp, long l
     }
     c->unc = -1;
     if (c->next && ss->errs) {
-        double u = rep_pair_uncertainty(c->win->line, c->next->line, ss->errs);
+        double u = rep_pair_uncertainty(ss->set, c->win, c->next, ss->errs);
         c->unc = u >= 0 ? u / c->win->ttft_s : -1;
         c->tie = c->unc >= 0 && c->next->ttft_s / c->win->ttft_s - 1 <= c->unc;
     }

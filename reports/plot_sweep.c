@@ -1,5 +1,5 @@
-/* plot_sweep: the plots of a sweep folder from its result lines: the points
- * as plots and tables read them, the strategies with their colours and
+/* plot_sweep: the plots of a sweep folder from the records of its result
+ * lines (reports/sweep_points.c): the strategies with their colours and
  * markers, and the picture families in order (see plot.h). */
 #include "reports/plot_fig.h"
 
@@ -7,143 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- sweep points --------------------------------------------------------------------- */
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-/* A parameter as a label shows it: strings bare, lists as [a,b] (caller
- * frees). */
-static char *label_value(json_t *v)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    if (!m)
-        abort();
-    if (json_is_array(v)) {
-        size_t i;
-        json_t *item;
-        fputc('[', m);
-        json_array_foreach(v, i, item) {
-            char *t = label_value(item);
-            fprintf(m, "%s%s", i ? "," : "", t);
-            free(t);
-        }
-        fputc(']', m);
-    } else if (json_is_string(v)) {
-        fputs(json_string_value(v), m);
-    } else {
-        char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        fputs(t ? t : "?", m);
-        free(t);
-    }
-    fclose(m);
-    return text;
-}
-
-/* label, shape and rest from the parameters, keys shortened to their last
- * part */
-static void point_labels(json_t *params, plot_point *pt)
-{
-    size_t ol = 0, os = 0, orr = 0, om = 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach(params, k, v) {
-        if (ends_with(k, "prompt_tokens") || ends_with(k, "min_tokens"))
-            continue;
-        const char *short_k = strrchr(k, '.') ? strrchr(k, '.') + 1 : k;
-        char *text = label_value(v);
-        if (ol < sizeof pt->label)
-            ol += (size_t)snprintf(pt->label + ol, sizeof pt->label - ol, "%s%s=%s",
-                                   ol ? " " : "", short_k, text);
-        int rest = ends_with(k, "exchange") || ends_with(k, "kv_storage");
-        if (strcmp(k, "parallel.exchange") == 0)
-            snprintf(pt->xkey, sizeof pt->xkey, "%s", text);
-        else if (om < sizeof pt->mkey)
-            om += (size_t)snprintf(pt->mkey + om, sizeof pt->mkey - om, "%s%s=%s",
-                                   om ? " " : "", short_k, text);
-        if (!rest && os < sizeof pt->shape)
-            os += (size_t)snprintf(pt->shape + os, sizeof pt->shape - os, "%s%s=%s",
-                                   os ? " " : "", short_k, text);
-        if (rest && orr < sizeof pt->rest)
-            orr += (size_t)snprintf(pt->rest + orr, sizeof pt->rest - orr, "%s%s=%s",
-                                    orr ? " " : "", short_k, text);
-        free(text);
-    }
-    if (!ol)
-        snprintf(pt->label, sizeof pt->label, "all");
-    if (!os)
-        snprintf(pt->shape, sizeof pt->shape, "all");
-    if (!orr)
-        snprintf(pt->rest, sizeof pt->rest, "all");
-    if (!om)
-        snprintf(pt->mkey, sizeof pt->mkey, "all");
-}
-
-static long long param_int(json_t *params, const char *key, long long dflt)
-{
-    json_t *v = json_object_get(params, key);
-    return json_is_number(v) ? (long long)json_number_value(v) : dflt;
-}
-
-static void param_str(json_t *params, const char *key, char *buf, size_t len)
-{
-    const char *s = json_string_value(json_object_get(params, key));
-    snprintf(buf, len, "%s", s ? s : "");
-}
-
-void plot_point_of(json_t *line, plot_point *pt)
-{
-    memset(pt, 0, sizeof *pt);
-    pt->line = line;
-    json_t *params = json_object_get(line, "params");
-    json_t *s = json_object_get(line, "summary");
-    pt->index = (int)json_integer_value(json_object_get(line, "index"));
-    const char *st = json_string_value(json_object_get(line, "status"));
-    pt->ok = st && strcmp(st, "ok") == 0 && json_is_object(s);
-    point_labels(params, pt);
-    pt->prompt = -1;
-    pt->split = -1;
-    const char *k;
-    json_t *v;
-    json_object_foreach(params, k, v)
-        if (ends_with(k, "prompt_tokens") && strncmp(k, "requests.0.", 11) == 0)
-            pt->prompt = (long long)json_number_value(v);
-    pt->tp = (int)param_int(params, "parallel.tp", 0);
-    pt->sp = (int)param_int(params, "parallel.sp", 0);
-    pt->min_tokens = param_int(params, "parallel.min_tokens", -1);
-    param_str(params, "parallel.exchange", pt->exchange, sizeof pt->exchange);
-    param_str(params, "parallel.kv_storage", pt->kv_storage, sizeof pt->kv_storage);
-    if (!pt->ok)
-        return;
-    json_t *par = json_object_get(json_object_get(s, "scenario"), "parallel");
-    pt->oom = json_is_true(json_object_get(s, "oom"));
-    pt->ttft_s = json_number_value(json_object_get(s, "ttft_s"));
-    pt->overlap = json_number_value(json_object_get(s, "overlap_fraction"));
-    pt->peak_bytes = json_number_value(json_object_get(s, "peak_bytes_max"));
-    pt->capacity_bytes = json_number_value(json_object_get(s, "capacity_bytes"));
-    json_t *rq = json_array_get(json_object_get(s, "requests"), 0);
-    if (rq)
-        pt->prompt = (long long)json_integer_value(json_object_get(rq, "prompt_tokens"));
-    pt->tp = (int)json_integer_value(json_object_get(par, "tp"));
-    pt->sp = (int)json_integer_value(json_object_get(par, "sp"));
-    pt->min_tokens = (long long)json_integer_value(json_object_get(par, "min_tokens"));
-    param_str(par, "exchange", pt->exchange, sizeof pt->exchange);
-    param_str(par, "kv_storage", pt->kv_storage, sizeof pt->kv_storage);
-    json_t *split = json_object_get(rq, "split");
-    if (pt->sp > 1 && json_is_boolean(split))
-        pt->split = json_is_true(split);
-    json_t *ob = json_object_get(line, "objective"), *ov = json_object_get(ob, "value");
-    const char *goal = json_string_value(json_object_get(ob, "goal"));
-    pt->obj_known = ob ? json_is_number(ov) : 1;
-    pt->obj = ob ? json_number_value(ov) : pt->ttft_s;
-    pt->obj_goal = goal && strcmp(goal, "max") == 0 ? REP_GOAL_MAX : REP_GOAL_MIN;
-}
 
 /* ---- what the pictures share ------------------------------------------------------- */
 
@@ -314,9 +177,12 @@ static void assign_styles(plot_sweepset *ss, const plot_point *const *first)
     free(si);
 }
 
+/* The scenario fields a caption names. */
+enum { SC_MODEL, SC_WORKLOAD, SC_PLATFORM };
+
 /* Up to three distinct values of a scenario field, joined: "a, b and 2 more". */
-static void distinct_text(const plot_point *p, json_t *const *lines, size_t n, const char *key,
-                          int base_name, char *buf, size_t len)
+static void distinct_text(const plot_point *p, size_t n, int key, int base_name, char *buf,
+                          size_t len)
 {
     const char *seen[3];
     size_t ns = 0, more = 0, off = 0;
@@ -324,8 +190,8 @@ static void distinct_text(const plot_point *p, json_t *const *lines, size_t n, c
     for (size_t i = 0; i < n; i++) {
         if (!p[i].ok)
             continue;
-        const char *v = json_string_value(json_object_get(
-            json_object_get(json_object_get(lines[i], "summary"), "scenario"), key));
+        const char *v = key == SC_MODEL ? p[i].model : key == SC_WORKLOAD ? p[i].workload
+                                                                 : p[i].platform;
         if (!v)
             continue;
         if (base_name && strrchr(v, '/'))
@@ -350,8 +216,7 @@ static void distinct_text(const plot_point *p, json_t *const *lines, size_t n, c
 }
 
 /* "sweep NAME: model (base.yaml) on platform" */
-static void sweep_what(const char *dir, const plot_point *p, json_t *const *lines, size_t n,
-                       char *buf, size_t len)
+static void sweep_what(const char *dir, const plot_point *p, size_t n, char *buf, size_t len)
 {
     char path[4200], model[120], wl[120], plat[120];
     snprintf(path, sizeof path, "%s/sweep.json", dir);
@@ -359,18 +224,19 @@ static void sweep_what(const char *dir, const plot_point *p, json_t *const *line
     const char *name = json_string_value(json_object_get(meta, "name"));
     if (!name)     /* no sweep.json: the folder's name */
         name = strrchr(dir, '/') && strrchr(dir, '/')[1] ? strrchr(dir, '/') + 1 : dir;
-    distinct_text(p, lines, n, "model", 0, model, sizeof model);
-    distinct_text(p, lines, n, "workload", 1, wl, sizeof wl);
-    distinct_text(p, lines, n, "platform", 0, plat, sizeof plat);
+    distinct_text(p, n, SC_MODEL, 0, model, sizeof model);
+    distinct_text(p, n, SC_WORKLOAD, 1, wl, sizeof wl);
+    distinct_text(p, n, SC_PLATFORM, 0, plat, sizeof plat);
     snprintf(buf, len, "sweep %s: %s (%s) on %s", name, model, wl, plat);
     json_decref(meta);
 }
 
-int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err)
+int plot_sweep(const char *dir, const plot_points *set, cp_err *err)
 {
-    plot_point *p = malloc((n + 1) * sizeof *p);
+    size_t n = set->n;
+    const plot_point *p = set->p;
     const plot_point **first = malloc((n + 1) * sizeof *first);
-    plot_sweepset ss = {.p = p, .n = n, .dir = dir};
+    plot_sweepset ss = {.p = p, .n = n, .dir = dir, .set = set};
     char epath[4200];
     snprintf(epath, sizeof epath, "%s/source_errors.json", dir);
     ss.errs = json_load_file(epath, 0, NULL); /* absent: no tie is known */
@@ -380,10 +246,9 @@ int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err)
     ss.labels = malloc((n + 1) * sizeof *ss.labels);
     ss.color = malloc((n + 1) * sizeof *ss.color);
     ss.marker = malloc((n + 1) * sizeof *ss.marker);
-    if (!p || !first || !ss.L || !ss.tps || !ss.sps || !ss.labels || !ss.color || !ss.marker)
+    if (!first || !ss.L || !ss.tps || !ss.sps || !ss.labels || !ss.color || !ss.marker)
         abort();
     for (size_t i = 0; i < n; i++) {
-        plot_point_of(lines[i], &p[i]);
         if (p[i].ok && p[i].prompt >= 0) {
             ss.L[ss.nl++] = p[i].prompt;
             size_t k = ss.ns;
@@ -402,7 +267,7 @@ int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err)
     plot_figset fs;
     int rc = plot_dir_open(dir, &fs, err);
     if (rc == 0)
-        sweep_what(dir, p, lines, n, fs.what, sizeof fs.what);
+        sweep_what(dir, p, n, fs.what, sizeof fs.what);
     if (rc == 0 && ss.nl > 1)
         rc = plot_strategies(&fs, &ss, err);
     if (rc == 0 && ss.nl == 1)
@@ -419,7 +284,6 @@ int plot_sweep(const char *dir, json_t *const *lines, size_t n, cp_err *err)
         rc = plot_draw(&fs, heading, err);
     plot_figset_free(&fs);
     json_decref(ss.errs);
-    free(p);
     free(first);
     free(ss.L);
     free(ss.tps);

@@ -237,20 +237,35 @@ json_t *rep_memory_json(const scenario *s, const struct quant_desc *d,
  * layer's ops (cpsim plan).  reports/plan_text.c */
 void rep_plan_text(const plan *p, FILE *out);
 
-/* A sweep folder's tables from its result lines (sorted by index;
- * sim/sweep/sweep.h describes them): results.csv (a row per line), best.csv
- * (the best configuration per prompt length that fits) and split.csv (split
- * against copied steps per exchange and shape), written atomically into
- * dir, and the same as text on out (NULL: none).  reports/sweep_tables.c */
-int rep_sweep_tables(json_t *const *lines, size_t nlines, const char *dir, FILE *out,
-                     cp_err *err);
+/* A sweep folder's tables from the records of its lines (sorted by index;
+ * sim/sweep/sweep.h describes them): best.csv (the best configuration per
+ * prompt length that fits), pareto.csv and split.csv (split against copied
+ * steps per exchange and shape), written atomically into dir, and the same
+ * as text on out (NULL: none).  results.csv is written a row at a time
+ * beside the lines (rep_results_csv_*).  reports/sweep_tables.c */
+struct plot_points;
+struct plot_point;
+int rep_sweep_tables(const struct plot_points *s, const char *dir, FILE *out, cp_err *err);
+/* results.csv: its header from the parameter names of the records (their
+ * union in order), then one row per result line (as results.jsonl holds
+ * it, with its objective), in index order.  The names (a JSON object,
+ * caller frees) are what the rows take. */
+json_t *rep_results_csv_keys(const struct plot_points *s);
+void rep_results_csv_header(FILE *f, const json_t *keys);
+void rep_results_csv_row(FILE *f, const json_t *keys, json_t *line, const struct plot_point *pt);
 
-/* Rank the lines per prompt length (reports/sweep_rank.c): each line that
- * ran and fits gets "ranking": {prompt_tokens, place, of, against_index,
- * margin, uncertainty, tie}; margin: the relative TTFT gap to the first
- * (to the second for the first); uncertainty: the kernels that differ
- * between the two at their sources' accuracy (errs: cost_source_errors;
- * NULL: unknown, uncertainty and tie null); tie: margin <= uncertainty. */
+/* Rank the points per prompt length (reports/sweep_rank.c): each point that
+ * ran and fits gets a ranking: {prompt_tokens, place, of, against_index,
+ * margin, uncertainty, tie}; margin: the relative gap to the first (to the
+ * second for the first) under the objective; uncertainty: the kernels that
+ * differ between the two at their sources' accuracy (errs:
+ * cost_source_errors; NULL: unknown, uncertainty and tie null); tie: margin
+ * <= uncertainty. */
+void rep_points_rank(struct plot_points *s, const json_t *errs);
+/* The ranking of a point as results.jsonl holds it; NULL when unranked. */
+json_t *rep_point_ranking(const struct plot_point *p);
+/* The same on result lines (each line's "ranking" set or removed), from
+ * their objectives as they hold them. */
 void rep_sweep_rank(json_t *const *lines, size_t nlines, const json_t *errs);
 
 /* ---- a sweep's objective (reports/objective.c) ---- */
@@ -263,18 +278,33 @@ int rep_metric_check(const char *path, char *why, size_t len);
  * outcomes (goodput_per_s, throughputs, slo_met, finished, overlap),
  * REP_GOAL_MIN for times and bytes. */
 int rep_metric_goal(const char *path);
+/* The number at a metric's path in a summary; NAN when absent or null. */
+double rep_metric_value(json_t *summary, const char *path);
 /* The objective a sweep without one ranks by ({metric, goal, pareto:
  * [{metric, goal} x 2], default: true}): goodput for serving points,
  * else TTFT. */
-json_t *rep_objective_default(json_t *const *lines, size_t nlines);
-/* Set each ok line's "objective": {metric, goal, value (null: the summary
- * lacks it), pareto: [{metric, goal, value} x 2], default: true when the
- * metric is the default's} from objective ({metric, goal} and pareto, each
- * part optional; NULL: all of rep_objective_default). */
+json_t *rep_objective_default(int serving);
+/* The objective the points rank by: the default by their kind with what
+ * objective ({metric, goal} and pareto, each part optional; NULL: none)
+ * gives in place of its parts. */
+json_t *rep_objective_of(int serving, const json_t *objective);
+/* A line's "objective": {metric, goal, value (null: the summary lacks it),
+ * pareto: [{metric, goal, value} x 2], default: true when the metric is the
+ * default's} for the objective obj (rep_objective_of) and its summary. */
+json_t *rep_line_objective(const json_t *obj, json_t *summary);
+/* The metric paths a record keeps the value of, for the objective the
+ * sweep file gives (NULL: none): its metric and pair, else both defaults'. */
+void rep_points_paths(struct plot_points *s, const json_t *objective);
+/* Each ok point's objective from obj (rep_objective_of) and the values its
+ * record kept (s->paths), as rep_line_objective would set it. */
+void rep_points_objective(struct plot_points *s, const json_t *obj);
+/* Set each ok line's "objective" (rep_line_objective), the default by the
+ * lines' kind with objective's parts in place. */
 void rep_sweep_objective(json_t *const *lines, size_t nlines, const json_t *objective);
-/* The uncertainty (s) of the kernels that differ between two result lines
- * at their sources' accuracy; -1 when a source's is unknown. */
-double rep_pair_uncertainty(json_t *line_a, json_t *line_b, const json_t *errs);
+/* The uncertainty (s) of the kernels that differ between two points at
+ * their sources' accuracy; -1 when a source's is unknown. */
+double rep_pair_uncertainty(const struct plot_points *s, const struct plot_point *a,
+                            const struct plot_point *b, const json_t *errs);
 
 /* Walk every rank's memory timeline in time order: `fn` is called once per
  * rank and instant at which the allocation changed, with the bytes held per

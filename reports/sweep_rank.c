@@ -22,24 +22,6 @@
 #include "reports/plot.h"
 #include "reports/report.h"
 
-/* Compute seconds per cost source of a summary, scaled to the busiest
- * rank (the summary adds every rank's). */
-static json_t *sources_of(json_t *summary)
-{
-    json_t *cs = json_object_get(summary, "cost_sources"), *out = json_object();
-    double total = json_number_value(json_object_get(cs, "compute_s"));
-    double most = json_number_value(json_object_get(summary, "compute_s_max"));
-    double scale = total > 0 ? most / total : 0;
-    const char *cls, *src;
-    json_t *c, *t;
-    json_object_foreach(json_object_get(cs, "by_class"), cls, c)
-        json_object_foreach(json_object_get(c, "sources"), src, t) {
-            double was = json_number_value(json_object_get(out, src));
-            json_object_set_new(out, src, json_real(was + scale * json_number_value(t)));
-        }
-    return out;
-}
-
 /* The accuracy of a source: "table:<file>[impl]" by its file,
  * "roofline:<class>" and "derived:..." by their model; -1 unknown. */
 static double source_error(const json_t *errs, const char *src)
@@ -59,34 +41,33 @@ static double source_error(const json_t *errs, const char *src)
     return v ? json_number_value(v) : -1;
 }
 
-/* Seconds of the kernels that differ between a and b, each at its
- * source's accuracy; -1 when a source's accuracy is unknown. */
-static double differing_error(json_t *a, json_t *b, const json_t *errs)
+/* The seconds of source `name` (interned) of a point; NULL when it has none. */
+static const plot_src *src_get(const plot_points *s, const plot_point *p, const char *name)
 {
-    double u = 0;
-    const char *src;
-    json_t *v;
-    for (int pass = 0; pass < 2; pass++)
-        json_object_foreach(pass ? b : a, src, v) {
-            if (pass && json_object_get(a, src))
-                continue; /* counted in the first pass */
-            double x = json_number_value(json_object_get(a, src));
-            double y = json_number_value(json_object_get(b, src));
-            double e = source_error(errs, src);
-            if (e < 0)
-                return -1;
-            u += fabs(x - y) * e;
-        }
-    return u;
+    for (uint32_t i = 0; i < p->nsrc; i++)
+        if (s->src[p->src_first + i].name == name)
+            return &s->src[p->src_first + i];
+    return NULL;
 }
 
-double rep_pair_uncertainty(json_t *line_a, json_t *line_b, const json_t *errs)
+double rep_pair_uncertainty(const plot_points *s, const plot_point *a, const plot_point *b,
+                            const json_t *errs)
 {
-    json_t *a = sources_of(json_object_get(line_a, "summary"));
-    json_t *b = sources_of(json_object_get(line_b, "summary"));
-    double u = differing_error(a, b, errs);
-    json_decref(a);
-    json_decref(b);
+    /* a's sources in its order, then b's that a lacks: the sum's order */
+    double u = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const plot_point *p = pass ? b : a;
+        for (uint32_t i = 0; i < p->nsrc; i++) {
+            const plot_src *e = &s->src[p->src_first + i];
+            if (pass && src_get(s, a, e->name))
+                continue; /* counted in the first pass */
+            const plot_src *x = src_get(s, a, e->name), *y = src_get(s, b, e->name);
+            double err = source_error(errs, e->name);
+            if (err < 0)
+                return -1;
+            u += fabs((x ? x->s : 0) - (y ? y->s : 0)) * err;
+        }
+    }
     return u;
 }
 
@@ -96,74 +77,122 @@ static int by_objective(const void *x, const void *y)
     return plot_better(a, b) ? -1 : plot_better(b, a) ? 1 : 0;
 }
 
-/* Whether the line ranks by TTFT (the one objective the kernels'
+/* Whether the point ranks by TTFT (the one objective the kernels'
  * uncertainty is in seconds of). */
-static int by_ttft(json_t *line)
+static int by_ttft(const plot_point *p)
 {
-    json_t *ob = json_object_get(line, "objective");
-    const char *m = json_string_value(json_object_get(ob, "metric"));
-    return !ob || (m && strcmp(m, "ttft_s") == 0);
+    return !p->has_obj || (p->obj_metric && strcmp(p->obj_metric, "ttft_s") == 0);
+}
+
+static void clear_ranking(plot_point *p)
+{
+    p->ranked = p->place = p->of = p->margin_kind = 0;
+    p->against = -1;
+    p->tie = -1;
+    p->margin = 0;
+    p->unc = NAN;
+}
+
+/* Rank the group grp[0..m) (sorted, best first); idx: the points' indices. */
+static void rank_group(plot_points *s, const plot_point **grp, size_t m, const int *idx,
+                       const json_t *errs)
+{
+    for (size_t k = 0; k < m; k++) {
+        plot_point *p = (plot_point *)grp[k];
+        const plot_point *q = m < 2 ? NULL : k == 0 ? grp[1] : grp[0];
+        clear_ranking(p);
+        p->ranked = 1;
+        p->place = (int)k + 1;
+        p->of = (int)m;
+        if (!q)
+            continue;
+        const plot_point *fast = k == 0 ? p : q, *slow = k == 0 ? q : p;
+        double lo = fmin(fast->obj, slow->obj), hi = fmax(fast->obj, slow->obj);
+        double margin = lo > 0 ? hi / lo - 1 : hi > lo ? INFINITY : 0;
+        double u = by_ttft(p) ? rep_pair_uncertainty(s, fast, slow, errs) : -1;
+        p->against = idx[q->index];
+        p->margin_kind = isfinite(margin) ? 2 : 1;
+        p->margin = margin;
+        p->unc = u >= 0 ? u / fast->ttft_s : NAN;
+        p->tie = u >= 0 ? margin <= u / fast->ttft_s : -1;
+    }
+}
+
+void rep_points_rank(plot_points *s, const json_t *errs)
+{
+    size_t n = s->n;
+    const plot_point **grp = malloc((n + 1) * sizeof *grp);
+    int *idx = malloc((n + 1) * sizeof *idx);
+    long long *done = malloc((n + 1) * sizeof *done);
+    if (!grp || !idx || !done)
+        abort(); /* out of host memory: nothing sensible to report */
+    /* while ranking, a record's index is its position (the order of the
+     * lines breaks ties, as two lines may share an index); idx keeps the
+     * indices, restored at the end */
+    for (size_t i = 0; i < n; i++) {
+        clear_ranking(&s->p[i]);
+        idx[i] = s->p[i].index;
+        s->p[i].index = (int)i;
+    }
+    size_t ndone = 0;
+    for (size_t i = 0; i < n; i++) {
+        const plot_point *pi = &s->p[i];
+        if (!pi->ok || pi->oom || pi->ranked)
+            continue;
+        size_t d = 0;
+        while (d < ndone && done[d] != pi->prompt)
+            d++;
+        if (d < ndone)
+            continue;  /* its prompt length is ranked (it is not: no objective) */
+        done[ndone++] = pi->prompt;
+        size_t m = 0;
+        for (size_t j = 0; j < n; j++) {
+            const plot_point *q = &s->p[j];
+            if (q->ok && !q->oom && q->obj_known && q->prompt == pi->prompt)
+                grp[m++] = q;
+        }
+        if (m == 0)
+            continue;  /* its summary lacks the objective: not ranked */
+        qsort(grp, m, sizeof *grp, by_objective);
+        rank_group(s, grp, m, idx, errs);
+    }
+    for (size_t i = 0; i < n; i++)
+        s->p[i].index = idx[i];
+    free(done);
+    free(idx);
+    free(grp);
+}
+
+json_t *rep_point_ranking(const plot_point *p)
+{
+    if (!p->ranked)
+        return NULL;
+    json_t *r = json_object();
+    json_object_set_new(r, "prompt_tokens", json_integer(p->prompt));
+    json_object_set_new(r, "place", json_integer(p->place));
+    json_object_set_new(r, "of", json_integer(p->of));
+    if (p->margin_kind) {
+        json_object_set_new(r, "against_index", json_integer(p->against));
+        json_object_set_new(r, "margin", p->margin_kind == 2 ? json_real(p->margin)
+                                                             : json_null());
+        json_object_set_new(r, "uncertainty", isnan(p->unc) ? json_null() : json_real(p->unc));
+        json_object_set_new(r, "tie", p->tie < 0 ? json_null() : json_boolean(p->tie));
+    }
+    return r;
 }
 
 void rep_sweep_rank(json_t *const *lines, size_t n, const json_t *errs)
 {
-    plot_point *pts = malloc((n + 1) * sizeof *pts);
-    const plot_point **grp = malloc((n + 1) * sizeof *grp);
-    json_t **src = calloc(n + 1, sizeof *src);
-    if (!pts || !grp || !src)
-        abort(); /* out of host memory: nothing sensible to report */
+    plot_points s;
+    plot_points_init(&s);
+    for (size_t i = 0; i < n; i++)
+        plot_points_add(&s, lines[i], 1);
+    rep_points_rank(&s, errs);
     for (size_t i = 0; i < n; i++) {
         json_object_del(lines[i], "ranking");
-        plot_point_of(lines[i], &pts[i]);
-        pts[i].index = (int)i; /* position in lines, for the lookups below */
+        json_t *r = rep_point_ranking(&s.p[i]);
+        if (r)
+            json_object_set_new(lines[i], "ranking", r);
     }
-    for (size_t i = 0; i < n; i++) {
-        if (!pts[i].ok || pts[i].oom || json_object_get(lines[i], "ranking"))
-            continue;
-        size_t m = 0;
-        for (size_t j = 0; j < n; j++)
-            if (pts[j].ok && !pts[j].oom && pts[j].obj_known && pts[j].prompt == pts[i].prompt)
-                grp[m++] = &pts[j];
-        if (m == 0)
-            continue;  /* its summary lacks the objective: not ranked */
-        qsort(grp, m, sizeof *grp, by_objective);
-        for (size_t k = 0; k < m; k++) {
-            size_t me = (size_t)grp[k]->index;
-            src[me] = sources_of(json_object_get(lines[me], "summary"));
-        }
-        for (size_t k = 0; k < m; k++) {
-            const plot_point *p = grp[k], *q = m < 2 ? NULL : k == 0 ? grp[1] : grp[0];
-            json_t *r = json_object();
-            json_object_set_new(r, "prompt_tokens", json_integer(p->prompt));
-            json_object_set_new(r, "place", json_integer((json_int_t)k + 1));
-            json_object_set_new(r, "of", json_integer((json_int_t)m));
-            if (q) {
-                const plot_point *fast = k == 0 ? p : q, *slow = k == 0 ? q : p;
-                double lo = fmin(fast->obj, slow->obj), hi = fmax(fast->obj, slow->obj);
-                double margin = lo > 0 ? hi / lo - 1 : hi > lo ? INFINITY : 0;
-                double u = by_ttft(lines[p->index])
-                               ? differing_error(src[fast->index], src[slow->index], errs)
-                               : -1;
-                json_object_set_new(r, "against_index",
-                                    json_integer(json_integer_value(json_object_get(
-                                        lines[q->index], "index"))));
-                json_object_set_new(r, "margin", isfinite(margin) ? json_real(margin)
-                                                                  : json_null());
-                json_object_set_new(r, "uncertainty",
-                                    u >= 0 ? json_real(u / fast->ttft_s) : json_null());
-                json_object_set_new(r, "tie",
-                                    u >= 0 ? json_boolean(margin <= u / fast->ttft_s)
-                                           : json_null());
-            }
-            json_object_set_new(lines[p->index], "ranking", r);
-        }
-        for (size_t k = 0; k < m; k++) {
-            size_t me = (size_t)grp[k]->index;
-            json_decref(src[me]);
-            src[me] = NULL;
-        }
-    }
-    free(src);
-    free(grp);
-    free(pts);
+    plot_points_free(&s);
 }

@@ -9,12 +9,6 @@
 #include "reports/plot.h"
 #include "reports/report.h"
 
-/* The lines of a sweep's results.jsonl, sorted by index. */
-typedef struct rep_lines {
-    json_t *const *line;
-    size_t n;
-} rep_lines;
-
 /* ---- CSV ------------------------------------------------------------------------- */
 
 void rep_csv_field(FILE *f, const char *s)
@@ -52,23 +46,31 @@ static const char *const summary_cols[] = {"ttft_s", "makespan_s", "compute_s_ma
                                            "comm_s_max", "overlap_fraction", "peak_bytes_max",
                                            "capacity_bytes", "oom", NULL};
 
-static int write_results_csv(const rep_lines *l, const char *path, cp_err *err)
+json_t *rep_results_csv_keys(const plot_points *s)
 {
-    rep_file rf;
-    if (rep_open(&rf, path, err) != 0)
-        return -1;
-    FILE *f = rf.f;
     json_t *keys = json_object();   /* parameter columns, first-seen order */
-    for (size_t i = 0; i < l->n; i++) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(json_object_get(l->line[i], "params"), k, v)
+    const char *last = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->p[i].keys == last)
+            continue;     /* interned: the same names as the line before */
+        last = s->p[i].keys;
+        char *names = strdup(last);
+        if (!names)
+            abort();
+        for (char *save = NULL, *k = strtok_r(names, "\n", &save); k;
+             k = strtok_r(NULL, "\n", &save))
             json_object_set_new(keys, k, json_true());
+        free(names);
     }
+    return keys;
+}
+
+void rep_results_csv_header(FILE *f, const json_t *keys)
+{
     fputs("index,id", f);
     const char *k;
     json_t *v;
-    json_object_foreach(keys, k, v) {
+    json_object_foreach((json_t *)keys, k, v) {
         fputc(',', f);
         rep_csv_field(f, k);
     }
@@ -76,39 +78,39 @@ static int write_results_csv(const rep_lines *l, const char *path, cp_err *err)
     for (int c = 0; summary_cols[c]; c++)
         fprintf(f, ",%s", summary_cols[c]);
     fputs(",objective,objective_value,scenario_hash,error\n", f);
-    for (size_t i = 0; i < l->n; i++) {
-        json_t *j = l->line[i], *s = json_object_get(j, "summary");
-        plot_point pt;
-        plot_point_of(j, &pt);
-        fprintf(f, "%d,%s", pt.index, json_string_value(json_object_get(j, "id")));
-        json_object_foreach(keys, k, v) {
-            fputc(',', f);
-            csv_json(f, json_object_get(json_object_get(j, "params"), k));
-        }
+}
+
+void rep_results_csv_row(FILE *f, const json_t *keys, json_t *j, const plot_point *pt)
+{
+    json_t *s = json_object_get(j, "summary");
+    const char *k;
+    json_t *v;
+    fprintf(f, "%d,%s", pt->index, json_string_value(json_object_get(j, "id")));
+    json_object_foreach((json_t *)keys, k, v) {
         fputc(',', f);
-        csv_json(f, json_object_get(j, "status"));
-        fputc(',', f);
-        csv_json(f, json_object_get(j, "exit"));
-        fputc(',', f);
-        if (pt.prompt >= 0)
-            fprintf(f, "%lld", pt.prompt);
-        for (int c = 0; summary_cols[c]; c++) {
-            fputc(',', f);
-            csv_json(f, json_object_get(s, summary_cols[c]));
-        }
-        json_t *ob = json_object_get(j, "objective");
-        fputc(',', f);
-        csv_json(f, json_object_get(ob, "metric"));
-        fputc(',', f);
-        csv_json(f, json_object_get(ob, "value"));
-        fputc(',', f);
-        csv_json(f, json_object_get(j, "scenario_hash"));
-        fputc(',', f);
-        csv_json(f, json_object_get(j, "error"));
-        fputc('\n', f);
+        csv_json(f, json_object_get(json_object_get(j, "params"), k));
     }
-    json_decref(keys);
-    return rep_close(&rf, 1, err);
+    fputc(',', f);
+    csv_json(f, json_object_get(j, "status"));
+    fputc(',', f);
+    csv_json(f, json_object_get(j, "exit"));
+    fputc(',', f);
+    if (pt->prompt >= 0)
+        fprintf(f, "%lld", pt->prompt);
+    for (int c = 0; summary_cols[c]; c++) {
+        fputc(',', f);
+        csv_json(f, json_object_get(s, summary_cols[c]));
+    }
+    json_t *ob = json_object_get(j, "objective");
+    fputc(',', f);
+    csv_json(f, json_object_get(ob, "metric"));
+    fputc(',', f);
+    csv_json(f, json_object_get(ob, "value"));
+    fputc(',', f);
+    csv_json(f, json_object_get(j, "scenario_hash"));
+    fputc(',', f);
+    csv_json(f, json_object_get(j, "error"));
+    fputc('\n', f);
 }
 
 /* ---- best configuration per prompt length ------------------------------------------ */
@@ -138,27 +140,33 @@ static size_t prompts_of(const plot_point *pts, size_t n, long long **out)
     return m;
 }
 
-/* The best's margin over the second (ranking, rep_sweep_rank) as text: "+6.6 %
- * over 2", with "(tie: the kernels that differ +-7.1 %)" or "(+-1.2 %)". */
-static void margin_text(json_t *line, char *buf, size_t len)
+/* A double as csv_json writes a JSON real. */
+static void csv_real(FILE *f, double v)
 {
-    json_t *r = json_object_get(line, "ranking"), *m = json_object_get(r, "margin");
-    if (!m) {
+    json_t *j = json_real(v);
+    csv_json(f, j);
+    json_decref(j);
+}
+
+/* The best's margin over the second (its ranking, rep_points_rank) as
+ * text: "+6.6 % over 2", with "(tie: the kernels that differ +-7.1 %)" or
+ * "(+-1.2 %)". */
+static void margin_text(const plot_point *p, char *buf, size_t len)
+{
+    if (!p->ranked || !p->margin_kind) {
         snprintf(buf, len, "-");
         return;
     }
-    json_t *u = json_object_get(r, "uncertainty");
-    int n = snprintf(buf, len, "+%.1f %% over %lld", 100 * json_number_value(m),
-                     (long long)json_integer_value(json_object_get(r, "against_index")));
-    if (n > 0 && (size_t)n < len && json_is_number(u))
-        snprintf(buf + n, len - (size_t)n, json_is_true(json_object_get(r, "tie"))
-                                                ? " (tie: kernels that differ +-%.1f %%)"
-                                                : " (+-%.1f %%)",
-                 100 * json_number_value(u));
+    int n = snprintf(buf, len, "+%.1f %% over %lld", 100 * (p->margin_kind == 2 ? p->margin : 0),
+                     (long long)p->against);
+    if (n > 0 && (size_t)n < len && !isnan(p->unc))
+        snprintf(buf + n, len - (size_t)n, p->tie == 1 ? " (tie: kernels that differ +-%.1f %%)"
+                                                       : " (+-%.1f %%)",
+                 100 * p->unc);
 }
 
-static int write_best(const rep_lines *l, const plot_point *pts, size_t n, const char *path,
-                      FILE *out, cp_err *err)
+static int write_best(const plot_point *pts, size_t n, const char *path, FILE *out,
+                      cp_err *err)
 {
     rep_file rf;
     if (rep_open(&rf, path, err) != 0)
@@ -168,10 +176,9 @@ static int write_best(const rep_lines *l, const plot_point *pts, size_t n, const
           "objective_value\n", rf.f);
     const char *metric = "ttft_s", *goal = "min";
     for (size_t i = 0; i < n; i++)
-        if (json_object_get(pts[i].line, "objective")) {
-            json_t *ob = json_object_get(pts[i].line, "objective");
-            metric = json_string_value(json_object_get(ob, "metric"));
-            goal = json_string_value(json_object_get(ob, "goal"));
+        if (pts[i].has_obj) {
+            metric = pts[i].obj_metric;
+            goal = pts[i].obj_goal_name;
             break;
         }
     int ttft = strcmp(metric, "ttft_s") == 0;
@@ -195,26 +202,29 @@ static int write_best(const rep_lines *l, const plot_point *pts, size_t n, const
             if (pts[i].obj_known && (!best || plot_better(&pts[i], best)))
                 best = &pts[i];
         }
-        json_t *rk = best ? json_object_get(l->line[best - pts], "ranking") : NULL;
         if (best) {
             fprintf(rf.f, "%lld,%d,", prompts[q], best->index);
             rep_csv_field(rf.f, best->label);
             fprintf(rf.f, ",%lld,%.10g,%.10g,%.10g,%d,%d,", best->min_tokens, best->ttft_s,
                     best->peak_bytes, best->capacity_bytes, fits, total);
-            csv_json(rf.f, json_object_get(rk, "margin"));
+            if (best->ranked && best->margin_kind == 2)
+                csv_real(rf.f, best->margin);
             fputc(',', rf.f);
-            csv_json(rf.f, json_object_get(rk, "against_index"));
+            if (best->ranked && best->margin_kind)
+                fprintf(rf.f, "%d", best->against);
             fputc(',', rf.f);
-            csv_json(rf.f, json_object_get(rk, "uncertainty"));
+            if (best->ranked && best->margin_kind && !isnan(best->unc))
+                csv_real(rf.f, best->unc);
             fputc(',', rf.f);
-            csv_json(rf.f, json_object_get(rk, "tie"));
+            if (best->ranked && best->tie >= 0)
+                fputs(best->tie ? "true" : "false", rf.f);
             fprintf(rf.f, ",%s,%s,%.10g\n", metric, goal, best->obj);
         } else {
             fprintf(rf.f, "%lld,,,,,,,%d,%d,,,,,%s,%s,\n", prompts[q], fits, total, metric, goal);
         }
         char margin[96] = "", ov[32] = "";
         if (best)
-            margin_text(l->line[best - pts], margin, sizeof margin);
+            margin_text(best, margin, sizeof margin);
         if (best && !ttft)
             snprintf(ov, sizeof ov, " %14.6g", best->obj);
         if (out && best && best->sp > 1)   /* min_tokens matters on SP nodes only */
@@ -234,19 +244,15 @@ static int write_best(const rep_lines *l, const plot_point *pts, size_t n, const
 
 /* ---- the Pareto front of two metrics --------------------------------------------------- */
 
-/* Metric k of the line's Pareto pair: its value (NAN unknown), its path and
- * goal. */
+/* Metric k of the point's Pareto pair: its value (NAN unknown), its path
+ * and goal. */
 static double pareto_of(const plot_point *p, int k, const char **metric, int *max)
 {
-    json_t *m = json_array_get(json_object_get(json_object_get(p->line, "objective"),
-                                               "pareto"), (size_t)k);
-    json_t *v = json_object_get(m, "value");
-    const char *g = json_string_value(json_object_get(m, "goal"));
     if (metric)
-        *metric = json_string_value(json_object_get(m, "metric"));
+        *metric = p->pareto_metric[k];
     if (max)
-        *max = g && strcmp(g, "max") == 0;
-    return json_is_number(v) ? json_number_value(v) : NAN;
+        *max = p->pareto_max[k];
+    return p->pareto[k];
 }
 
 /* Whether a is at least as good as b in both metrics and better in one. */
@@ -279,7 +285,7 @@ static int write_pareto(const plot_point *pts, size_t n, const char *path, FILE 
     const char *mx = NULL, *my = NULL;
     int gx = 0, gy = 0;
     for (size_t i = 0; i < n && !mx; i++)
-        if (json_object_get(pts[i].line, "objective")) {
+        if (pts[i].has_obj) {
             pareto_of(&pts[i], 0, &mx, &gx);
             pareto_of(&pts[i], 1, &my, &gy);
         }
@@ -453,12 +459,12 @@ static int write_split(const plot_point *pts, size_t n, const char *path, FILE *
 /* ---- failures ------------------------------------------------------------------------- */
 
 /* The most frequent failure reasons, most frequent first. */
-static void print_failures(const rep_lines *l, FILE *out)
+static void print_failures(const plot_point *pts, size_t n, FILE *out)
 {
     json_t *count = json_object();
     size_t failed = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        const char *e = json_string_value(json_object_get(l->line[i], "error"));
+    for (size_t i = 0; i < n; i++) {
+        const char *e = pts[i].error;
         if (!e)
             continue;
         failed++;
@@ -466,7 +472,7 @@ static void print_failures(const rep_lines *l, FILE *out)
         json_object_set_new(count, e, json_integer(c + 1));
     }
     if (failed)
-        fprintf(out, "\n%zu of %zu points failed; reasons:\n", failed, l->n);
+        fprintf(out, "\n%zu of %zu points failed; reasons:\n", failed, n);
     for (int shown = 0; shown < 5 && json_object_size(count) > 0; shown++) {
         const char *k, *top = NULL;
         json_t *v;
@@ -489,8 +495,7 @@ static void print_points(const plot_point *pts, size_t n, FILE *out)
 {
     const char *metric = NULL;
     for (size_t i = 0; i < n && !metric; i++)
-        metric = json_string_value(json_object_get(json_object_get(pts[i].line, "objective"),
-                                                   "metric"));
+        metric = pts[i].has_obj ? pts[i].obj_metric : NULL;
     if (metric && strcmp(metric, "ttft_s") == 0)
         metric = NULL;   /* the TTFT column shows it */
     fprintf(out, "\n%5s %-44s %8s %10s %9s %9s  %s%s%s\n", "point", "configuration", "prompt",
@@ -513,32 +518,22 @@ static void print_points(const plot_point *pts, size_t n, FILE *out)
     }
 }
 
-int rep_sweep_tables(json_t *const *lines, size_t nlines, const char *dir, FILE *out,
-                     cp_err *err)
+int rep_sweep_tables(const plot_points *s, const char *dir, FILE *out, cp_err *err)
 {
-    rep_lines lines_ = {lines, nlines};
-    const rep_lines *l = &lines_;
-    plot_point *pts = malloc((l->n + 1) * sizeof *pts);
-    if (!pts)
-        abort();
-    for (size_t i = 0; i < l->n; i++)
-        plot_point_of(l->line[i], &pts[i]);
-    if (out && l->n <= POINTS_TABLE_MAX)
-        print_points(pts, l->n, out);
+    const plot_point *pts = s->p;
+    size_t n = s->n;
+    if (out && n <= POINTS_TABLE_MAX)
+        print_points(pts, n, out);
     char path[4200];
-    snprintf(path, sizeof path, "%s/results.csv", dir);
-    int rc = write_results_csv(l, path, err);
     snprintf(path, sizeof path, "%s/best.csv", dir);
-    if (rc == 0)
-        rc = write_best(l, pts, l->n, path, out, err);
+    int rc = write_best(pts, n, path, out, err);
     snprintf(path, sizeof path, "%s/pareto.csv", dir);
     if (rc == 0)
-        rc = write_pareto(pts, l->n, path, out, err);
+        rc = write_pareto(pts, n, path, out, err);
     snprintf(path, sizeof path, "%s/split.csv", dir);
     if (rc == 0)
-        rc = write_split(pts, l->n, path, out, err);
+        rc = write_split(pts, n, path, out, err);
     if (rc == 0 && out)
-        print_failures(l, out);
-    free(pts);
+        print_failures(pts, n, out);
     return rc;
 }

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "models/cost.h"
+#include "platforms/platform.h"
 #include "reports/plot.h"
 #include "reports/report.h"
 #include "sim/sweep/sweep.h"
@@ -758,24 +760,52 @@ static void synthetic(sweep_lines *l)
     sweep_lines_add(l, failed);
 }
 
+/* The tables of result lines as a folder's conclusion writes them, the
+ * lines' objectives and rankings as they hold them: results.csv a row per
+ * line, then the tables of their records. */
+static int tables(json_t *const *lines, size_t n, const char *dir, FILE *out, cp_err *err)
+{
+    plot_points s;
+    plot_points_init(&s);
+    for (size_t i = 0; i < n; i++)
+        plot_points_add(&s, lines[i], 1);
+    char path[256];
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    json_t *keys = rep_results_csv_keys(&s);
+    rep_results_csv_header(f, keys);
+    for (size_t i = 0; i < n; i++)
+        rep_results_csv_row(f, keys, lines[i], &s.p[i]);
+    json_decref(keys);
+    fclose(f);
+    int rc = rep_sweep_tables(&s, dir, out, err);
+    plot_points_free(&s);
+    return rc;
+}
+
 START_TEST(points_classify_split_and_copied_steps)
 {
     sweep_lines l = {0};
     synthetic(&l);
-    plot_point p;
-    plot_point_of(l.line[0], &p);
-    ck_assert_int_eq(p.split, 1);
-    ck_assert_str_eq(p.label, "tp=4 sp=2 exchange=ring");
-    ck_assert_str_eq(p.shape, "tp=4 sp=2");
-    plot_point_of(l.line[1], &p);
-    ck_assert_int_eq(p.split, 0);
-    plot_point_of(l.line[4], &p);
-    ck_assert_int_eq(p.split, -1);
-    plot_point_of(l.line[l.n - 1], &p);
-    ck_assert_int_eq(p.ok, 0);
-    ck_assert_int_eq(p.tp, 2);
-    ck_assert_int_eq(p.sp, 4);
-    ck_assert_int_eq(p.prompt, 2048);
+    plot_points s;
+    plot_points_init(&s);
+    for (size_t i = 0; i < l.n; i++)
+        plot_points_add(&s, l.line[i], 1);
+    ck_assert_int_eq(s.p[0].split, 1);
+    ck_assert_str_eq(s.p[0].label, "tp=4 sp=2 exchange=ring");
+    ck_assert_str_eq(s.p[0].shape, "tp=4 sp=2");
+    /* interned: one string per text */
+    ck_assert_ptr_eq(s.p[0].label, s.p[5].label);
+    ck_assert_int_eq(s.p[1].split, 0);
+    ck_assert_int_eq(s.p[4].split, -1);
+    const plot_point *p = &s.p[l.n - 1];
+    ck_assert_int_eq(p->ok, 0);
+    ck_assert_int_eq(p->tp, 2);
+    ck_assert_int_eq(p->sp, 4);
+    ck_assert_int_eq(p->prompt, 2048);
+    ck_assert_str_eq(p->error, "not available");
+    plot_points_free(&s);
     sweep_lines_free(&l);
 }
 END_TEST
@@ -788,7 +818,7 @@ START_TEST(tables_pick_the_best_fit_and_the_crossing)
     snprintf(dir, sizeof dir, "%s", tmpdir);
     cp_err err = {0};
     FILE *out = tmpfile();
-    ck_assert_msg(rep_sweep_tables(l.line, l.n, dir, out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tables(l.line, l.n, dir, out, &err) == 0, "%s", err.msg);
     fclose(out);
     const char *best = slurp("best.csv");
     /* TP8 wins where it fits; at 65536 the best fitting one is ring split
@@ -846,7 +876,7 @@ START_TEST(objective_ranks_serving_points)
     ck_assert_int_eq(json_integer_value(json_object_get(
                          json_object_get(l.line[3], "ranking"), "place")), 4);
     cp_err err = {0};
-    ck_assert_msg(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_msg(tables(l.line, l.n, tmpdir, NULL, &err) == 0, "%s", err.msg);
     const char *best = slurp("best.csv");
     ck_assert_ptr_nonnull(strstr(best, "\n4096,0,tp=1 sp=1 exchange=none,"));
     ck_assert_ptr_nonnull(strstr(best, ",serving.goodput_per_s,max,3\n"));
@@ -863,14 +893,14 @@ START_TEST(objective_ranks_serving_points)
     rep_sweep_rank(l.line, l.n, NULL);
     ck_assert_int_eq(json_integer_value(json_object_get(
                          json_object_get(l.line[2], "ranking"), "place")), 1);
-    ck_assert(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err) == 0);
+    ck_assert(tables(l.line, l.n, tmpdir, NULL, &err) == 0);
     ck_assert_ptr_nonnull(strstr(slurp("best.csv"), "\n4096,2,tp=4 sp=1 exchange=none,"));
     /* a metric no summary has: nothing ranked, best.csv says none */
     json_object_set_new(obj, "metric", json_string("serving.by_name.long.tpot_p99_s"));
     rep_sweep_objective(l.line, l.n, obj);
     rep_sweep_rank(l.line, l.n, NULL);
     ck_assert_ptr_null(json_object_get(l.line[0], "ranking"));
-    ck_assert(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err) == 0);
+    ck_assert(tables(l.line, l.n, tmpdir, NULL, &err) == 0);
     ck_assert_ptr_nonnull(strstr(slurp("best.csv"), "\n4096,,,,,,,4,4,"));
     json_decref(obj);
     sweep_lines_free(&l);
@@ -905,6 +935,144 @@ START_TEST(objective_keys_are_checked_at_load)
 }
 END_TEST
 
+/* A ranked line of the contract below: prompt L, TTFT t, its critical
+ * rank's compute a s of GEMMs and b s of attention, priced by the roofline
+ * (whose accuracy every profile has), on h100-sxm-8. */
+static json_t *ranked_line(int index, long long L, double t, double a, double b, int oom)
+{
+    char id[17];
+    snprintf(id, sizeof id, "%016x", index);
+    return json_pack("{s:i, s:s, s:{s:i, s:I}, s:s, s:s, s:{s:{s:s, s:s, s:s, s:{s:i, s:i}}, "
+                     "s:f, s:f, s:[{s:I}], s:f, s:f, s:f, s:f, s:b, s:{s:f, s:{s:{s:{s:f}}, "
+                     "s:{s:{s:f}}}}}}",
+                     "index", index, "id", id, "params", "parallel.tp", 8,
+                     "requests.0.prompt_tokens", (json_int_t)L, "scenario_hash", "5ca1ab1e",
+                     "status", "ok", "summary", "scenario", "workload", "/w/base.yaml", "model",
+                     "m", "platform", "h100-sxm-8", "parallel", "tp", 8, "sp", 1, "ttft_s", t,
+                     "makespan_s", t, "requests", "prompt_tokens", (json_int_t)L,
+                     "compute_s_max", a + b, "overlap_fraction", 0.0, "peak_bytes_max", 1e9,
+                     "capacity_bytes", 8e10, "oom", oom, "cost_sources", "compute_s",
+                     8 * (a + b), "by_class", "gemm", "sources", "roofline:gemm", 8 * a,
+                     "attention", "sources", "roofline:attention", 8 * b);
+}
+
+/* The tree path the last phase replaced, as the reference: every line
+ * loaded, normalized, given its objective and ranking, written whole. */
+static void conclude_by_trees(const char *src, const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s/results.jsonl", tmpdir, src);
+    sweep_lines l = {0};
+    cp_err err = {0};
+    ck_assert_int_eq(sweep_read_results(path, 0, &l, &err), 0);
+    ck_assert_int_eq(sweep_lines_normalize(&l, &err), 0);
+    /* the accuracies as the ranking had them (source_errors.json rounds) */
+    platform plat;
+    ck_assert_int_eq(plat_load("h100-sxm-8", NULL, NULL, &plat, &err), 0);
+    json_t *errs = cost_source_errors(&plat, &err);
+    ck_assert_ptr_nonnull(errs);
+    rep_sweep_objective(l.line, l.n, NULL);
+    rep_sweep_rank(l.line, l.n, errs);
+    json_decref(errs);
+    snprintf(path, sizeof path, "%s/%s/results.jsonl", tmpdir, dir);
+    FILE *f = fopen(path, "w");
+    for (size_t i = 0; i < l.n; i++) {
+        json_dumpf(l.line[i], f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        fputc('\n', f);
+    }
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%s", tmpdir, dir);
+    FILE *out = fopen(strcat(path, "/out.txt"), "w");
+    path[strlen(path) - strlen("/out.txt")] = '\0';
+    ck_assert_int_eq(tables(l.line, l.n, path, out, &err), 0);
+    fclose(out);
+    sweep_lines_free(&l);
+}
+
+/* The last phase keeps a record per point and rewrites results.jsonl a
+ * line at a time, read back by offset (issue 31 part 4): its files are
+ * those of the tree path, byte for byte, on a sweep with a tie, an OOM
+ * point, a failed and a refused point, lines out of order, a repeated line
+ * and lines that hold an earlier conclusion's objective and ranking. */
+START_TEST(line_by_line_conclusion_equals_the_tree_path)
+{
+    json_t *l[9];
+    /* 1,024 tokens: 0 the fastest, 1 within its kernels' accuracy of it (a
+     * tie), 2 20 % slower, 3 out of memory */
+    l[0] = ranked_line(0, 1024, 1.00, 0.5, 0.3, 0);
+    l[1] = ranked_line(1, 1024, 1.01, 0.3, 0.6, 0);
+    l[2] = ranked_line(2, 1024, 1.20, 0.5, 0.3, 0);
+    l[3] = ranked_line(3, 1024, 0.90, 0.5, 0.3, 1);
+    l[4] = json_pack("{s:i, s:s, s:{s:i, s:I}, s:s, s:s, s:s, s:i}", "index", 4, "id",
+                     "0000000000000004", "params", "parallel.tp", 8, "requests.0.prompt_tokens",
+                     (json_int_t)2048, "scenario_hash", "5ca1ab1e", "status", "failed", "error",
+                     "the simulation failed", "exit", 1);
+    l[5] = json_pack("{s:i, s:s, s:{s:i, s:I}, s:n, s:s, s:s, s:i}", "index", 5, "id",
+                     "0000000000000005", "params", "parallel.tp", 8, "requests.0.prompt_tokens",
+                     (json_int_t)2048, "scenario_hash", "status", "failed", "error",
+                     "does not load: parallel.tp", "exit", 2);
+    /* 2,048 tokens: 6 holds a stale conclusion, 7 alone with it */
+    l[6] = ranked_line(6, 2048, 2.00, 1.0, 0.5, 0);
+    json_object_set_new(l[6], "objective", json_pack("{s:s}", "metric", "stale"));
+    json_object_set_new(l[6], "ranking", json_pack("{s:i}", "place", 9));
+    l[7] = ranked_line(7, 2048, 2.50, 1.0, 1.0, 0);
+    l[8] = json_incref(l[0]);                   /* a point recorded twice */
+    write_file("a/sweep.json", "{\"schema\": \"cpsim.sweep/1\", \"points\": 8, "
+               "\"spec_hash\": \"h\"}\n");
+    char path[256];
+    snprintf(path, sizeof path, "%s/a/results.jsonl", tmpdir);
+    FILE *f = fopen(path, "w");
+    cp_err err = {0};
+    static const int order[] = {3, 0, 6, 5, 1, 7, 2, 4, 8};
+    for (int i = 0; i < 9; i++)
+        ck_assert_int_eq(sweep_append(fileno(f), l[order[i]], &err), 0);
+    fclose(f);
+    sweep_recs r;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/a", tmpdir);
+    ck_assert_msg(sweep_recs_load_dir(dir, 0, &r, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(r.pts.n, 8);
+    snprintf(path, sizeof path, "%s/a/out.txt", tmpdir);
+    FILE *out = fopen(path, "w");
+    ck_assert_msg(sweep_recs_conclude(&r, dir, out, &err) == 0, "%s", err.msg);
+    fclose(out);
+    /* the tie and the refused point are there to compare */
+    ck_assert_int_eq(r.pts.p[1].tie, 1);
+    ck_assert_int_eq(r.pts.p[0].tie, 1);
+    ck_assert_int_eq(r.pts.p[2].tie, 0);
+    ck_assert_int_eq(r.pts.p[3].ranked, 0);
+    sweep_recs_free(&r);
+    write_file("b/.keep", "");
+    conclude_by_trees("a", "b");
+    static const char *const files[] = {"results.jsonl", "results.csv", "best.csv",
+                                        "pareto.csv", "split.csv", "out.txt"};
+    for (int k = 0; k < 6; k++) {
+        char a[256], b[256];
+        snprintf(a, sizeof a, "a/%s", files[k]);
+        snprintf(b, sizeof b, "b/%s", files[k]);
+        char *ta = strdup(slurp(a));
+        const char *tb = slurp(b);
+        size_t at = 0;
+        while (ta[at] && ta[at] == tb[at])
+            at++;
+        ck_assert_msg(ta[at] == tb[at], "%s differs at byte %zu: %.60s | %.60s", files[k], at,
+                      ta + at, tb + at);
+        free(ta);
+    }
+    ck_assert_ptr_nonnull(strstr(slurp("a/results.jsonl"), "\"tie\":true"));
+    ck_assert_ptr_null(strstr(slurp("a/results.jsonl"), "stale"));
+    /* a second conclusion of the folder changes nothing */
+    char *once = strdup(slurp("a/results.jsonl"));
+    ck_assert_int_eq(sweep_recs_load_dir(dir, 0, &r, &err), 0);
+    ck_assert_int_eq(sweep_recs_conclude(&r, dir, NULL, &err), 0);
+    sweep_recs_free(&r);
+    ck_assert_str_eq(once, slurp("a/results.jsonl"));
+    free(once);
+    for (int i = 0; i < 9; i++)
+        json_decref(l[i]);
+}
+END_TEST
+
 START_TEST(crossing_interpolates_between_lengths)
 {
     /* split/copied ratios 2 at 1024 and 0.5 at 4096: log-linear crossing at
@@ -915,13 +1083,13 @@ START_TEST(crossing_interpolates_between_lengths)
     sweep_lines_add(&l, result(2, 2, 4, "ring", 0, 4096, 1.0, 0));
     sweep_lines_add(&l, result(3, 2, 4, "ring", 1 << 20, 4096, 2.0, 0));
     cp_err err = {0};
-    ck_assert_int_eq(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err), 0);
+    ck_assert_int_eq(tables(l.line, l.n, tmpdir, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(slurp("split.csv"), "\nring,tp=2 sp=4,4096,2048,2,"));
     sweep_lines_free(&l);
     /* split wins everywhere: the shortest length compared */
     sweep_lines_add(&l, result(0, 2, 4, "ring", 0, 1024, 0.5, 0));
     sweep_lines_add(&l, result(1, 2, 4, "none", 0, 1024, 1.0, 0));
-    ck_assert_int_eq(rep_sweep_tables(l.line, l.n, tmpdir, NULL, &err), 0);
+    ck_assert_int_eq(tables(l.line, l.n, tmpdir, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(slurp("split.csv"),
                                  "\nring,tp=2 sp=4,1024,1024,1,split wins at every length"));
     sweep_lines_free(&l);
@@ -957,6 +1125,7 @@ static Suite *suite(void)
     tcase_add_test(tc, points_classify_split_and_copied_steps);
     tcase_add_test(tc, tables_pick_the_best_fit_and_the_crossing);
     tcase_add_test(tc, crossing_interpolates_between_lengths);
+    tcase_add_test(tc, line_by_line_conclusion_equals_the_tree_path);
     tcase_add_test(tc, objective_ranks_serving_points);
     tcase_add_test(tc, objective_keys_are_checked_at_load);
     suite_add_tcase(s, tc);

@@ -122,37 +122,29 @@ static void list_points(const sweep_spec *sp, const sweep_points *pts, const cli
 /* The run's results sorted and ranked, the tables and the plots. */
 static int conclude(const char *dir, const cli_opts *a, int plots, cp_err *err)
 {
-    char path[4200];
-    sweep_lines l = {0};
-    int rc = sweep_load_dir(dir, &l, path, sizeof path, err);
+    sweep_recs r;
+    int rc = sweep_recs_load_dir(dir, 0, &r, err);
     if (rc == 0)
-        rc = sweep_rank_lines(&l, dir, err);
-    /* a finished sweep leaves its lines in index order: deterministic files */
-    if (rc == 0)
-        rc = sweep_write_lines(path, &l, err);
-    if (rc == 0)
-        rc = rep_sweep_tables(l.line, l.n, dir, a->quiet ? NULL : stdout, err);
+        rc = sweep_recs_conclude(&r, dir, a->quiet ? NULL : stdout, err);
     if (rc == 0 && plots)
-        rc = plot_sweep(dir, l.line, l.n, err);
+        rc = plot_sweep(dir, &r.pts, err);
     if (rc == 0 && !a->quiet)
         printf("\nwrote %s/results.jsonl, results.csv, best.csv, pareto.csv, split.csv%s\n",
                dir, plots ? ", plots/" : "");
     /* a sweep none of whose points ran is an error (a grid key misspelt,
      * a base that does not load), not an empty result */
-    const json_t *first_failed = NULL;
-    size_t ok = 0;
-    for (size_t i = 0; i < l.n; i++) {
-        const char *st = json_string_value(json_object_get(l.line[i], "status"));
-        if (st && strcmp(st, "ok") == 0)
+    const plot_point *first_failed = NULL;
+    size_t ok = 0, n = r.pts.n;
+    for (size_t i = 0; i < n; i++) {
+        if (r.pts.p[i].status_ok)
             ok++;
         else if (!first_failed)
-            first_failed = l.line[i];
+            first_failed = &r.pts.p[i];
     }
-    if (rc == 0 && l.n > 0 && ok == 0)
-        rc = cp_fail(err, CP_EXIT_INPUT, "every point of the sweep failed (%zu); point %lld: %s",
-                     l.n, (long long)json_integer_value(json_object_get(first_failed, "index")),
-                     json_string_value(json_object_get(first_failed, "error")));
-    sweep_lines_free(&l);
+    if (rc == 0 && n > 0 && ok == 0)
+        rc = cp_fail(err, CP_EXIT_INPUT, "every point of the sweep failed (%zu); point %d: %s",
+                     n, first_failed->index, first_failed->error ? first_failed->error : "(null)");
+    sweep_recs_free(&r);
     return rc;
 }
 

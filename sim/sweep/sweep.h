@@ -48,6 +48,7 @@
 #include <stdio.h>
 
 #include "models/plan.h"
+#include "reports/plot.h"
 #include "sim/sweep/sweep_expr.h"
 #include "base/diag.h"
 #include "workloads/workload.h"
@@ -202,19 +203,64 @@ int sweep_append(int fd, json_t *line, cp_err *err);
 json_t *sweep_result_line(const sweep_spec *sp, const sweep_point *pt, const char *scen_hash,
                           json_t *summary, const cp_err *why);
 
-/* Write lines (one compact JSON object each) atomically to path. */
-int sweep_write_lines(const char *path, const sweep_lines *l, cp_err *err);
-/* Rank the lines (rep_sweep_rank) with the accuracies of the cost sources
- * of their platform's profile (cost_source_errors), and write those
- * accuracies to DIR/source_errors.json (removed when unknown). */
-int sweep_rank_lines(sweep_lines *l, const char *dir, cp_err *err);
+/* summary.json as a result line holds it: without its per-rank list, the
+ * rank peaks kept ("rank_peak_bytes"). */
+json_t *sweep_result_summary(json_t *summary);
+
+/* A simulation's result summary as text, split where its "scenario" goes:
+ * the points that share it write their lines from it with their own
+ * scenario, without reading the summary back. */
+typedef struct sweep_shared {
+    char *pre, *post;
+} sweep_shared;
+/* 0, or -1 when the summary's text cannot be split (keep it whole). */
+int sweep_shared_text(json_t *summary, sweep_shared *out);
+void sweep_shared_free(sweep_shared *t);
+/* Append the line sweep_result_line makes of the point with the shared
+ * summary t and its own scenario block, byte for byte, in one write. */
+int sweep_append_shared(int fd, const sweep_spec *sp, const sweep_point *pt,
+                        const char *scen_hash, const sweep_shared *t, json_t *scen,
+                        cp_err *err);
 
 /* Sort lines by index, keeping one line per id; -1 with err when two lines
  * of one id disagree. */
 int sweep_lines_normalize(sweep_lines *l, cp_err *err);
 
-/* DIR/results.jsonl read and normalized (its path into path). */
-int sweep_load_dir(const char *dir, sweep_lines *l, char *path, size_t len, cp_err *err);
+/* ---- the last phase: records of the lines (sweep_results.c) ------------------ */
+
+/* A sweep's result lines as the ranking, tables and plots read them: one
+ * small record each (reports/plot.h, plot_point) and where its line lies,
+ * so that the parent's memory does not grow with the lines' summaries:
+ * results.jsonl is rewritten one line at a time, each read back by its
+ * offset. */
+typedef struct sweep_recs {
+    plot_points pts;
+    char **files;           /* the files read, by plot_point.file */
+    int nfiles;
+} sweep_recs;
+
+/* Empty records that keep the values of the metrics of the sweep's
+ * objective (sweep.json's "objective"; NULL: the defaults'). */
+void sweep_recs_init(sweep_recs *r, const json_t *objective);
+void sweep_recs_free(sweep_recs *r);
+/* Add the records of the lines of a results.jsonl (absent: none; a torn
+ * last line left out; a malformed line an error naming it).  as_written:
+ * their objectives and rankings as the lines hold them (plots); else for
+ * sweep_recs_conclude. */
+int sweep_recs_read(sweep_recs *r, const char *path, int as_written, cp_err *err);
+/* Sort by index (then id), one record per id; -1 with err when two lines
+ * of one id disagree (read back and compared). */
+int sweep_recs_normalize(sweep_recs *r, cp_err *err);
+/* DIR's sweep.json and results.jsonl read and normalized. */
+int sweep_recs_load_dir(const char *dir, int as_written, sweep_recs *r, cp_err *err);
+/* Rank the records (rep_points_objective, rep_points_rank, with the
+ * accuracies of the cost sources of their platform's profile, written to
+ * DIR/source_errors.json, removed when unknown), then write
+ * DIR/results.jsonl in index order with each line's objective and ranking
+ * and DIR/results.csv a line at a time, and the tables (rep_sweep_tables,
+ * their text on out, NULL: none).  The lines may lie in DIR/results.jsonl
+ * itself: it is replaced atomically. */
+int sweep_recs_conclude(sweep_recs *r, const char *dir, FILE *out, cp_err *err);
 
 /* cpsim sweep --merge: the results of several output folders (all of the
  * same sweep: equal spec_hash) into out_dir: sweep.json, results.jsonl

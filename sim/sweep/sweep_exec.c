@@ -88,9 +88,12 @@ enum { SIM_RUNNING, SIM_DONE, SIM_FAILED };
 typedef struct sim {
     uint64_t key;
     int state;
-    /* SIM_DONE: the summary as compact JSON, its reals at 17 digits (they
-     * read back to the same doubles): a sweep keeps one per simulation, a
-     * tenth of the bytes of the tree */
+    /* SIM_DONE: the result summary as compact JSON text, its reals at 17
+     * digits (they read back to the same doubles), split where the
+     * scenario goes (a sweep keeps one per simulation, a tenth of the bytes
+     * of the tree, and writes the sharing points' lines from it); summary:
+     * the whole text where it cannot be split */
+    sweep_shared text;
     char *summary;
     cp_err *why;           /* SIM_FAILED */
     waiter *w;
@@ -147,6 +150,7 @@ static void sim_table_free(sim_table *t)
         for (int k = 0; k < s->nw; k++)
             json_decref(s->w[k].scenario);
         free(s->w);
+        sweep_shared_free(&s->text);
         free(s->summary);
         free(s->why);
         free(s);
@@ -217,15 +221,21 @@ static const cost_model *cost_of(runner *r, const platform *p, cp_err *why)
     return cm;
 }
 
+/* A point recorded: the progress. */
+static void count(runner *r, int failed)
+{
+    r->o->pg->done++;
+    r->o->pg->failed += failed;
+    sweep_progress_show(r->o->pg, 0);
+}
+
 static int record(runner *r, const sweep_point *pt, const char *hash, json_t *summary,
                   const cp_err *why, cp_err *err)
 {
     json_t *line = sweep_result_line(r->sp, pt, hash, summary, why);
     int rc = sweep_append(r->o->fd, line, err);
     json_decref(line);
-    r->o->pg->done++;
-    r->o->pg->failed += summary == NULL;
-    sweep_progress_show(r->o->pg, 0);
+    count(r, summary == NULL);
     return rc;
 }
 
@@ -234,6 +244,12 @@ static int record_shared(runner *r, const sim *s, const waiter *w, cp_err *err)
 {
     if (s->state == SIM_FAILED)
         return record(r, w->pt, w->hash, NULL, s->why, err);
+    if (s->text.pre) {
+        int rc = sweep_append_shared(r->o->fd, r->sp, w->pt, w->hash, &s->text, w->scenario,
+                                     err);
+        count(r, 0);
+        return rc;
+    }
     json_t *summary = json_loads(s->summary, 0, NULL);
     if (!summary)
         return cp_fail(err, CP_EXIT_INTERNAL, "sweep: cannot read back a shared summary");
@@ -365,12 +381,12 @@ static int finish_slot(runner *r, slot *s, int timed_out, cp_err *err)
     sim *e = s->sim;
     if (e) {
         e->state = summary ? SIM_DONE : SIM_FAILED;
-        if (summary) {
+        if (summary && sweep_shared_text(summary, &e->text) != 0) {
             e->summary = json_dumps(summary, JSON_COMPACT | JSON_PRESERVE_ORDER |
                                     JSON_REAL_PRECISION(17));
             if (!e->summary)
                 abort();
-        } else {
+        } else if (!summary) {
             e->why = cp_xcalloc(1, sizeof *e->why);
             *e->why = why;
         }
