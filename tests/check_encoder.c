@@ -64,6 +64,7 @@ START_TEST(rows_as_vllm_counts_them)
     e = enc_audio_shape(au, 250);
     ck_assert_int_eq(e.rows, 13 + 13 + 7);
     ck_assert_int_eq(enc_conv_len(50), 7);
+    wl_free(&s);
 }
 END_TEST
 
@@ -94,6 +95,8 @@ START_TEST(params_are_the_modules)
                 "requests:\n  - {prompt_tokens: 16384}\n", NULL, 0);
     ck_assert_double_eq(build_weight_bytes(&s) - build_weight_bytes(&t),
                         enc_audio_weight_bytes(au, 4, 2.0));
+    wl_free(&t);
+    wl_free(&s);
 }
 END_TEST
 
@@ -132,6 +135,7 @@ START_TEST(ops_over_tp_and_sp)
     ck_assert_int_eq(count(&p, "audio.attn_all_reduce", NULL, NULL), 32);
     ck_assert_int_eq(count(&p, "audio.qkv_all_to_all", NULL, NULL), 0);
     plan_free(&p);
+    wl_free(&s);
 
     /* fp8 weights leave the encoder's linears in bf16 (no quant_config) */
     const char *fp8[] = {"precision.weights=fp8"};
@@ -139,6 +143,7 @@ START_TEST(ops_over_tp_and_sp)
     ck_assert_int_eq(tu_find(&p, 0, "audio.fc1", -1)->dtype, DT_BF16);
     ck_assert_int_eq(tu_find(&p, 0, "audio.fc1", -1)->qscale, QS_NONE);
     plan_free(&p);
+    wl_free(&s);
 
     /* TP2 x SP2: none runs the whole encoder on every SP rank; ulysses a
      * half of the rows, all-to-alls over SP and the rows all-gathered */
@@ -148,6 +153,7 @@ START_TEST(ops_over_tp_and_sp)
     ck_assert_int_eq(tu_find(&p, 0, "audio.qkv", -1)->m, 7800);
     ck_assert_int_eq(count(&p, "audio.qkv_all_to_all", NULL, NULL), 0);
     plan_free(&p);
+    wl_free(&s);
     const char *uly[] = {"parallel.tp=2", "parallel.sp=2", "parallel.kv_storage=by_position",
                          "parallel.exchange=ring", "parallel.encoder_exchange=ulysses"};
     tu_plan(&s, &p, THINKER, uly, 5);
@@ -161,6 +167,7 @@ START_TEST(ops_over_tp_and_sp)
     ck_assert_int_eq(count(&p, "audio.rows_all_gather", &c, &g), 1);
     ck_assert_int_eq(g, G_SP);
     plan_free(&p);
+    wl_free(&s);
 }
 END_TEST
 
@@ -271,6 +278,7 @@ START_TEST(refused)
         const char *sets[] = {bad[i].set};
         ck_assert_int_ne(tu_try_load(&s, THINKER, sets, 1, &e), 0);
         ck_assert_msg(strstr(e.msg, bad[i].msg), "%s: %s", bad[i].set, e.msg);
+        wl_free(&s);
     }
     /* ulysses needs the heads of a TP rank to split over SP: 20 / 4 = 5 */
     const char *odd[] = {"parallel.tp=4", "parallel.sp=2", "parallel.kv_storage=by_position",
@@ -279,11 +287,13 @@ START_TEST(refused)
     cp_err e = {0};
     ck_assert_int_ne(tu_try_load(&s, THINKER, odd, 5, &e), 0);
     ck_assert_msg(strstr(e.msg, "5 audio-encoder heads of a TP rank"), "%s", e.msg);
+    wl_free(&s);
     /* the key without audio changes nothing */
     const char *noaudio[] = {"requests.0={prompt_tokens: 4096}", "parallel.encoder_exchange=none"};
     e = (cp_err){0};
     ck_assert_int_ne(tu_try_load(&s, THINKER, noaudio, 2, &e), 0);
     ck_assert_msg(strstr(e.msg, "no request carries audio_s"), "%s", e.msg);
+    wl_free(&s);
 }
 END_TEST
 
