@@ -90,7 +90,28 @@ bench "Llama 405B 128K, CP16 pass-KV, fp8 MLP" 128 "$tmp/l405kv.yaml" --trace st
 bench "Llama 405B 1M, CP16 pass-KV, fp8 MLP" 128 "$tmp/l405kv.yaml" --trace steps \
     --set requests.0.prompt_tokens=1048576
 bench "thinker 32K, TP8 x DP128" 1024 "$tmp/dp128.yaml" --trace steps
-bench "Llama 405B 128K, TP8 x SP128 pass-KV" 1024 "$tmp/sp128.yaml" --trace steps
+# issue 31's 1,024-rank rings, default outputs (target <= 30 CPU s, <= 1 GB
+# RSS, outputs <= 500 MB each), striped and zigzag, with and without
+# ring_overlap: all four are host-bound at SP128 and replay as host-bound
+# cycles (sim/engine/replay.c)
+ring_goal() {
+    awk -v b="$bytes" '{ printf "  target <= 30 CPU s, <= 1024 MB RSS, <= 500 MB out: " \
+        "%.1f CPU s, %.0f MB RSS, %.1f MB out\n", $1 + $2, $4 / 1024, b / 1e6 }' "$tmp/time"
+}
+bench "Llama 405B 128K, TP8 x SP128 pass-KV" 1024 "$tmp/sp128.yaml"
+ring_goal
+bench "  same, no ring_overlap" 1024 "$tmp/sp128.yaml" --set parallel.ring_overlap=false
+ring_goal
+bench "  same, zigzag" 1024 "$tmp/sp128.yaml" --set parallel.split=zigzag
+ring_goal
+bench "  same, zigzag, no ring_overlap" 1024 "$tmp/sp128.yaml" --set parallel.split=zigzag \
+    --set parallel.ring_overlap=false
+ring_goal
+# issue 31's exact pass-Q ring on 64 nodes (target <= 60 CPU s): striped, it
+# settles into no cycle of layers (replay.c), so every layer simulates
+bench "Llama 405B 128K, TP8 x SP64 pass-Q" 512 "$tmp/l405.yaml" --set platform.nodes=64 \
+    --set parallel.sp=64
+awk '{ printf "  target <= 60 CPU s: %.1f CPU s\n", $1 + $2 }' "$tmp/time"
 # issue 31's DP rows (target <= 60 CPU s each): 32,768 ranks (the row above
 # on 4,096 nodes) and 8,192 (the CP16 pass-KV ring, fp8 MLP, times DP64 on
 # 1,024 nodes); SimGrid holds one replica's nodes (sim/engine/engine.c)

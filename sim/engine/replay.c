@@ -24,13 +24,23 @@
  *     they ran from that state back to it and their events depend on
  *     nothing else: a copy's early ops touched no rank of the copy before
  *     still running);
- *   - no op of copies j .. j + p waited for the host to issue it, and the
- *     host's issue offsets grow from copy j to copy k by no more than the
- *     shift, so they do not hold copy k's ops back either.
+ *   - either no op of copies j .. j + p waited for the host to issue it,
+ *     and the host's issue offsets grow from copy j to copy k by no more
+ *     than the shift, so they do not hold copy k's ops back either;
+ *   - or one did (a host-bound cycle: short kernels, or a ring whose hops
+ *     are many and short, as the 1,024-rank zigzag ring at 128K), and the
+ *     host's issue times are then part of the state: the issue offsets of
+ *     copies j + p and k grow from copy j's by exactly their cuts' distance
+ *     (within rp_eps), so every issue time of copy k is copy j's shifted
+ *     and holds its op back exactly as long.
  * The cut after a replayed copy is then in copy j + 1's state, so copy
  * k + 1 replays copy j + 1, and so on round the cycle of p copies, until
- * the region ends or the issue check fails.  A cycle of one copy (p = 1)
- * is looked for first; longer ones are the shortest closing at cut k.  At the
+ * the region ends or the issue check fails (for a host-bound cycle,
+ * exactly the shift again; when it fails, the copy before, whose early
+ * starts' issue times matched, simulates too: the exit state's early
+ * starts may have waited for the host, whose issue then differs).  A cycle
+ * of one copy (p = 1) is looked for first; longer ones are the shortest
+ * closing at cut k.  At the
  * region's end the ops that follow are not copy j + 1's: none may have been
  * able to start before the replay ends (from its predecessor's and
  * dependencies' end times and its issue time), else the last copy is
@@ -71,7 +81,12 @@
  *   - pass-Q with ring_overlap comes back to its state every three layers
  *     only to within 1e-9 to 1e-7 s (the returned partials' transfers
  *     overlap the next hop's by amounts that wander), so it replays only
- *     under a tolerance.
+ *     under a tolerance;
+ *   - at SP128 (1,024 ranks) the pass-KV ring with ring_overlap is
+ *     host-bound, zigzag or striped: its layers come 23.504 ms apart, the
+ *     host's issue of their ops, and every copy waits for the host; it
+ *     replays as a host-bound cycle (it replayed none, and ran past 150 s,
+ *     while a wait for the host ruled a copy out as a reference).
  * The interference model plays no part in these (their hops cross the
  * NIC: the same answers to 10 digits without it); integer clock units
  * would not help either, the differences being far above the clock's
@@ -547,15 +562,18 @@ static void build_ref(int R, uint32_t j)
 }
 
 /* Whether the host issues every op of copy m at most d later than its twin
- * in copy j (in every program). */
-static int issue_ok(int R, uint32_t m, uint32_t j, double d)
+ * in copy j (in every program); with `same`, exactly d later (within
+ * rp_eps, or the tolerance): the host's issue times are then copy j's
+ * shifted as every other time is. */
+static int issue_ok(int R, uint32_t m, uint32_t j, double d, int same)
 {
+    double tol = same ? fmax(rp_eps(d), eng.o->replay_tol_s) : rp_eps(d);
     for (int g = 0; g < eng.p->nprogs; g++) {
         const rp_preg *q = &rp.pr[(size_t)g * (size_t)rp.nreg + (size_t)R];
         const double *off = eng.ix[g].issue_off;
         for (uint32_t x = 0; x < q->len; x++) {
             double grow_s = off[q->a0 + m * q->len + x] - off[q->a0 + j * q->len + x];
-            if (grow_s > d + rp_eps(d))
+            if (grow_s > d + tol || (same && grow_s < d - tol))
                 return 0;
         }
     }
@@ -698,12 +716,37 @@ static double sig_dist(const rp_copy *a, const rp_copy *b)
 }
 
 /* Whether copy c of region R was simulated from a valid entry cut to a
- * valid exit cut without waiting for the host: a reference. */
+ * valid exit cut: a reference. */
 static int simulated_clean(int R, int64_t c)
 {
     const rp_copy *J = &rp.cp[R][c], *X = &rp.cp[R][c + 1];
-    return !J->replayed && J->cut_done && J->clean && !J->issue_bound && X->cut_done &&
-           X->clean && !X->issue_bound;
+    return !J->replayed && J->cut_done && J->clean && X->cut_done && X->clean;
+}
+
+/* Whether an op of copies j .. j + p (the cycle and the copy after it,
+ * whose early starts are the exit state) waited for the host to issue it. */
+static int host_bound(int R, int64_t j, uint32_t p)
+{
+    for (int64_t c = j; c <= j + (int64_t)p; c++)
+        if (rp.cp[R][c].issue_bound)
+            return 1;
+    return 0;
+}
+
+/* Whether copies j .. j + p - 1 can be the cycle copy k replays: cut k in
+ * cut j's state and cut j + p too.  The state is the early starts
+ * (signatures) and, when the host's issue held an op of the cycle back,
+ * the host's issue times relative to the cut as well: copy j + p's and
+ * copy k's issue offsets then grow from copy j's by exactly their cuts'
+ * distance (issue_ok's `same`). */
+static int cycle_ok(int R, uint32_t k, int64_t j, uint32_t p)
+{
+    const rp_copy *J = &rp.cp[R][j], *X = &rp.cp[R][j + p], *K = &rp.cp[R][k];
+    if (!sig_eq(J, X) || !sig_eq(J, K))
+        return 0;
+    return !host_bound(R, j, p) ||
+           (issue_ok(R, (uint32_t)j + p, (uint32_t)j, X->tc - J->tc, 1) &&
+            issue_ok(R, k, (uint32_t)j, K->tc - J->tc, 1));
 }
 
 /* The reference cycle for copy k: copies j .. j + *period - 1, simulated,
@@ -723,14 +766,14 @@ static int64_t reference_copy(int R, uint32_t k, uint32_t *period)
         const rp_copy *J = &rp.cp[R][j], *X = &rp.cp[R][j + 1];
         if (!simulated_clean(R, j))
             continue;
-        if (sig_eq(J, X) && sig_eq(J, K))
+        if (cycle_ok(R, k, j, 1))
             return j;
         double d = fmax(sig_dist(J, X), sig_dist(J, K));
         if (d < INFINITY && (rp.near == 0 || d < rp.near))
             rp.near = d;
     }
     for (int64_t j = (int64_t)k - 2; j >= 0 && simulated_clean(R, j + 1); j--)
-        if (simulated_clean(R, j) && sig_eq(&rp.cp[R][j], K)) {
+        if (simulated_clean(R, j) && cycle_ok(R, k, j, (uint32_t)(k - j))) {
             *period = (uint32_t)(k - j);
             return j;
         }
@@ -822,6 +865,7 @@ static int chain(double t)
     int64_t j = reference_copy(R, k, &p);
     if (j < 0)
         return 0;
+    int bound = host_bound(R, j, p);
     const rp_copy *J = &rp.cp[R][j];
     double span = rp.cp[R][j + 1].tc - J->tc; /* copy j's entry to its exit */
     double lead = 0; /* how early the first op of the next copy starts */
@@ -842,7 +886,7 @@ static int chain(double t)
     tcs[0] = t;
     for (;;) {
         uint32_t ref = (uint32_t)j + (m_end - k) % p;
-        if (m_end == n || !issue_ok(R, m_end, ref, tcs[m_end - k] - rp.cp[R][ref].tc))
+        if (m_end == n || !issue_ok(R, m_end, ref, tcs[m_end - k] - rp.cp[R][ref].tc, bound))
             break;
         shadow(R, m_end, ref, tcs[m_end - k]);
         tcs[m_end - k + 1] = tcs[m_end - k] + (rp.cp[R][ref + 1].tc - rp.cp[R][ref].tc);
@@ -853,6 +897,12 @@ static int chain(double t)
      * before the replay's end (else the last copy simulates) */
     if (m_end == n && !exit_ok(R, m_end, tcs[m_end - k]))
         rp.cp[R][--m_end].shadow = 0; /* it simulates after all */
+    /* a host-bound cycle's exit state holds early starts of copy m_end
+     * where the host's issue may have held them: copy m_end's issue
+     * differs, so they need not start as early; the last copy replayed,
+     * whose own early starts' issue matched, simulates instead */
+    else if (m_end < n && m_end > k && bound)
+        rp.cp[R][--m_end].shadow = 0;
     double tc = tcs[m_end - k];
     if (m_end == k) {
         free(tcs);
