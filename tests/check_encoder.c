@@ -95,6 +95,17 @@ START_TEST(params_are_the_modules)
                 "requests:\n  - {prompt_tokens: 16384}\n", NULL, 0);
     ck_assert_double_eq(build_weight_bytes(&s) - build_weight_bytes(&t),
                         enc_audio_weight_bytes(au, 4, 2.0));
+    /* and the run holds them: the plan's weight allocations on a rank */
+    plan p;
+    build_plan(&s, &p);
+    double held = 0;
+    for (uint32_t i = 0; i < p.progs[0].nops; i++) {
+        const plan_op *o = &p.progs[0].ops[i];
+        if (o->kind == OPK_MEM && o->mem_cat == MC_WEIGHTS)
+            held += o->mem_bytes;
+    }
+    ck_assert_double_eq(held, build_weight_bytes(&s));
+    plan_free(&p);
     wl_free(&t);
     wl_free(&s);
 }
