@@ -567,9 +567,11 @@ static int shape_eq(const plan_shape *a, const plan_shape *b)
     return 1;
 }
 
-/* Same op apart from its layer and the place of its dependencies.  Names
- * are static strings: one literal is one pointer, so the pointers are
- * compared before the text (a fold compares every op of every layer). */
+/* Same op apart from its layer and the place of its dependencies: every
+ * other field of plan_op (a field left out would let two layers that
+ * differ in it fold into one).  Names are static strings: one literal is
+ * one pointer, so the pointers are compared before the text (a fold
+ * compares every op of every layer). */
 static int op_eq(const plan_op *a, const plan_op *b)
 {
     return (a->name == b->name || strcmp(a->name, b->name) == 0) && a->step == b->step &&
@@ -586,7 +588,12 @@ static int op_eq(const plan_op *a, const plan_op *b)
            a->recv_bytes == b->recv_bytes && a->send_off == b->send_off &&
            a->recv_off == b->recv_off && a->mem_bytes == b->mem_bytes &&
            a->arrival_s == b->arrival_s && a->request == b->request && a->ndeps == b->ndeps &&
-           a->cost_s == b->cost_s && a->launch_s == b->launch_s;
+           a->cost_s == b->cost_s && a->launch_s == b->launch_s && a->qscale == b->qscale &&
+           a->route == b->route && a->nkern == b->nkern && a->phase == b->phase &&
+           a->impl == b->impl && a->shared_launch == b->shared_launch &&
+           a->attn.batch == b->attn.batch && a->attn.unfolded == b->attn.unfolded &&
+           a->cost_dist == b->cost_dist && a->cost_table == b->cost_table &&
+           a->eager_gap == b->eager_gap;
 }
 
 /* Ops a and b (of one program) equal with dependencies at equal distances. */

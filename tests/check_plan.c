@@ -572,6 +572,44 @@ END_TEST
 /* Folded as built (scenario.fold_at_build, as the pipeline builds): the
  * same plan as built whole and folded after, program by program, on a
  * plan of one program per SP rank. */
+/* A layer that differs from its neighbours in any one field of an op (here
+ * the kernel count, the implementation or the phase of its first GEMM) is
+ * not folded into them: its expansion keeps the field. */
+START_TEST(fold_keeps_a_layer_that_differs)
+{
+    for (int f = 0; f < 3; f++) {
+        scenario s;
+        plan p, e;
+        tu_plan(&s, &p, THINKER, NULL, 0);
+        plan_prog *pg = &p.progs[0];
+        uint32_t at = UINT32_MAX;
+        for (uint32_t i = 0; i < pg->nops && at == UINT32_MAX; i++)
+            if (pg->ops[i].layer == 30 && pg->ops[i].kclass == KC_GEMM &&
+                pg->ops[i].kind == OPK_COMPUTE)
+                at = i;
+        ck_assert_uint_ne(at, UINT32_MAX);
+        plan_op *o = &pg->ops[at];
+        if (f == 0)
+            o->nkern = 3;
+        else if (f == 1)
+            o->impl = IMPL_FUSED;
+        else
+            o->phase = PH_FFN == o->phase ? PH_ATTN : PH_FFN;
+        plan_op want = *o;
+        ck_assert_uint_gt(plan_fold_layers(&p), 0);
+        plan_expand(&p, &e);
+        const plan_op *got = &e.progs[0].ops[at];
+        ck_assert_int_eq(got->layer, 30);
+        ck_assert_int_eq(got->nkern, want.nkern);
+        ck_assert_int_eq(got->impl, want.impl);
+        ck_assert_int_eq(got->phase, want.phase);
+        plan_free(&e);
+        plan_free(&p);
+        wl_free(&s);
+    }
+}
+END_TEST
+
 START_TEST(fold_as_built_equals_fold_after)
 {
     const char *sets[] = {"parallel.tp=2", "parallel.sp=4", "parallel.kv_storage=by_position",
@@ -681,6 +719,7 @@ static Suite *suite(void)
     tcase_add_test(tc, mla_and_dsa_under_tp);
     tcase_add_test(tc, fold_and_expand_round_trip);
     tcase_add_test(tc, fold_as_built_equals_fold_after);
+    tcase_add_test(tc, fold_keeps_a_layer_that_differs);
     tcase_add_test(tc, layout_groups);
     suite_add_tcase(s, tc);
     return s;
