@@ -182,6 +182,39 @@ START_TEST(ops_over_tp_and_sp)
 }
 END_TEST
 
+/* Memory of the front as vLLM's forward holds it: a call's conv output and
+ * its GELU alive together (500 chunks of 480 x 64 x 50 bf16: 1.536 GB
+ * each), and every tensor the encoder allocates freed by its end. */
+START_TEST(front_memory_as_the_forward_holds_it)
+{
+    const char *tp1[] = {"parallel.tp=1", "requests.0.audio_s=600"};
+    scenario s;
+    plan p;
+    tu_plan(&s, &p, THINKER, tp1, 2);
+    const plan_prog *pg = &p.progs[0];
+    double act = 0, peak = 0;
+    uint32_t i = 0;
+    while (i < pg->nops && pg->ops[i].kind != OPK_STEP)
+        i++;
+    for (i++; i < pg->nops; i++) {
+        const plan_op *o = &pg->ops[i];
+        if (o->kind == OPK_COMPUTE && strncmp(o->name, "audio.", 6) != 0)
+            break; /* the thinker's embedding */
+        if (o->kind == OPK_MEM && (o->mem_cat == MC_ACTIVATIONS || o->mem_cat == MC_COMM_BUFFER))
+            act += o->mem_bytes;
+        peak = act > peak ? act : peak;
+    }
+    double conv1 = 500.0 * 480 * 64 * 50 * 2;
+    ck_assert_double_ge(peak, 2 * conv1);
+    ck_assert_double_lt(peak, 3 * conv1);
+    /* left: the thinker's residual stream and embedding, allocated before
+     * its embedding kernel (16384 rows of 2048, bf16, each) */
+    ck_assert_double_eq_tol(act, 2.0 * 16384 * 2048 * 2, 1.0);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
 static json_t *run(const char *const *sets, int n)
 {
     char path[] = "/tmp/check_encoder_XXXXXX";
@@ -317,6 +350,7 @@ static Suite *suite(void)
     tcase_add_test(t, rows_as_vllm_counts_them);
     tcase_add_test(t, params_are_the_modules);
     tcase_add_test(t, ops_over_tp_and_sp);
+    tcase_add_test(t, front_memory_as_the_forward_holds_it);
     tcase_add_test(t, encoder_time_in_ttft);
     tcase_add_test(t, serving_runs_the_encoder);
     tcase_add_test(t, refused);

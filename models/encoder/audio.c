@@ -1,6 +1,10 @@
 /* audio: Qwen3-Omni's audio encoder as plan ops (encoder.h). */
 #include "models/encoder/encoder.h"
 
+#include <stdlib.h>
+
+#include "base/diag.h"
+
 int64_t enc_conv_len(int64_t n)
 {
     for (int i = 0; i < 3; i++)
@@ -98,43 +102,98 @@ static void conv_gemm(bld *b, const char *name, int64_t n, int64_t fo, int64_t t
     em_stamp(b, i, IMPL_CUDNN, k);
 }
 
+/* Conv calls one op of the front stands for: its kernels (calls x
+ * CONV_KERNELS) fit plan_op.nkern, a uint8_t. */
+#define CALLS_PER_OP (255 / CONV_KERNELS)
+
+/* One conv stage of a group of `calls` calls over n images of `in_px`
+ * input elements each: the convolution, its GELU into a new tensor, the
+ * convolution's output freed; memory of one call's `per` images at a time
+ * (the calls run one after the other).  cuDNN's NCHW path for more than one
+ * input channel converts the input to NHWC and the output back (the
+ * nchwToNhwc / nhwcToNchw kernels of the trace): a copy of each, held while
+ * the convolution runs (the device's peak at 10 min of audio,
+ * checks/audio_encoder_e2e.csv, is one call's input twice over). Returns
+ * the GELU's output: one call's, or, with `keep`, that of `kept` images
+ * (the last stage's outputs stay for the cat). */
+static em_tensor conv_stage(bld *b, const char *conv, const char *act, int64_t n, int64_t per,
+                            int64_t in_px, int64_t fo, int64_t to, int64_t in, int64_t out,
+                            int calls, int keep, int64_t kept)
+{
+    double px = (double)(fo * to * out);
+    em_tensor y = em_act_alloc(b, (double)per * px * b->ab);
+    em_tensor nhwc_in = EM_TENSOR_NONE, nhwc_out = EM_TENSOR_NONE;
+    if (in > 1) {
+        nhwc_in = em_act_alloc(b, (double)per * (double)in_px * b->ab);
+        nhwc_out = em_act_alloc(b, (double)per * px * b->ab);
+    }
+    conv_gemm(b, conv, n, fo, to, in, out, calls);
+    em_free(b, &nhwc_out);
+    em_free(b, &nhwc_in);
+    em_tensor g = em_act_alloc(b, (double)(keep ? kept : per) * px * b->ab);
+    gelu(b, act, (double)n * px, calls);
+    em_free(b, &y);
+    return g;
+}
+
 /* The convolutions, conv_out and the positions of n chunks of `frames`
  * frames each (padded), into rows [n chunk_rows, d_model]; returns them
- * with the padding rows dropped (`rows` of them). */
+ * with the padding rows dropped (`rows` of them).  As vLLM's forward: the
+ * stack runs in calls of conv_chunksize chunks, x = gelu(conv(x)) three
+ * times, the calls' outputs concatenated when there is more than one. */
 static em_tensor front(bld *b, const arch_audio *au, int64_t n, int64_t frames, int64_t rows)
 {
     double ab = b->ab;
     int64_t c = au->conv_channels, d = au->d_model;
     int64_t f1 = conv_freq(au, 1), f2 = conv_freq(au, 2), f3 = conv_freq(au, 3);
     int64_t t1 = (frames - 1) / 2 + 1, t2 = (t1 - 1) / 2 + 1, t3 = (t2 - 1) / 2 + 1;
-    /* conv_chunksize chunks per call (vLLM: the stack runs per split of that
-     * many chunks); memory: one call's intermediates at a time */
-    int calls = (int)((n + au->conv_chunksize - 1) / au->conv_chunksize);
-    int64_t per = n < au->conv_chunksize ? n : au->conv_chunksize;
+    int64_t cs = au->conv_chunksize, calls = (n + cs - 1) / cs, per = n < cs ? n : cs;
     double mel = (double)n * (double)au->mel_bins * (double)frames * ab;
     em_tensor padded = em_act_alloc(b, mel);
     /* pad_sequence of the chunks and the transpose to [n, 1, mel, frames] */
     em_copy(b, "audio.pad_chunks", mel, shp(2, au->mel_bins, n * frames, 0),
             shp(3, n, au->mel_bins, frames));
-    double o1 = (double)per * (double)(c * f1 * t1) * ab;
-    em_tensor c1 = em_act_alloc(b, o1);
-    double e1 = (double)n * (double)(c * f1 * t1);
-    conv_gemm(b, "audio.conv2d1", n, f1, t1, 1, c, calls);
-    gelu(b, "audio.conv_gelu1", e1, calls);
-    em_tensor c2 = em_act_alloc(b, (double)per * (double)(c * f2 * t2) * ab);
-    conv_gemm(b, "audio.conv2d2", n, f2, t2, c, c, calls);
-    gelu(b, "audio.conv_gelu2", (double)n * (double)(c * f2 * t2), calls);
-    em_free(b, &c1);
-    em_tensor c3 = em_act_alloc(b, (double)n * (double)(c * f3 * t3) * ab);
-    conv_gemm(b, "audio.conv2d3", n, f3, t3, c, c, calls);
-    gelu(b, "audio.conv_gelu3", (double)n * (double)(c * f3 * t3), calls);
-    em_free(b, &c2);
+    int64_t groups = (calls + CALLS_PER_OP - 1) / CALLS_PER_OP;
+    em_tensor *outs = cp_xcalloc((size_t)groups, sizeof *outs);
+    em_tensor *early = cp_xcalloc((size_t)groups, sizeof *early);
+    double px3 = (double)(c * f3 * t3) * ab;
+    for (int64_t gi = 0, done = 0; gi < groups; gi++) {
+        int64_t gc = calls - gi * CALLS_PER_OP < CALLS_PER_OP ? calls - gi * CALLS_PER_OP
+                                                               : CALLS_PER_OP;
+        int64_t gn = n - done < gc * cs ? n - done : gc * cs;
+        /* the outputs of the group's calls before its last full one are
+         * alive when that one's intermediates peak (the last call, shorter,
+         * peaks lower unless it is nearly full: then this is one call's
+         * outputs short) */
+        int64_t before = gc >= 2 ? (gc - 2) * cs : 0;
+        early[gi] = em_act_alloc(b, (double)before * px3);
+        em_tensor y1 = conv_stage(b, "audio.conv2d1", "audio.conv_gelu1", gn, per,
+                                  au->mel_bins * frames, f1, t1, 1, c, (int)gc, 0, 0);
+        em_tensor y2 = conv_stage(b, "audio.conv2d2", "audio.conv_gelu2", gn, per,
+                                  c * f1 * t1, f2, t2, c, c, (int)gc, 0, 0);
+        em_free(b, &y1);
+        outs[gi] = conv_stage(b, "audio.conv2d3", "audio.conv_gelu3", gn, per, c * f2 * t2, f3,
+                              t3, c, c, (int)gc, 1, gn - before);
+        em_free(b, &y2);
+        done += gn;
+    }
     em_free(b, &padded);
-    /* (n, c, f, t) -> (n, t, c f): a contiguous copy, then conv_out */
     double e3 = (double)n * (double)(c * f3 * t3);
+    em_tensor all = EM_TENSOR_NONE;
+    if (calls > 1) { /* torch.cat of the calls' outputs */
+        all = em_act_alloc(b, e3 * ab);
+        em_copy(b, "audio.conv_cat", e3 * ab, shp(3, n, c, f3 * t3), shp(3, n, c, f3 * t3));
+    }
+    for (int64_t gi = 0; gi < groups && calls > 1; gi++) {
+        em_free(b, &outs[gi]);
+        em_free(b, &early[gi]);
+    }
+    /* (n, c, f, t) -> (n, t, c f): a contiguous copy, then conv_out */
     em_tensor flat = em_act_alloc(b, e3 * ab);
     em_copy(b, "audio.conv_permute", e3 * ab, shp(3, n, c, f3 * t3), shp(3, n, t3, c * f3));
-    em_free(b, &c3);
+    em_free(b, calls > 1 ? &all : &outs[0]);
+    free(outs);
+    free(early);
     double nd = (double)(n * t3) * (double)d * ab;
     em_tensor embed = em_act_alloc(b, nd);
     em_gemm(b, "audio.conv_out", n * t3, c * f3, d, 1);
