@@ -24,9 +24,16 @@
  *     they ran from that state back to it and their events depend on
  *     nothing else: a copy's early ops touched no rank of the copy before
  *     still running);
- *   - no op of copies j .. j + p waited for the host to issue it, and the
+ *   - if no op of copies j .. j + p waited for the host to issue it: the
  *     host's issue offsets grow from copy j to copy k by no more than the
- *     shift, so they do not hold copy k's ops back either.
+ *     shift, so they do not hold copy k's ops back either;
+ *   - if some did (a launch-bound step: eager decodes and short prefills,
+ *     whose kernels are shorter than their launches): the host issues copy
+ *     k's ops, and copy k + 1's (whose early starts the exit state holds),
+ *     exactly the shift later than copy j's and j + 1's (within rp_eps),
+ *     so every op that waited for its issue waits as long again.  The
+ *     host's issue times are fixed by the plan (engine.h), so with them
+ *     the cut's signature is again the whole state.
  * The cut after a replayed copy is then in copy j + 1's state, so copy
  * k + 1 replays copy j + 1, and so on round the cycle of p copies, until
  * the region ends or the issue check fails.  A cycle of one copy (p = 1)
@@ -547,19 +554,35 @@ static void build_ref(int R, uint32_t j)
 }
 
 /* Whether the host issues every op of copy m at most d later than its twin
- * in copy j (in every program). */
-static int issue_ok(int R, uint32_t m, uint32_t j, double d)
+ * in copy j (in every program), or with `exact` exactly d later (within
+ * rp_eps: the offsets are sums of the same launch costs in another order). */
+static int issue_ok(int R, uint32_t m, uint32_t j, double d, int exact)
 {
     for (int g = 0; g < eng.p->nprogs; g++) {
         const rp_preg *q = &rp.pr[(size_t)g * (size_t)rp.nreg + (size_t)R];
         const double *off = eng.ix[g].issue_off;
         for (uint32_t x = 0; x < q->len; x++) {
             double grow_s = off[q->a0 + m * q->len + x] - off[q->a0 + j * q->len + x];
-            if (grow_s > d + rp_eps(d))
+            if (exact ? fabs(grow_s - d) > rp_eps(d) : grow_s > d + rp_eps(d))
                 return 0;
         }
     }
     return 1;
+}
+
+/* Whether copy m of region R may replay copy ref shifted by d: with a
+ * reference cycle some of whose ops waited for the host (host), the host
+ * must issue copy m's ops and those of the copy after it (whose early
+ * starts the reference's exit state holds) exactly d later than their
+ * twins, so every op that waited for its issue waits as long again (the
+ * copy after the region's last is exit_ok's); without, no later than d,
+ * so none is held back. */
+static int issue_fits(int R, uint32_t m, uint32_t ref, double d, int host)
+{
+    if (!host)
+        return issue_ok(R, m, ref, d, 0);
+    return issue_ok(R, m, ref, d, 1) &&
+           (m + 1 >= rp.repeat[R] || issue_ok(R, m + 1, ref + 1, d, 1));
 }
 
 /* Copy m's end times on every rank are copy j's moved to tc (end_of). */
@@ -702,8 +725,7 @@ static double sig_dist(const rp_copy *a, const rp_copy *b)
 static int simulated_clean(int R, int64_t c)
 {
     const rp_copy *J = &rp.cp[R][c], *X = &rp.cp[R][c + 1];
-    return !J->replayed && J->cut_done && J->clean && !J->issue_bound && X->cut_done &&
-           X->clean && !X->issue_bound;
+    return !J->replayed && J->cut_done && J->clean && X->cut_done && X->clean;
 }
 
 /* The reference cycle for copy k: copies j .. j + *period - 1, simulated,
@@ -840,9 +862,12 @@ static int chain(double t)
         abort();
     uint32_t m_end = k;
     tcs[0] = t;
+    int host = 0; /* some op of the cycle (or its exit cut's early ones) waited to issue */
+    for (uint32_t c = (uint32_t)j; c <= (uint32_t)j + p; c++)
+        host |= rp.cp[R][c].issue_bound;
     for (;;) {
         uint32_t ref = (uint32_t)j + (m_end - k) % p;
-        if (m_end == n || !issue_ok(R, m_end, ref, tcs[m_end - k] - rp.cp[R][ref].tc))
+        if (m_end == n || !issue_fits(R, m_end, ref, tcs[m_end - k] - rp.cp[R][ref].tc, host))
             break;
         shadow(R, m_end, ref, tcs[m_end - k]);
         tcs[m_end - k + 1] = tcs[m_end - k] + (rp.cp[R][ref + 1].tc - rp.cp[R][ref].tc);
