@@ -59,11 +59,12 @@ for wl in "$top_srcdir/workloads/default.yaml" "$top_srcdir"/workloads/examples/
 done
 
 # a serving run of launch-bound steps (eager decodes and short prefills of
-# the thinker at TP8, whose kernels are shorter than their launches): the
-# copies that wait for the host's issue replay (sim/engine/replay.c), most
-# of the layers (before, none of those steps replayed: 17 % of them), and
-# the outputs agree with the simulated run's as the bundled ones do.  150
-# requests of bench_runs.sh's mix (its Lehmer draws from seed 12345)
+# the thinker at TP8, whose kernels are shorter than their launches): its
+# first steps replay the copies that waited for the host's issue
+# (sim/engine/replay.c), the rest are evaluated in unison
+# (sim/engine/unison.c); the outputs agree with the simulated run's
+# (simulation.replay=false: every step on SimGrid in full) as the bundled
+# ones do.  150 requests of bench_runs.sh's mix (its Lehmer draws, seed 12345)
 awk 'BEGIN { x = 12345; t = 0; print "arrival_s,prompt_tokens,decode_tokens"
     for (i = 0; i < 150; i++) {
         x = (x * 48271) % 2147483647; t += -log(1 - x / 2147483647) / 16
@@ -88,11 +89,7 @@ done
 strip "$tmp/s/summary.json" >"$tmp/s.txt"
 strip "$tmp/r/summary.json" >"$tmp/r.txt"
 "$NUMDIFF" "$tmp/s.txt" "$tmp/r.txt" 1e-7 1e-9 || fail "serving: replayed summary.json"
-replayed=$(sed -n 's/.*"iterations_replayed": \([0-9]*\).*/\1/p' "$tmp/r/summary.json")
-simulated=$(sed -n 's/.*"iterations_simulated": \([0-9]*\).*/\1/p' "$tmp/r/summary.json")
-[ "$replayed" -gt $((9 * simulated)) ] ||
-    fail "serving: launch-bound steps: $replayed layer iterations replayed, $simulated simulated"
-echo "serving, launch-bound: layer iterations replayed $replayed, simulated $simulated"
+echo "serving, launch-bound: replayed and in unison as simulated"
 rm -rf "$tmp/r" "$tmp/s"
 
 # simulation.replay_tolerance_s on the 16-node striped pass-Q ring with

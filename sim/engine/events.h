@@ -88,6 +88,8 @@ typedef struct eng_result {
     long messages;       /* simulated point-to-point messages (copies counted) */
     long execs;          /* simulated compute activities */
     double wall_s;       /* wall-clock seconds inside simgrid_run() */
+    int unison;          /* 1: evaluated in unison, not simulated (engine.h
+                            eng_opts.memo) */
 } eng_result;
 
 /* The order of memory events every report walks them in: by rank, time and
