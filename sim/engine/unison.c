@@ -231,8 +231,11 @@ static void ls_free(ls_run *L)
     free(L->order);
 }
 
-/* Rank 0's timeline into L from clock T (1), or 0 when the plan is not
- * eligible, -1 on failure; messages and execs of every rank counted. */
+/* Rank 0's timeline into L, times from the clock T the run starts at (1),
+ * or 0 when the plan is not eligible, -1 on failure; messages and execs of
+ * every rank counted.  The times add up from 0, not from T, so that each
+ * sum rounds at the step's scale and only the final T + t at the clock's
+ * (SimGrid's clock rounds every add at its own scale). */
 static int ls_eval(const plan *p, const eng_opts *o, ls_run *L, double T, long *msgs,
                    long *execs, double *wall, cp_err *err)
 {
@@ -247,7 +250,7 @@ static int ls_eval(const plan *p, const eng_opts *o, ls_run *L, double T, long *
     L->send = cp_xcalloc((size_t)nst, sizeof *L->send);
     for (int s = 0; s < ST_COUNT; s++)
         L->busy[s] = cp_xcalloc((size_t)n + 1, sizeof *L->busy[s]);
-    double off = 0, last[ST_COUNT] = {T, T, T};
+    double off = 0, last[ST_COUNT] = {0, 0, 0};
     int32_t started = -1;
     for (uint32_t i = 0; i < n; i++) {
         const plan_op *op = &pg->ops[L->v.real[i]];
@@ -267,13 +270,13 @@ static int ls_eval(const plan *p, const eng_opts *o, ls_run *L, double T, long *
                 return 0;
             for (int u = 0; u < ST_COUNT; u++)
                 ready = fmax(ready, last[u]);
-            t0 = t1 = fmax(ready, op->arrival_s);
+            t0 = t1 = fmax(ready, op->arrival_s - T);
             L->sstart[op->step] = t0;
             started = op->step;
         } else {
             if (op->step > started || op->step >= nst)
                 return 0;
-            double base = op->step >= 0 ? L->sstart[op->step] : 0.0;
+            double base = op->step >= 0 ? L->sstart[op->step] : -T; /* clock 0 */
             if (op->step >= 0)
                 ready = fmax(ready, base);
             t0 = fmax(ready, base + off);
@@ -308,8 +311,9 @@ static int ls_eval(const plan *p, const eng_opts *o, ls_run *L, double T, long *
     return 1;
 }
 
-/* Rank 0's records of L into res, read by every rank (eng_replicate). */
-static void ls_record(const plan *p, ls_run *L, eng_result *res)
+/* Rank 0's records of L into res at clock T, read by every rank
+ * (eng_replicate). */
+static void ls_record(const plan *p, ls_run *L, double T, eng_result *res)
 {
     const plan_prog *pg = &p->progs[0];
     uint32_t n = L->v.n, ne = 0;
@@ -318,7 +322,7 @@ static void ls_record(const plan *p, ls_run *L, eng_result *res)
         const plan_op *op = &pg->ops[L->v.real[i]];
         int32_t layer = plan_vseq_layer(pg, &L->v, i);
         if (op->kind == OPK_MEM)
-            eng_add_mem(res, &(eng_mem){.t = L->t0[i], .delta = op->mem_bytes, .rank = 0,
+            eng_add_mem(res, &(eng_mem){.t = T + L->t0[i], .delta = op->mem_bytes, .rank = 0,
                                         .op = L->v.real[i], .seq = i, .layer = layer,
                                         .cat = op->mem_cat});
         else
@@ -330,12 +334,12 @@ static void ls_record(const plan *p, ls_run *L, eng_result *res)
     for (uint32_t x = 0; x < ne; x++) {
         uint32_t i = L->order[x].i;
         const plan_op *op = &pg->ops[L->v.real[i]];
-        eng_add_event(res, &(eng_event){.t0 = L->t0[i], .t1 = L->t1[i], .rank = 0,
+        eng_add_event(res, &(eng_event){.t0 = T + L->t0[i], .t1 = T + L->t1[i], .rank = 0,
                                         .op = L->v.real[i],
                                         .layer = plan_vseq_layer(pg, &L->v, i),
                                         .stream = op->stream});
-        if (L->t1[i] > res->end_s)
-            res->end_s = L->t1[i];
+        if (T + L->t1[i] > res->end_s)
+            res->end_s = T + L->t1[i];
     }
 }
 
@@ -357,19 +361,18 @@ int eng_unison(const plan *p, const eng_opts *o, int replicas, eng_result *res,
         return rc;
     }
     eng_result_init(res, 1);
-    ls_record(p, &L, res);
+    ls_record(p, &L, T, res);
     if (p->nranks > 1)
         eng_replicate(res, p->nranks);
     res->t0 = T;
     res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
     res->step_start = cp_xcalloc((size_t)p->nranks * res->nsteps, sizeof *res->step_start);
     res->step_end = cp_xcalloc((size_t)p->nranks * res->nsteps, sizeof *res->step_end);
-    for (int r = 0; r < p->nranks; r++) {
-        memcpy(res->step_start + (size_t)r * res->nsteps, L.sstart,
-               (size_t)res->nsteps * sizeof *L.sstart);
-        memcpy(res->step_end + (size_t)r * res->nsteps, L.send,
-               (size_t)res->nsteps * sizeof *L.send);
-    }
+    for (int r = 0; r < p->nranks; r++)
+        for (int k = 0; k < res->nsteps; k++) {
+            res->step_start[(size_t)r * res->nsteps + k] = T + L.sstart[k];
+            res->step_end[(size_t)r * res->nsteps + k] = T + L.send[k];
+        }
     res->messages = msgs;
     res->execs = execs;
     res->replicas_simulated = replicas;
