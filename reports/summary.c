@@ -119,9 +119,11 @@ static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
     span *cs = NULL, *ms = NULL;
     size_t cap = 0, pcap = 0, scap = 0, np = 0;
     for (int rk = 0; rk < p->nranks; rk++) {
-        size_t n = eng_rank_events(r, rk, &ev, &cap), nc = 0, nm = 0;
         rep_rank *rr = &sm->ranks[rk];
-        if (same_events(p, rk, ev, n, prev, np)) {
+        int same = rk > 0 && p->prog_of_rank[rk] == p->prog_of_rank[rk - 1] &&
+                   eng_rank_same(r, rk - 1, rk, 0);
+        size_t n = same ? 0 : eng_rank_events(r, rk, &ev, &cap), nc = 0, nm = 0;
+        if (same || same_events(p, rk, ev, n, prev, np)) {
             rr->compute_s = rr[-1].compute_s;
             rr->comm_s = rr[-1].comm_s;
             rr->overlap_s = rr[-1].overlap_s;
@@ -361,8 +363,10 @@ static void memory_peaks(const plan *p, const eng_result *r, rep_summary *sm)
     size_t cap = 0, pcap = 0, np = 0;
     alloc_memo am = {0};
     for (int rk = 0; rk < r->nranks; rk++) {
-        size_t n = eng_rank_mems(r, rk, &m, &cap);
-        if (same_mems(p, rk, m, n, prev, np)) {
+        int same = rk > 0 && p->prog_of_rank[rk] == p->prog_of_rank[rk - 1] &&
+                   eng_rank_same(r, rk - 1, rk, 1);
+        size_t n = same ? 0 : eng_rank_mems(r, rk, &m, &cap);
+        if (same || same_mems(p, rk, m, n, prev, np)) {
             copy_peaks(&sm->ranks[rk], &sm->ranks[rk - 1]);
             continue;
         }

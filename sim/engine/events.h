@@ -133,6 +133,12 @@ size_t eng_rank_events(const eng_result *r, int rank, eng_event **buf, size_t *c
 /* rank's memory events by time and op (eng_mem_cmp; same-time ones in the
  * order they happened), into *buf: returns how many. */
 size_t eng_rank_mems(const eng_result *r, int rank, eng_mem **buf, size_t *cap);
+/* Whether rank b reads the very records rank a does (the same spans of
+ * the same blocks, ranks shifted by b - a: a copied replica's, or a rank
+ * of a plan evaluated in unison), events (mem 0) or memory events: then
+ * whatever is derived from a's records but the rank is b's too.  0 says
+ * nothing (their records may still be equal). */
+int eng_rank_same(const eng_result *r, int a, int b, int mem);
 /* Every event, in rank order (a new array the caller frees; *n of them). */
 eng_event *eng_all_events(const eng_result *r, size_t *n);
 

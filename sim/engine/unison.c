@@ -72,14 +72,23 @@ static int graph_of(const eng_opts *o, const plan_op *op)
     return o->graph && !op->eager;
 }
 
+/* SplitMix64's finaliser (Steele, Lea and Flood 2014; its constants):
+ * every input bit reaches the low bits the table indexes by (a byte count's
+ * double has a mantissa of trailing zeros). */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
 static uint64_t cm_hash(const plan_op *op, int graph)
 {
     uint64_t bits;
     memcpy(&bits, &op->comm_bytes, sizeof bits);
-    uint64_t h = bits * 0x9e3779b97f4a7c15ULL; /* Fibonacci hashing's odd constant */
-    h ^= (uint64_t)op->coll | (uint64_t)op->alg << 8 | (uint64_t)op->group << 16 |
-         (uint64_t)graph << 24 | (uint64_t)(op->impl == IMPL_CUSTOM) << 25;
-    return h ^ (h >> 29);
+    return mix64(mix64(bits) ^ ((uint64_t)op->coll | (uint64_t)op->alg << 8 |
+                                (uint64_t)op->group << 16 | (uint64_t)graph << 24 |
+                                (uint64_t)(op->impl == IMPL_CUSTOM) << 25));
 }
 
 static int cm_match(const cm_ent *e, const plan_op *op, int graph)
@@ -196,26 +205,13 @@ static int spans_meet(const double (*a)[2], size_t na, const double (*b)[2], siz
     return 0;
 }
 
-typedef struct ls_ev {
-    double t1;
-    uint32_t i;
-} ls_ev;
-
-static int ls_ev_cmp(const void *x, const void *y)
-{
-    const ls_ev *a = x, *b = y;
-    if (a->t1 != b->t1)
-        return a->t1 < b->t1 ? -1 : 1;
-    return (a->i > b->i) - (a->i < b->i);
-}
-
 /* The evaluation's working arrays. */
 typedef struct ls_run {
     plan_vseq v;
     double *issue, *t0, *t1, *sstart, *send;
     double (*busy[ST_COUNT])[2];
     size_t nbusy[ST_COUNT];
-    ls_ev *order;
+    uint32_t *list;             /* [n]: each stream's elements, events then memory ops */
 } ls_run;
 
 static void ls_free(ls_run *L)
@@ -228,7 +224,7 @@ static void ls_free(ls_run *L)
     free(L->send);
     for (int s = 0; s < ST_COUNT; s++)
         free(L->busy[s]);
-    free(L->order);
+    free(L->list);
 }
 
 /* Rank 0's timeline into L, times from the clock T the run starts at (1),
@@ -311,36 +307,71 @@ static int ls_eval(const plan *p, const eng_opts *o, ls_run *L, double T, long *
     return 1;
 }
 
+/* The elements of lists lo[k] .. hi[k] (k < ST_COUNT; each sorted by
+ * key, then by position, as a stream's elements are) merged by (key,
+ * position) into fn.  key: L->t1 for events (each stream pushes an op when
+ * it ends, same-instant ends in program order), L->t0 for memory events
+ * (eng_rank_mems's order, so its insertion sort moves none). */
+static void ls_merge(const ls_run *L, const double *key, uint32_t *lo, const uint32_t *hi,
+                     void (*fn)(const plan_prog *, const ls_run *, uint32_t, double,
+                                eng_result *),
+                     const plan_prog *pg, double T, eng_result *res)
+{
+    for (;;) {
+        int best = -1;
+        for (int k = 0; k < ST_COUNT; k++) {
+            if (lo[k] == hi[k])
+                continue;
+            uint32_t i = L->list[lo[k]], b = best < 0 ? 0 : L->list[lo[best]];
+            if (best < 0 || key[i] < key[b] || (key[i] == key[b] && i < b))
+                best = k;
+        }
+        if (best < 0)
+            return;
+        fn(pg, L, L->list[lo[best]++], T, res);
+    }
+}
+
+static void ls_event(const plan_prog *pg, const ls_run *L, uint32_t i, double T,
+                     eng_result *res)
+{
+    eng_add_event(res, &(eng_event){.t0 = T + L->t0[i], .t1 = T + L->t1[i], .rank = 0,
+                                    .op = L->v.real[i], .layer = plan_vseq_layer(pg, &L->v, i),
+                                    .stream = pg->ops[L->v.real[i]].stream});
+    if (T + L->t1[i] > res->end_s)
+        res->end_s = T + L->t1[i];
+}
+
+static void ls_mem(const plan_prog *pg, const ls_run *L, uint32_t i, double T, eng_result *res)
+{
+    const plan_op *op = &pg->ops[L->v.real[i]];
+    eng_add_mem(res, &(eng_mem){.t = T + L->t0[i], .delta = op->mem_bytes, .rank = 0,
+                                .op = L->v.real[i], .seq = i,
+                                .layer = plan_vseq_layer(pg, &L->v, i), .cat = op->mem_cat});
+}
+
 /* Rank 0's records of L into res at clock T, read by every rank
  * (eng_replicate). */
 static void ls_record(const plan *p, ls_run *L, double T, eng_result *res)
 {
     const plan_prog *pg = &p->progs[0];
-    uint32_t n = L->v.n, ne = 0;
-    L->order = cp_xcalloc((size_t)n + 1, sizeof *L->order);
+    uint32_t n = L->v.n, cnt[2][ST_COUNT] = {{0}}, lo[2][ST_COUNT], hi[2][ST_COUNT], at = 0;
     for (uint32_t i = 0; i < n; i++) {
         const plan_op *op = &pg->ops[L->v.real[i]];
-        int32_t layer = plan_vseq_layer(pg, &L->v, i);
-        if (op->kind == OPK_MEM)
-            eng_add_mem(res, &(eng_mem){.t = T + L->t0[i], .delta = op->mem_bytes, .rank = 0,
-                                        .op = L->v.real[i], .seq = i, .layer = layer,
-                                        .cat = op->mem_cat});
-        else
-            L->order[ne++] = (ls_ev){L->t1[i], i};
+        cnt[op->kind == OPK_MEM][op->stream]++;
     }
-    /* as each stream pushes an op when it ends (same-instant ends in
-     * program order) */
-    qsort(L->order, ne, sizeof *L->order, ls_ev_cmp);
-    for (uint32_t x = 0; x < ne; x++) {
-        uint32_t i = L->order[x].i;
+    for (int m = 0; m < 2; m++)
+        for (int s = 0; s < ST_COUNT; s++) {
+            lo[m][s] = hi[m][s] = at;
+            at += cnt[m][s];
+        }
+    L->list = cp_xcalloc((size_t)n + 1, sizeof *L->list);
+    for (uint32_t i = 0; i < n; i++) {
         const plan_op *op = &pg->ops[L->v.real[i]];
-        eng_add_event(res, &(eng_event){.t0 = T + L->t0[i], .t1 = T + L->t1[i], .rank = 0,
-                                        .op = L->v.real[i],
-                                        .layer = plan_vseq_layer(pg, &L->v, i),
-                                        .stream = op->stream});
-        if (T + L->t1[i] > res->end_s)
-            res->end_s = T + L->t1[i];
+        L->list[hi[op->kind == OPK_MEM][op->stream]++] = i;
     }
+    ls_merge(L, L->t1, lo[0], hi[0], ls_event, pg, T, res);
+    ls_merge(L, L->t0, lo[1], hi[1], ls_mem, pg, T, res);
 }
 
 int eng_unison(const plan *p, const eng_opts *o, int replicas, eng_result *res,
