@@ -86,13 +86,49 @@ void rep_rank_totals(rep_summary *sm)
     sm->overlap_fraction = sum_comm > 0 ? sum_overlap / sum_comm : 0.0;
 }
 
+/* This rank's records (a, its capacity ca) become the previous rank's (b,
+ * cb) and the previous buffer the next rank's to fill. */
+static void swap_bufs(void **a, size_t *ca, void **b, size_t *cb)
+{
+    void *t = *a;
+    size_t c = *ca;
+    *a = *b;
+    *ca = *cb;
+    *b = t;
+    *cb = c;
+}
+
+/* Whether rank rk's events (ev, n) are rank rk - 1's (prev, np) to the bit
+ * but for the rank, on the same program: its busy times are then the
+ * previous rank's (a TP group's ranks run one program in lockstep). */
+static int same_events(const plan *p, int rk, const eng_event *ev, size_t n,
+                       const eng_event *prev, size_t np)
+{
+    if (rk == 0 || n != np || p->prog_of_rank[rk] != p->prog_of_rank[rk - 1])
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].t0 != prev[i].t0 || ev[i].t1 != prev[i].t1 || ev[i].op != prev[i].op ||
+            ev[i].stream != prev[i].stream)
+            return 0;
+    return 1;
+}
+
 static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
 {
-    eng_event *ev = NULL;
+    eng_event *ev = NULL, *prev = NULL;
     span *cs = NULL, *ms = NULL;
-    size_t cap = 0, scap = 0;
+    size_t cap = 0, pcap = 0, scap = 0, np = 0;
     for (int rk = 0; rk < p->nranks; rk++) {
-        size_t n = eng_rank_events(r, rk, &ev, &cap), nc = 0, nm = 0;
+        rep_rank *rr = &sm->ranks[rk];
+        int same = rk > 0 && p->prog_of_rank[rk] == p->prog_of_rank[rk - 1] &&
+                   eng_rank_same(r, rk - 1, rk, 0);
+        size_t n = same ? 0 : eng_rank_events(r, rk, &ev, &cap), nc = 0, nm = 0;
+        if (same || same_events(p, rk, ev, n, prev, np)) {
+            rr->compute_s = rr[-1].compute_s;
+            rr->comm_s = rr[-1].comm_s;
+            rr->overlap_s = rr[-1].overlap_s;
+            continue;
+        }
         if (n + 1 > scap) {
             scap = n + 1;
             free(cs);
@@ -112,15 +148,17 @@ static void busy_times(const plan *p, const eng_result *r, rep_summary *sm)
             else
                 ms[nm++] = (span){e->t0, e->t1};
         }
-        rep_rank *rr = &sm->ranks[rk];
         nc = rep_spans_merge(cs, nc);
         nm = rep_spans_merge(ms, nm);
         rr->compute_s = rep_spans_total(cs, nc);
         rr->comm_s = rep_spans_total(ms, nm);
         rr->overlap_s = rep_spans_intersect(cs, nc, ms, nm);
+        swap_bufs((void **)&ev, &cap, (void **)&prev, &pcap);
+        np = n;
     }
     rep_rank_totals(sm);
     free(ev);
+    free(prev);
     free(cs);
     free(ms);
 }
@@ -174,6 +212,41 @@ static const double *reserved_after(alloc_memo *am, const eng_mem *m, size_t n)
     return am->res;
 }
 
+/* Rank `rank`'s memory events m[0, n) (eng_rank_mems) through fn, as
+ * rep_mem_walk says, the allocator's figures from am. */
+static void walk_rank(int rank, const eng_mem *m, size_t n, alloc_memo *am, int every_event,
+                      rep_mem_fn fn, void *ctx)
+{
+    double cur[MC_COUNT] = {0};
+    const eng_mem *top = NULL; /* the instant's event of the highest op */
+    const double *res = reserved_after(am, m, n);
+    for (size_t i = 0; i < n; i++) {
+        cur[m[i].cat] += m[i].delta;
+        if (m[i].cat == MC_ACTIVATIONS || m[i].cat == MC_COMM_BUFFER) {
+            double slack = res[i] - cur[MC_ACTIVATIONS] - cur[MC_COMM_BUFFER];
+            cur[MC_ALLOC_SLACK] = slack > 0 ? slack : 0;
+        }
+        if (!top || m[i].op > top->op)
+            top = &m[i];
+        /* report an instant once all of its changes are applied: events
+         * within rounding of each other (REP_SAME_INSTANT) are one
+         * instant, the clock's adds do not keep equal times equal (a
+         * replayed layer, sim/engine/replay.c, adds its offsets to
+         * another base) */
+        if (!every_event && i + 1 < n && rep_same_instant(m[i].t, m[i + 1].t))
+            continue;
+        fn(ctx, rank, m[i].t, cur, every_event ? &m[i] : top);
+        top = NULL;
+    }
+}
+
+static void alloc_memo_free(alloc_memo *am)
+{
+    free(am->cat);
+    free(am->delta);
+    free(am->res);
+}
+
 void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx)
 {
     eng_mem *m = NULL;
@@ -181,32 +254,10 @@ void rep_mem_walk(const eng_result *r, int every_event, rep_mem_fn fn, void *ctx
     alloc_memo am = {0};
     for (int rank = 0; rank < r->nranks; rank++) {
         size_t n = eng_rank_mems(r, rank, &m, &cap);
-        double cur[MC_COUNT] = {0};
-        const eng_mem *top = NULL; /* the instant's event of the highest op */
-        const double *res = reserved_after(&am, m, n);
-        for (size_t i = 0; i < n; i++) {
-            cur[m[i].cat] += m[i].delta;
-            if (m[i].cat == MC_ACTIVATIONS || m[i].cat == MC_COMM_BUFFER) {
-                double slack = res[i] - cur[MC_ACTIVATIONS] - cur[MC_COMM_BUFFER];
-                cur[MC_ALLOC_SLACK] = slack > 0 ? slack : 0;
-            }
-            if (!top || m[i].op > top->op)
-                top = &m[i];
-            /* report an instant once all of its changes are applied: events
-             * within rounding of each other (REP_SAME_INSTANT) are one
-             * instant, the clock's adds do not keep equal times equal (a
-             * replayed layer, sim/engine/replay.c, adds its offsets to
-             * another base) */
-            if (!every_event && i + 1 < n && rep_same_instant(m[i].t, m[i + 1].t))
-                continue;
-            fn(ctx, rank, m[i].t, cur, every_event ? &m[i] : top);
-            top = NULL;
-        }
+        walk_rank(rank, m, n, &am, every_event, fn, ctx);
     }
     free(m);
-    free(am.cat);
-    free(am.delta);
-    free(am.res);
+    alloc_memo_free(&am);
 }
 
 static double sum_categories(const double cur[MC_COUNT])
@@ -269,14 +320,64 @@ static void oom_fn(void *vctx, int rank, double t, const double cur[MC_COUNT],
     }
 }
 
+/* Whether rank rk's memory events (m, n) are rank rk - 1's (prev, np) to
+ * the bit in what peak_fn and oom_fn read (time, size, category, op), on
+ * the same program: its peaks are then the previous rank's, and its first
+ * allocation past the capacity, if any, comes no earlier (oom_fn keeps the
+ * earliest, the lowest rank at a tie). */
+static int same_mems(const plan *p, int rk, const eng_mem *m, size_t n, const eng_mem *prev,
+                     size_t np)
+{
+    if (rk == 0 || n != np || p->prog_of_rank[rk] != p->prog_of_rank[rk - 1])
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (m[i].t != prev[i].t || m[i].delta != prev[i].delta || m[i].op != prev[i].op ||
+            m[i].cat != prev[i].cat)
+            return 0;
+    return 1;
+}
+
+/* The peak figures peak_fn sets, from rank `from` to `to`. */
+static void copy_peaks(rep_rank *to, const rep_rank *from)
+{
+    to->peak_bytes = from->peak_bytes;
+    to->peak_tensor_bytes = from->peak_tensor_bytes;
+    to->peak_reserved_bytes = from->peak_reserved_bytes;
+    to->engine_bytes = from->engine_bytes;
+    to->peak_t = from->peak_t;
+    memcpy(to->peak_by_cat, from->peak_by_cat, sizeof to->peak_by_cat);
+    to->peak_op = from->peak_op;
+    memcpy(to->peak_by_phase, from->peak_by_phase, sizeof to->peak_by_phase);
+    to->peak_phase = from->peak_phase;
+}
+
 static void memory_peaks(const plan *p, const eng_result *r, rep_summary *sm)
 {
     peak_ctx pc = {sm, p, -1.0};
     sm->oom_rank = -1;
     for (int rk = 0; rk < p->nranks; rk++)
         sm->ranks[rk].peak_t = -1;
-    rep_mem_walk(r, 0, peak_fn, &pc);
-    rep_mem_walk(r, 1, oom_fn, &pc);
+    /* as rep_mem_walk with peak_fn, then with oom_fn: each rank's events
+     * read once for both (neither reads what the other sets) */
+    eng_mem *m = NULL, *prev = NULL;
+    size_t cap = 0, pcap = 0, np = 0;
+    alloc_memo am = {0};
+    for (int rk = 0; rk < r->nranks; rk++) {
+        int same = rk > 0 && p->prog_of_rank[rk] == p->prog_of_rank[rk - 1] &&
+                   eng_rank_same(r, rk - 1, rk, 1);
+        size_t n = same ? 0 : eng_rank_mems(r, rk, &m, &cap);
+        if (same || same_mems(p, rk, m, n, prev, np)) {
+            copy_peaks(&sm->ranks[rk], &sm->ranks[rk - 1]);
+            continue;
+        }
+        walk_rank(rk, m, n, &am, 0, peak_fn, &pc);
+        walk_rank(rk, m, n, &am, 1, oom_fn, &pc);
+        swap_bufs((void **)&m, &cap, (void **)&prev, &pcap);
+        np = n;
+    }
+    free(m);
+    free(prev);
+    alloc_memo_free(&am);
     sm->peak_bytes_max = sm->peak_tensor_bytes_max = sm->peak_reserved_bytes_max = 0;
     sm->engine_bytes_max = 0;
     sm->peak_rank = 0;

@@ -461,17 +461,6 @@ static void layers_prog(plan *p, int g, int nlayers, double cost, double launch,
     plan_dep(pg, iz, prev);
 }
 
-/* Events of r in (rank, op, layer) order, times from the run's start. */
-static int ev_key_cmp(const void *x, const void *y)
-{
-    const eng_event *a = x, *b = y;
-    if (a->rank != b->rank)
-        return a->rank - b->rank;
-    if (a->op != b->op)
-        return a->op < b->op ? -1 : 1;
-    return a->layer - b->layer;
-}
-
 /* Run p replayed and simulated in one process; the events must agree to
  * rounding.  Returns the copies the replayed run replayed. */
 static int replay_vs_simulated(const plan *p)
@@ -492,10 +481,10 @@ static int replay_vs_simulated(const plan *p)
     eng_event *ea = eng_all_events(&a, &na), *eb = eng_all_events(&b, &nb);
     ck_assert_uint_eq(na, a.nev);
     ck_assert_uint_eq(nb, b.nev);
-    qsort(ea, na, sizeof *ea, ev_key_cmp);
-    qsort(eb, nb, sizeof *eb, ev_key_cmp);
+    qsort(ea, na, sizeof *ea, tu_ev_key_cmp);
+    qsort(eb, nb, sizeof *eb, tu_ev_key_cmp);
     for (size_t i = 0; i < na; i++) {
-        ck_assert_int_eq(ev_key_cmp(&ea[i], &eb[i]), 0);
+        ck_assert_int_eq(tu_ev_key_cmp(&ea[i], &eb[i]), 0);
         double tol = 1e-12 * (1 + eb[i].t1 - b.t0);
         ck_assert_double_eq_tol(ea[i].t0 - a.t0, eb[i].t0 - b.t0, tol);
         ck_assert_double_eq_tol(ea[i].t1 - a.t0, eb[i].t1 - b.t0, tol);
@@ -576,7 +565,7 @@ START_TEST(launch_bound_layers_replay)
 {
     plan p;
     one_prog_plan(&p, 2);
-    layers_prog(&p, 0, 8, 1e-6, 2e-5, 1, 0); /* kernels of 1 us, 20 us to launch */
+    layers_prog(&p, 0, 8, 1e-6, 2e-5, 1, 0);
     p.prog_of_rank[0] = p.prog_of_rank[1] = 0;
     ck_assert_uint_gt(plan_fold_layers(&p), 0);
     ck_assert_uint_eq(p.progs[0].regions[0].repeat, 7);

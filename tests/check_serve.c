@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "models/build/build.h"
+#include "models/cost.h"
 #include "sim/driver/driver.h"
 #include "sim/engine/engine.h"
 #include "sim/serve/serve.h"
@@ -584,6 +585,108 @@ START_TEST(test_serve_index_matches_scan)
 }
 END_TEST
 
+/* Times a and b (from runs that began at a0 and b0) the same to rounding:
+ * within 1e-12 s plus 1e-9 of the time since the run began.  A collective's
+ * measured duration carries the rounding of the clock it was measured at
+ * into each of its ~140 uses in a step, where SimGrid rounds afresh at each
+ * (and a replayed layer repeats its reference's the same way): measured,
+ * up to 1.3e-10 of the time since the start at a clock near 20 s, 3e-11
+ * near 0; 1e-9 is replay.sh's bound on the outputs. */
+static void close_in_run(double a, double a0, double b, double b0)
+{
+    double tol = 1e-12 + 1e-9 * fabs(b - b0);
+    ck_assert_msg(fabs((a - a0) - (b - b0)) <= tol, "%.17g against %.17g", a - a0, b - b0);
+}
+
+/* Steps of the bench's shapes evaluated in unison (sim/engine/unison.c)
+ * and simulated on SimGrid in full (no replay): every step takes the
+ * unison path, with the same records, counts and step ends, every time
+ * the same to rounding (close_in_run).  240 random batches:
+ * one to three prompts of 64 to 16K tokens, or 1 to 96 decodes of 64 to
+ * 16K tokens of context, drawn by Park and Miller's Lehmer generator. */
+START_TEST(test_serve_unison_matches_simgrid)
+{
+    char *y = cat(THINKER, "requests:\n  - {prompt_tokens: 16384}\n");
+    scenario s;
+    tu_load(&s, y, NULL, 0);
+    cp_err err = {0};
+    cost_model *cost = cost_new(&s.plat, &err);
+    ck_assert_msg(cost != NULL, "%s", err.msg);
+    coll_model cm;
+    interf_model im;
+    ck_assert(coll_model_init(&cm, &s.plat, &err) == 0 && interf_load(&im, &s.plat, &err) == 0);
+    eng_opts sim = eng_opts_of(&s, &cm, &im), uni = sim;
+    sim.replay = 0;
+    uni.memo = eng_collmemo_new();
+    uint64_t x = 12345;
+#define DRAW() (x = x * 48271 % 2147483647, (double)x / 2147483647.0)
+    sc_seq seq[96];
+    for (int k = 0; k < 240; k++) {
+        int n, prefill = DRAW() < 0.5;
+        if (prefill) {
+            n = 1 + (int)(DRAW() * 3);
+            for (int i = 0; i < n; i++)
+                seq[i] = (sc_seq){(int64_t)exp(log(64) + DRAW() * log(256)), 0, 1, 0};
+        } else {
+            n = 1 + (int)(DRAW() * 96);
+            for (int i = 0; i < n; i++)
+                seq[i] = (sc_seq){1, (int64_t)exp(log(64) + DRAW() * log(256)), 1, 0};
+        }
+        sc_batch bt = {seq, n, 0};
+        plan p;
+        build_step_plan(&s, &bt, 0, &p);
+        cost_price_plan(cost, &p, s.graph != GRAPH_EAGER);
+        eng_result a, b;
+        ck_assert_msg(eng_run(&p, &uni, &a, &err) == 0, "%s", err.msg);
+        ck_assert_msg(eng_run(&p, &sim, &b, &err) == 0, "%s", err.msg);
+        ck_assert_msg(a.unison && !b.unison, "batch %d (%d %s): not in unison", k, n,
+                      prefill ? "prefills" : "decodes");
+        ck_assert_uint_eq(a.nev, b.nev);
+        ck_assert_uint_eq(a.nmem, b.nmem);
+        ck_assert_int_eq(a.execs, b.execs);
+        ck_assert_int_eq(a.messages, b.messages);
+        ck_assert_int_eq(a.iters_simulated, b.iters_simulated);
+        for (int r = 0; r < p.nranks; r++) {
+            size_t na, nb, ca = 0, cb = 0;
+            eng_event *ea = NULL, *eb = NULL;
+            na = eng_rank_events(&a, r, &ea, &ca);
+            nb = eng_rank_events(&b, r, &eb, &cb);
+            ck_assert_uint_eq(na, nb);
+            qsort(ea, na, sizeof *ea, tu_ev_key_cmp);
+            qsort(eb, nb, sizeof *eb, tu_ev_key_cmp);
+            for (size_t i = 0; i < na; i++) {
+                ck_assert_int_eq(tu_ev_key_cmp(&ea[i], &eb[i]), 0);
+                ck_assert_int_eq(ea[i].stream, eb[i].stream);
+                close_in_run(ea[i].t0, a.t0, eb[i].t0, b.t0);
+                close_in_run(ea[i].t1, a.t0, eb[i].t1, b.t0);
+            }
+            eng_mem *ma = NULL, *mb = NULL;
+            na = eng_rank_mems(&a, r, &ma, &ca);
+            nb = eng_rank_mems(&b, r, &mb, &cb);
+            ck_assert_uint_eq(na, nb);
+            for (size_t i = 0; i < na; i++) {
+                ck_assert_int_eq(ma[i].seq, mb[i].seq);
+                ck_assert(ma[i].delta == mb[i].delta && ma[i].cat == mb[i].cat);
+                close_in_run(ma[i].t, a.t0, mb[i].t, b.t0);
+            }
+            close_in_run(a.step_end[r], a.t0, b.step_end[r], b.t0);
+            free(ea);
+            free(eb);
+            free(ma);
+            free(mb);
+        }
+        eng_result_free(&a);
+        eng_result_free(&b);
+        plan_free(&p);
+    }
+#undef DRAW
+    eng_collmemo_free(uni.memo);
+    cost_free(cost);
+    wl_free(&s);
+    free(y);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("serve");
@@ -604,6 +707,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_serve_nothing_served);
     tcase_add_test(tc, test_serve_burst);
     tcase_add_test(tc, test_serve_stall_and_goodput);
+    tcase_add_test(tc, test_serve_unison_matches_simgrid);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -58,6 +58,40 @@ for wl in "$top_srcdir/workloads/default.yaml" "$top_srcdir"/workloads/examples/
     rm -rf "$tmp/r" "$tmp/s" "$tmp/u"
 done
 
+# a serving run of launch-bound steps (eager decodes and short prefills of
+# the thinker at TP8, whose kernels are shorter than their launches): its
+# first steps replay the copies that waited for the host's issue
+# (sim/engine/replay.c), the rest are evaluated in unison
+# (sim/engine/unison.c); the outputs agree with the simulated run's
+# (simulation.replay=false: every step on SimGrid in full) as the bundled
+# ones do.  150 requests of bench_runs.sh's mix (its Lehmer draws, seed 12345)
+awk 'BEGIN { x = 12345; t = 0; print "arrival_s,prompt_tokens,decode_tokens"
+    for (i = 0; i < 150; i++) {
+        x = (x * 48271) % 2147483647; t += -log(1 - x / 2147483647) / 16
+        x = (x * 48271) % 2147483647; p = int(exp(log(64) + x / 2147483647 * log(256)))
+        x = (x * 48271) % 2147483647; d = 16 + int(x / 2147483647 * 60)
+        printf "%.6f,%d,%d\n", t, p, d } }' >"$tmp/mix.csv"
+cat >"$tmp/mix.yaml" <<'YAML'
+model: qwen3-omni-30b-a3b-thinker
+platform: h100-sxm-8
+precision: bf16
+parallel: {tp: 8}
+engine: {graph: eager}
+requests: [{trace: mix.csv}]
+YAML
+"$CPSIM" run "$tmp/mix.yaml" --quiet --trace none --out "$tmp/r" 2>/dev/null ||
+    fail "serving: replayed run"
+"$CPSIM" run "$tmp/mix.yaml" --quiet --trace none --set simulation.replay=false \
+    --out "$tmp/s" 2>/dev/null || fail "serving: simulated run"
+for b in requests.csv steps.csv memory.csv; do
+    "$NUMDIFF" "$tmp/s/$b" "$tmp/r/$b" 1e-9 1.001e-9 || fail "serving: replayed $b"
+done
+strip "$tmp/s/summary.json" >"$tmp/s.txt"
+strip "$tmp/r/summary.json" >"$tmp/r.txt"
+"$NUMDIFF" "$tmp/s.txt" "$tmp/r.txt" 1e-7 1e-9 || fail "serving: replayed summary.json"
+echo "serving, launch-bound: replayed and in unison as simulated"
+rm -rf "$tmp/r" "$tmp/s"
+
 # simulation.replay_tolerance_s on the 16-node striped pass-Q ring with
 # ring_overlap at 128K, which comes back to its state only to within 1e-9 to
 # 1e-7 s (sim/engine/replay.c; without overlap it settles into an exact

@@ -11,6 +11,7 @@
 #include "models/build/build.h"
 #include "models/cost.h"
 #include "sim/driver/driver.h"
+#include "sim/engine/events.h"
 
 #ifndef CP_SRCDIR
 #define CP_SRCDIR "."
@@ -190,4 +191,14 @@ int tu_main(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int tu_ev_key_cmp(const void *x, const void *y)
+{
+    const eng_event *a = x, *b = y;
+    if (a->rank != b->rank)
+        return a->rank - b->rank;
+    if (a->op != b->op)
+        return a->op < b->op ? -1 : 1;
+    return a->layer - b->layer;
 }

@@ -41,6 +41,11 @@ json_t *tu_fold_identical(const char *workload, const char *const *sets, int nse
 const char *tu_json_close(const json_t *a, const json_t *b, double rel, double abs);
 
 /* Run a suite (fork mode) and return the process exit status. */
+/* A qsort comparator of eng_event (sim/engine/events.h) by (rank, op,
+ * layer): one run's events against another's, whatever order each pushed
+ * them in. */
+int tu_ev_key_cmp(const void *x, const void *y);
+
 int tu_main(Suite *s);
 
 #endif

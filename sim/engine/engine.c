@@ -777,6 +777,11 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
     int rpr = o->share_replicas ? replica_ranks(p, o) : 0;
     if (load_platform(o, rpr > 0 ? rpr : p->nranks, err) != 0)
         return -1;
+    if (o->memo) {
+        int got = eng_unison(p, o, rpr > 0 ? 1 : p->lay.dp, res, err);
+        if (got != 0)
+            return got < 0 ? -1 : 0;
+    }
     eng_result_init(res, rpr > 0 ? rpr : p->nranks);
     res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
     res->step_start = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_start);

@@ -38,6 +38,13 @@
 #include "platforms/platform.h"
 #include "base/diag.h"
 
+/* Collective durations measured once per shape, for plans evaluated in
+ * unison (sim/engine/unison.c): one per sequence of runs on one
+ * platform and settings. */
+typedef struct eng_collmemo eng_collmemo;
+eng_collmemo *eng_collmemo_new(void);
+void eng_collmemo_free(eng_collmemo *m);
+
 typedef struct eng_opts {
     const platform *plat;
     const coll_model *cm;
@@ -56,6 +63,13 @@ typedef struct eng_opts {
     int reverse_actors; /* 1: start the actors last rank first, so that
                            same-instant steps come in another order (for
                            the check that the results do not depend on it) */
+    eng_collmemo *memo; /* non-NULL: a plan whose ranks run one program with
+                           no two streams of a rank busy at once is
+                           evaluated in unison from its collectives'
+                           measured durations instead of simulated (the
+                           same times to rounding, unison.c; its records
+                           are in another order of same-instant ends, so
+                           not for runs that write a trace) */
     FILE *progress;     /* a line "cpsim: simulating: ..." here once the run
                            has taken progress_first_s of wall time, then every
                            progress_every_s (NULL: none; never into outputs) */
@@ -104,7 +118,13 @@ void eng_init(int *argc, char **argv);
  * shifted in time, instead of being simulated (replay.c says when exactly;
  * res->iters_replayed counts them): its records are a span of the earlier
  * copy's (events.h), not copies.  The times agree with a simulated run
- * to rounding (a few ulps of the clock). */
+ * to rounding (a few ulps of the clock).
+ *
+ * With o->memo, a plan whose ranks all run one program is first evaluated
+ * in unison (unison.c: no actors, one rank's sequence, each collective's
+ * duration measured once per shape by a SimGrid run of it alone); where two
+ * of a rank's streams would be busy at once, or a hop or an asymmetric
+ * collective appears, it is simulated as above (res->unison says which). */
 int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err);
 
 #endif

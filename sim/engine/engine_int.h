@@ -102,6 +102,14 @@ extern eng_state eng;
  * done, its step started). */
 int eng_ready(const rank_st *rs, uint32_t i);
 
+/* ---- unison evaluation (unison.c) ------------------------------------ */
+
+/* Plan p evaluated in unison into res (o->memo set, the platform
+ * loaded): 1 when done (replicas: res->replicas_simulated), 0 when p is not
+ * eligible (res untouched: simulate it), -1 with err on failure. */
+int eng_unison(const plan *p, const eng_opts *o, int replicas, eng_result *res,
+                 cp_err *err);
+
 /* ---- replay of repeated regions (replay.c) ------------------------------ */
 
 /* Decide whether this run replays (o->replay, regions of the same repeat

@@ -88,6 +88,8 @@ typedef struct eng_result {
     long messages;       /* simulated point-to-point messages (copies counted) */
     long execs;          /* simulated compute activities */
     double wall_s;       /* wall-clock seconds inside simgrid_run() */
+    int unison;          /* 1: evaluated in unison, not simulated (engine.h
+                            eng_opts.memo) */
 } eng_result;
 
 /* The order of memory events every report walks them in: by rank, time and
@@ -131,6 +133,12 @@ size_t eng_rank_events(const eng_result *r, int rank, eng_event **buf, size_t *c
 /* rank's memory events by time and op (eng_mem_cmp; same-time ones in the
  * order they happened), into *buf: returns how many. */
 size_t eng_rank_mems(const eng_result *r, int rank, eng_mem **buf, size_t *cap);
+/* Whether rank b reads the very records rank a does (the same spans of
+ * the same blocks, ranks shifted by b - a: a copied replica's, or a rank
+ * of a plan evaluated in unison), events (mem 0) or memory events: then
+ * whatever is derived from a's records but the rank is b's too.  0 says
+ * nothing (their records may still be equal). */
+int eng_rank_same(const eng_result *r, int a, int b, int mem);
 /* Every event, in rank order (a new array the caller frees; *n of them). */
 eng_event *eng_all_events(const eng_result *r, size_t *n);
 

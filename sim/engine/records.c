@@ -251,6 +251,21 @@ size_t eng_rank_mems(const eng_result *r, int rank, eng_mem **buf, size_t *cap)
     return n;
 }
 
+int eng_rank_same(const eng_result *r, int a, int b, int mem)
+{
+    const eng_seq *x = &r->seq[a], *y = &r->seq[b];
+    const eng_span *u = mem ? x->ms : x->es, *v = mem ? y->ms : y->es;
+    size_t n = mem ? x->nms : x->nes;
+    if (n != (mem ? y->nms : y->nes))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (u[i].block != v[i].block || u[i].lo != v[i].lo || u[i].n != v[i].n ||
+            u[i].dt != v[i].dt || u[i].dlayer != v[i].dlayer || u[i].dseq != v[i].dseq ||
+            v[i].drank - u[i].drank != b - a)
+            return 0;
+    return 1;
+}
+
 eng_event *eng_all_events(const eng_result *r, size_t *n)
 {
     eng_event *all = malloc((r->nev + 1) * sizeof *all), *buf = NULL;

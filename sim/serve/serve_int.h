@@ -77,6 +77,8 @@ typedef struct srv_steps {
     coll_model cm;
     interf_model im;
     eng_opts eo;
+    eng_collmemo *memo;      /* collective durations of the steps evaluated in
+                                unison (sim/engine/unison.c) */
     scenario one;            /* s with one request, for the step summaries */
     wl_request one_req;
     srv_step *v;

@@ -21,7 +21,11 @@ static double pct(double *v, int n, double p)
 {
     if (n <= 0)
         return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int sorted = 1; /* (the figures take several percentiles of one array) */
+    for (int i = 1; i < n && sorted; i++)
+        sorted = !(v[i] < v[i - 1]);
+    if (!sorted)
+        qsort(v, (size_t)n, sizeof *v, cmp_double);
     double h = p * (double)(n - 1);
     int k = (int)floor(h);
     if (k >= n - 1)
