@@ -66,7 +66,7 @@ int eng_ready(const rank_st *rs, uint32_t i)
             return 0;
     if (o->kind == OPK_STEP)
         for (int s = 0; s < ST_COUNT; s++)
-            if (s != o->stream && rs->done[s] < rs->ix->need[(size_t)i * ST_COUNT + s])
+            if (s != o->stream && rs->done[s] < rs->ix->need[(size_t)o->step * ST_COUNT + s])
                 return 0;
     return 1;
 }
@@ -435,16 +435,27 @@ static void reserve(rank_st *ranks, int nranks, eng_result *res)
 
 /* ---- set-up --------------------------------------------------------------- */
 
+/* The index of a program.  Sizes: the expanded sequence of a 1,024-rank
+ * ring (128 programs of 125 layers of ~770 ops) is 12 M elements, so each
+ * array holds what it must and no more: the streams' lists their own
+ * elements (counted first), `need` one row per step. */
 static void index_build(const plan_prog *pg, prog_index *ix)
 {
     memset(ix, 0, sizeof *ix);
     plan_vseq_build(pg, &ix->v);
-    uint32_t n = ix->v.n;
+    uint32_t n = ix->v.n, count[ST_COUNT] = {0};
+    int32_t steps = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const plan_op *o = &pg->ops[ix->v.real[i]];
+        count[o->stream]++;
+        if (o->kind == OPK_STEP && o->step + 1 > steps)
+            steps = o->step + 1;
+    }
     ix->pos = malloc((n + 1) * sizeof *ix->pos);
     ix->issue_off = malloc((n + 1) * sizeof *ix->issue_off);
-    ix->need = calloc((size_t)(n + 1) * ST_COUNT, sizeof *ix->need);
+    ix->need = calloc((size_t)(steps + 1) * ST_COUNT, sizeof *ix->need);
     for (int s = 0; s < ST_COUNT; s++)
-        ix->list[s] = malloc((n + 1) * sizeof *ix->list[s]);
+        ix->list[s] = malloc((count[s] + 1) * sizeof *ix->list[s]);
     if (!ix->pos || !ix->issue_off || !ix->need || !ix->list[0] || !ix->list[1] ||
         !ix->list[2])
         abort();
@@ -454,7 +465,7 @@ static void index_build(const plan_prog *pg, prog_index *ix)
         if (o->kind == OPK_STEP) {
             off = 0;
             for (int s = 0; s < ST_COUNT; s++)
-                ix->need[(size_t)i * ST_COUNT + s] = ix->nlist[s];
+                ix->need[(size_t)o->step * ST_COUNT + s] = ix->nlist[s];
         }
         off += o->launch_s;
         ix->issue_off[i] = off;
@@ -469,8 +480,6 @@ static void index_free(prog_index *ix)
     free(ix->pos);
     free(ix->issue_off);
     free(ix->need);
-    free(ix->region);
-    free(ix->slot);
     for (int s = 0; s < ST_COUNT; s++)
         free(ix->list[s]);
 }

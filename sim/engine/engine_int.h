@@ -20,11 +20,11 @@ typedef struct prog_index {
     uint32_t nlist[ST_COUNT];
     uint32_t *pos;              /* [v.n] position of the element in its stream */
     double *issue_off;          /* [v.n] host issue offset from step start (s) */
-    uint32_t *need;             /* [v.n * ST_COUNT] for step ops: stream ops before it */
-    int16_t *region;            /* [v.n] region of the element, -1 outside (replay only) */
-    uint32_t *slot;             /* [v.n] outside regions: index into rank_st.end_nr
-                                   (replay only) */
-    uint32_t nnr;               /* elements outside regions */
+    uint32_t *need;             /* [steps * ST_COUNT] by a step op's plan_op.step: the
+                                   ops of each stream before it */
+    uint32_t nnr;               /* elements outside regions (replay only; an element's
+                                   region and slot come from the regions' spans,
+                                   replay.c region_of) */
 } prog_index;
 
 typedef struct rank_st {

@@ -118,6 +118,7 @@ typedef struct rp_preg {
     uint32_t per[ST_COUNT];     /* stream elements per copy */
     uint32_t first, nops;       /* its ops (plan_region) */
     int32_t layer_step;
+    uint32_t before;            /* elements of the program's regions before a0 */
 } rp_preg;
 
 /* An op of copy k that started before cut k completed (an early start):
@@ -206,13 +207,36 @@ static const rp_preg *preg_of(const rank_st *rs, int R)
     return &rp.pr[(size_t)(rs->ix - eng.ix) * (size_t)rp.nreg + (size_t)R];
 }
 
+/* The region of element e of rs's program, -1 outside any; outside, *slot
+ * is its index among the elements outside regions (rank_st.end_nr).  From
+ * the regions' spans (sorted and disjoint, plan.h), not a table per
+ * element: the expanded sequence of a 1,024-rank ring holds 15 M of them. */
+static int region_of(const rank_st *rs, uint32_t e, uint32_t *slot)
+{
+    const rp_preg *q = &rp.pr[(size_t)(rs->ix - eng.ix) * (size_t)rp.nreg];
+    int lo = 0, hi = rp.nreg; /* the last region whose span starts at or before e */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (q[mid].a0 <= e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int R = lo - 1;
+    if (R >= 0 && e < q[R].a0 + q[R].len * rp.repeat[R])
+        return R;
+    *slot = R < 0 ? e : e - (q[R].before + q[R].len * rp.repeat[R]);
+    return -1;
+}
+
 /* When element e of rs ended (0 while it has not): stored, or for a copy
  * replayed from copy j, j's end moved to the copy's entry cut. */
 static double end_of(const rank_st *rs, uint32_t e)
 {
-    int R = rs->ix->region[e];
+    uint32_t slot = 0;
+    int R = region_of(rs, e, &slot);
     if (R < 0)
-        return rs->end_nr[rs->ix->slot[e]];
+        return rs->end_nr[slot];
     const rp_preg *q = preg_of(rs, R);
     uint32_t c = rs->ix->v.iter[e], off = (e - q->a0) % q->len;
     const rp_copy *C = &rp.cp[R][c];
@@ -263,19 +287,16 @@ void rp_setup(void)
     for (int g = 0; g < p->nprogs; g++) {
         const plan_prog *pg = &p->progs[g];
         prog_index *ix = &eng.ix[g];
-        ix->region = malloc(((size_t)ix->v.n + 1) * sizeof *ix->region);
-        ix->slot = malloc(((size_t)ix->v.n + 1) * sizeof *ix->slot);
-        if (!ix->region || !ix->slot)
-            abort();
         ix->nnr = 0;
+        uint32_t inside = 0; /* region elements so far */
         for (uint32_t e = 0; e < ix->v.n; e++) {
             uint32_t op = ix->v.real[e];
-            ix->region[e] = -1;
-            for (int R = 0; R < nreg; R++) {
+            int in = 0;
+            for (int R = 0; R < nreg && !in; R++) {
                 const plan_region *rg = &pg->regions[R];
                 if (op < rg->first || op >= rg->first + rg->nops)
                     continue;
-                ix->region[e] = (int16_t)R;
+                in = 1;
                 rp_preg *q = &rp.pr[(size_t)g * (size_t)nreg + (size_t)R];
                 if (op == rg->first && ix->v.iter[e] == 0) {
                     q->a0 = e;
@@ -283,9 +304,11 @@ void rp_setup(void)
                     q->first = rg->first;
                     q->nops = rg->nops;
                     q->layer_step = rg->layer_step;
+                    q->before = inside;
                 }
             }
-            ix->slot[e] = ix->region[e] < 0 ? ix->nnr++ : UINT32_MAX;
+            inside += (uint32_t)in;
+            ix->nnr += (uint32_t)!in;
         }
         for (int R = 0; R < nreg; R++) {
             rp_preg *q = &rp.pr[(size_t)g * (size_t)nreg + (size_t)R];
@@ -443,7 +466,8 @@ int rp_started(rank_st *rs, uint32_t i, double t)
 
 void rp_issue_bound(const rank_st *rs, uint32_t i)
 {
-    int R = rs->ix->region[i];
+    uint32_t slot;
+    int R = region_of(rs, i, &slot);
     if (R >= 0)
         rp.cp[R][rs->ix->v.iter[i]].issue_bound = 1;
 }
@@ -451,9 +475,10 @@ void rp_issue_bound(const rank_st *rs, uint32_t i)
 void rp_ended(rank_st *rs, uint32_t i, double t, long msgs, int execs, int early, int mem,
               size_t rec)
 {
-    int R = rs->ix->region[i];
+    uint32_t slot = 0;
+    int R = region_of(rs, i, &slot);
     if (R < 0) {
-        rs->end_nr[rs->ix->slot[i]] = t;
+        rs->end_nr[slot] = t;
     } else {
         const rp_preg *q = preg_of(rs, R);
         double **v = &rs->end_cp[rp.cbase[R] + (int)rs->ix->v.iter[i]];
