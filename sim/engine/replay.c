@@ -66,31 +66,9 @@
  * count as equal: an approximation, for rings whose cuts never repeat to
  * rounding (replay.sh bounds its TTFT error on one).
  *
- * Which rings repeat.  A striped split gives SP rank g of P its own
- * attention cost (it holds g + 1 of its P causal blocks' diagonals: Llama
- * 3.1 405B at 128K on 16 nodes, 0.235 us more per rank per layer), so the
- * ranks' timelines need not repeat every layer; zigzag balances them and
- * repeats.  Measured on Llama 3.1 405B at 128K, TP8 x SP16, striped:
- *   - pass-Q without overlap settles after 13 layers into a cycle of two
- *     layers, exact to 2e-14 s: it replays by cycles (113 of 125);
- *   - pass-KV with ring_overlap never repeats: the hops hide under the
- *     attention, so no rank waits for a neighbour and each runs at its own
- *     rate; the early starts of a cut drift apart by 3.5 us a layer (rank 0
- *     against rank 15), which is the model, not rounding, and no tolerance
- *     up to 1e-6 s covers it;
- *   - pass-Q with ring_overlap comes back to its state every three layers
- *     only to within 1e-9 to 1e-7 s (the returned partials' transfers
- *     overlap the next hop's by amounts that wander), so it replays only
- *     under a tolerance;
- *   - at SP128 (1,024 ranks) the pass-KV ring with ring_overlap is
- *     host-bound, zigzag or striped: its layers come 23.504 ms apart, the
- *     host's issue of their ops, and every copy waits for the host; it
- *     replays as a host-bound cycle (it replayed none, and ran past 150 s,
- *     while a wait for the host ruled a copy out as a reference).
- * The interference model plays no part in these (their hops cross the
- * NIC: the same answers to 10 digits without it); integer clock units
- * would not help either, the differences being far above the clock's
- * rounding.  The closest two cuts came without replaying is kept
+ * Which rings repeat, and why some do not (measured: striped splits give
+ * each SP rank its own attention cost), is sim/README.md "What replays".
+ * The closest two cuts came without replaying is kept
  * (eng_result.replay_near_s) for the run line's hint.
  */
 #include "sim/engine/engine_int.h"
