@@ -13,6 +13,7 @@
 
 #include "models/build/build.h"
 #include "models/encoder/encoder.h"
+#include "workloads/workload.h"
 #include "sim/driver/driver.h"
 #include "tests/testutil.h"
 
@@ -300,6 +301,48 @@ START_TEST(serving_runs_the_encoder)
 }
 END_TEST
 
+/* A trace's optional sixth column: audio seconds per request (empty: none);
+ * a bad value is named by file, line and column. */
+START_TEST(trace_rows_carry_audio)
+{
+    char dir[] = "/tmp/check_encoder_trace_XXXXXX", csv[96], yaml[96], doc[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(csv, sizeof csv, "%s/t.csv", dir);
+    snprintf(yaml, sizeof yaml, "%s/w.yaml", dir);
+    const char *rows[] = {"0.0,8192,4,0,voice,120\n0.5,4096,4,0,text,\n",
+                          "0.0,8192,4,0,voice,2m\n"};
+    for (int k = 0; k < 2; k++) {
+        FILE *f = fopen(csv, "w");
+        fprintf(f, "arrival_s,prompt_tokens,decode_tokens,cached_tokens,name,audio_s\n%s",
+                rows[k]);
+        fclose(f);
+        snprintf(doc, sizeof doc, "model: qwen3-omni-30b-a3b-thinker\nplatform: h100-sxm-8\n"
+                 "parallel: {tp: 4}\nrequests: [{trace: t.csv}]\n");
+        f = fopen(yaml, "w");
+        fputs(doc, f);
+        fclose(f);
+        scenario s;
+        cp_err e = {0};
+        int rc = wl_load(yaml, NULL, 0, NULL, &s, &e);
+        if (k == 0) {
+            ck_assert_msg(rc == 0, "%s", e.msg);
+            ck_assert_int_eq(s.nreqs, 2);
+            ck_assert_int_eq(s.reqs[0].audio_frames, 12000);
+            ck_assert_int_eq(s.reqs[1].audio_frames, 0);
+            ck_assert_int_eq(s.audio_loaded, 1);
+            wl_free(&s);
+        } else {
+            ck_assert_int_ne(rc, 0);
+            ck_assert_msg(strstr(e.msg, "t.csv:2:20: audio_s: expected a number of seconds"),
+                          "%s", e.msg);
+        }
+    }
+    unlink(csv);
+    unlink(yaml);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(refused)
 {
     static const struct {
@@ -353,6 +396,7 @@ static Suite *suite(void)
     tcase_add_test(t, front_memory_as_the_forward_holds_it);
     tcase_add_test(t, encoder_time_in_ttft);
     tcase_add_test(t, serving_runs_the_encoder);
+    tcase_add_test(t, trace_rows_carry_audio);
     tcase_add_test(t, refused);
     suite_add_tcase(s, t);
     return s;

@@ -338,11 +338,12 @@ static int read_streams(const ynode *item, size_t entry, const char *what, req_b
     return 0;
 }
 
-/* The columns of a trace file, in this order; the last two optional. */
+/* The columns of a trace file, in this order; the last three optional. */
 static const char *const trace_cols[] = { "arrival_s", "prompt_tokens", "decode_tokens",
-                                          "cached_tokens", "name" };
-#define TRACE_HEADER "arrival_s,prompt_tokens,decode_tokens[,cached_tokens[,name]]"
-#define TRACE_MAX_COLS 5
+                                          "cached_tokens", "name", "audio_s" };
+#define TRACE_HEADER \
+    "arrival_s,prompt_tokens,decode_tokens[,cached_tokens[,name[,audio_s]]]"
+#define TRACE_MAX_COLS 6
 
 /* Where a trace file named in the workload lies: relative to the
  * workload's folder, as the other paths of the workload. */
@@ -440,7 +441,7 @@ static int csv_double(const char *t, double lo, double hi, double *out)
     return 0;
 }
 
-/* The header line: the columns of trace_cols, in order, the last two
+/* The header line: the columns of trace_cols, in order, the last three
  * optional; *ncols gets how many. */
 static int trace_header(char *line, const char *path, int *ncols, cp_err *err)
 {
@@ -492,14 +493,27 @@ static int trace_row(scenario *s, char *line, const char *path, int lineno, int 
     if (check_context("the request", at, v[2], v[0], v[1], err) < 0)
         return -1;
     int cls = def_cls;
-    if (ncols == 5 && field[4][0]) {
+    if (ncols >= 5 && field[4][0]) {
         at.col = col[4];
         if (intern_class(s, field[4], "name", at, &cls, err) < 0)
             return -1;
     }
+    long long frames = 0; /* an empty audio_s: a text-only request */
+    if (ncols == 6 && field[5][0]) {
+        double audio_s = 0;
+        at.col = col[5];
+        if (csv_double(field[5], 0, WL_MAX_AUDIO_S, &audio_s) < 0)
+            return cp_fail_at(err, at, "audio_s: expected a number of seconds in [0, %g], got "
+                              "\"%.40s\"", WL_MAX_AUDIO_S, field[5]);
+        frames = llround(audio_s * ENC_FRAMES_PER_S);
+        if (audio_s > 0 && frames == 0)
+            return cp_fail_at(err, at, "audio_s: %g s is less than one mel frame (%g s); leave "
+                              "the field empty for a text-only request", audio_s,
+                              1.0 / ENC_FRAMES_PER_S);
+    }
     s->reqs[s->nreqs++] = (wl_request){ .prompt_tokens = v[0], .arrival_s = arrival,
                                         .decode_tokens = v[1], .cached_tokens = v[2],
-                                        .cls = cls };
+                                        .cls = cls, .audio_frames = frames };
     return 0;
 }
 
