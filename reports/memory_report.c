@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "base/dtype.h"
-#include "models/encoder/encoder.h"
+#include "models/build/build.h"
 #include "models/quant.h"
 #include "models/seqpar/seqpar.h"
 #include "reports/report.h"
@@ -21,14 +21,6 @@ static double gb(double bytes)
     return bytes / 1e9;
 }
 
-/* The audio encoder's weights on rank 0: resident when a request carries
- * audio (models/build/build.h build_weight_bytes), 0 otherwise. */
-static double encoder_bytes(const scenario *s)
-{
-    return s->audio_loaded ? enc_audio_weight_bytes(&s->model.audio, s->par.tp,
-                                                    dtype_bytes(s->a_dtype))
-                           : 0;
-}
 
 void rep_memory_text(const scenario *s, const quant_desc *d, const quant_report *r, FILE *out)
 {
@@ -66,10 +58,11 @@ void rep_memory_text(const scenario *s, const quant_desc *d, const quant_report 
     }
     fprintf(out, "materialized (resident on rank 0): %.3f GB; plain estimate: %.3f GB\n",
            gb(r->total), gb(r->step_total[QS_PLAIN]));
-    if (s->audio_loaded) /* beside the text model, in the activation dtype */
+    double enc = build_encoder_weight_bytes(s);
+    if (enc > 0) /* beside the text model, in the activation dtype */
         fprintf(out, "and the audio encoder (a request carries audio_s): %.3f GB, %s, heads "
-                "over TP%d: %.3f GB in all\n", gb(encoder_bytes(s)), dtype_name(s->a_dtype),
-                s->par.tp, gb(r->total + encoder_bytes(s)));
+                "over TP%d: %.3f GB in all\n", gb(enc), dtype_name(s->a_dtype), s->par.tp,
+                gb(r->total + enc));
     if (r->shard_k > 1) {
         fprintf(out, "layer sharding over %d ranks:", r->shard_k);
         for (int p = MP_Q_A; p < MP_COUNT; p++)
@@ -130,8 +123,9 @@ json_t *rep_memory_json(const scenario *s, const quant_desc *d, const quant_repo
     json_object_set_new(j, "load_transient_bytes", json_real(r->load_transient));
     /* the audio encoder's (0 without audio requests): resident_bytes is the
      * run's MC_WEIGHTS on rank 0 */
-    json_object_set_new(j, "audio_encoder_bytes", json_real(encoder_bytes(s)));
-    json_object_set_new(j, "resident_bytes", json_real(r->total + encoder_bytes(s)));
+    double enc = build_encoder_weight_bytes(s);
+    json_object_set_new(j, "audio_encoder_bytes", json_real(enc));
+    json_object_set_new(j, "resident_bytes", json_real(r->total + enc));
     return j;
 }
 

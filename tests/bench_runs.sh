@@ -43,16 +43,9 @@ platform: {name: h100-sxm-8, nodes: 128}
 parallel: {tp: 8, dp: 128}
 requests: [{prompt_tokens: 32768}]
 YAML
-# 10,000 requests of mixed lengths (issue 31): Poisson arrivals at 16 a second,
-# prompts log-uniform in [64, 16384] tokens, 16 to 255 decode tokens; drawn by
-# the Lehmer generator of Park and Miller (multiplier 48271, modulus 2^31 - 1,
-# exact in awk's doubles) from seed 12345, so every awk writes the same trace
-awk 'BEGIN { x = 12345; t = 0; print "arrival_s,prompt_tokens,decode_tokens"
-    for (i = 0; i < 10000; i++) {
-        x = (x * 48271) % 2147483647; t += -log(1 - x / 2147483647) / 16
-        x = (x * 48271) % 2147483647; p = int(exp(log(64) + x / 2147483647 * log(256)))
-        x = (x * 48271) % 2147483647; d = 16 + int(x / 2147483647 * 240)
-        printf "%.6f,%d,%d\n", t, p, d } }' >"$tmp/mix10k.csv"
+# 10,000 requests of mixed lengths (issue 31), 16 to 255 decode tokens
+# (tests/mix_trace.awk)
+awk -v n=10000 -v span=240 -f "$top_srcdir/tests/mix_trace.awk" >"$tmp/mix10k.csv"
 cat >"$tmp/mix10k.yaml" <<'YAML'
 model: qwen3-omni-30b-a3b-thinker
 platform: h100-sxm-8

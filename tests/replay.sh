@@ -64,13 +64,8 @@ done
 # (sim/engine/replay.c), the rest are evaluated in unison
 # (sim/engine/unison.c); the outputs agree with the simulated run's
 # (simulation.replay=false: every step on SimGrid in full) as the bundled
-# ones do.  150 requests of bench_runs.sh's mix (its Lehmer draws, seed 12345)
-awk 'BEGIN { x = 12345; t = 0; print "arrival_s,prompt_tokens,decode_tokens"
-    for (i = 0; i < 150; i++) {
-        x = (x * 48271) % 2147483647; t += -log(1 - x / 2147483647) / 16
-        x = (x * 48271) % 2147483647; p = int(exp(log(64) + x / 2147483647 * log(256)))
-        x = (x * 48271) % 2147483647; d = 16 + int(x / 2147483647 * 60)
-        printf "%.6f,%d,%d\n", t, p, d } }' >"$tmp/mix.csv"
+# ones do.  150 requests of bench_runs.sh's mix (tests/mix_trace.awk)
+awk -v n=150 -v span=60 -f "$top_srcdir/tests/mix_trace.awk" >"$tmp/mix.csv"
 cat >"$tmp/mix.yaml" <<'YAML'
 model: qwen3-omni-30b-a3b-thinker
 platform: h100-sxm-8

@@ -146,6 +146,20 @@ static int check_context(const char *what, cp_loc loc, long long cached, long lo
                       prompt, decode, cached + prompt + decode, WL_MAX_PROMPT);
 }
 
+/* Seconds of audio as whole mel frames (the feature extractor's hop,
+ * models/encoder/encoder.h); a length under one frame is refused when
+ * positive, or always with `nonzero` (-1 after cp_fail; what and at name
+ * the value, instead says what to write for no audio). */
+static int audio_frames_of(double seconds, int nonzero, const char *what, cp_loc at,
+                           const char *instead, long long *frames, cp_err *err)
+{
+    *frames = llround(seconds * ENC_FRAMES_PER_S);
+    if ((seconds > 0 || nonzero) && *frames == 0)
+        return cp_fail_at(err, at, "%s: %g s is less than one mel frame (%g s); %s", what,
+                          seconds, 1.0 / ENC_FRAMES_PER_S, instead);
+    return 0;
+}
+
 /* What every request of an entry looks like (prompt_tokens required). */
 typedef struct wl_shape {
     long long prompt, decode, cached;
@@ -165,12 +179,12 @@ static int read_shape(const ynode *item, const char *what, scenario *s, wl_shape
         yio_opt_double(item, what, "audio_s", 0, WL_MAX_AUDIO_S, &audio_s, err) < 0 ||
         yio_opt_str(item, what, "name", &name, err) < 0)
         return -1;
-    /* whole mel frames: the feature extractor's hop (models/encoder/encoder.h) */
-    sh->audio = (long long)llround(audio_s * ENC_FRAMES_PER_S);
-    if (yio_key(item, "audio_s") && sh->audio == 0)
-        return cp_fail_at(err, yio_key(item, "audio_s")->loc, "%s.audio_s: %g s is less than one "
-                          "mel frame (%g s); drop the key for a text-only request", what, audio_s,
-                          1.0 / ENC_FRAMES_PER_S);
+    const ynode *audio = yio_key(item, "audio_s");
+    char akey[64];
+    if (audio && audio_frames_of(audio_s, 1, yio_path(akey, sizeof akey, what, "audio_s"),
+                                 audio->loc, "drop the key for a text-only request",
+                                 &sh->audio, err) < 0)
+        return -1;
     if (!yio_key(item, "prompt_tokens"))
         return cp_fail_at(err, item->loc, "%s: prompt_tokens is required", what);
     if (check_context(what, item->loc, sh->cached, sh->prompt, sh->decode, err) < 0)
@@ -505,11 +519,9 @@ static int trace_row(scenario *s, char *line, const char *path, int lineno, int 
         if (csv_double(field[5], 0, WL_MAX_AUDIO_S, &audio_s) < 0)
             return cp_fail_at(err, at, "audio_s: expected a number of seconds in [0, %g], got "
                               "\"%.40s\"", WL_MAX_AUDIO_S, field[5]);
-        frames = llround(audio_s * ENC_FRAMES_PER_S);
-        if (audio_s > 0 && frames == 0)
-            return cp_fail_at(err, at, "audio_s: %g s is less than one mel frame (%g s); leave "
-                              "the field empty for a text-only request", audio_s,
-                              1.0 / ENC_FRAMES_PER_S);
+        if (audio_frames_of(audio_s, 0, "audio_s", at, "leave the field empty for a text-only "
+                            "request", &frames, err) < 0)
+            return -1;
     }
     s->reqs[s->nreqs++] = (wl_request){ .prompt_tokens = v[0], .arrival_s = arrival,
                                         .decode_tokens = v[1], .cached_tokens = v[2],

@@ -320,12 +320,16 @@ static const layer_scheme *plan_begin(const scenario *s, int dp, plan *out, int 
     return sc;
 }
 
+double build_encoder_weight_bytes(const scenario *s)
+{
+    return s->audio_loaded ? enc_audio_weight_bytes(&s->model.audio, s->par.tp,
+                                                    dtype_bytes(s->a_dtype))
+                           : 0;
+}
+
 double build_weight_bytes(const scenario *s)
 {
-    double enc = s->audio_loaded ? enc_audio_weight_bytes(&s->model.audio, s->par.tp,
-                                                          dtype_bytes(s->a_dtype))
-                                 : 0;
-    return quant_resident_bytes(s) + enc;
+    return quant_resident_bytes(s) + build_encoder_weight_bytes(s);
 }
 
 double build_kv_bytes(const scenario *s, int64_t positions)

@@ -58,6 +58,9 @@ double build_profile_peak(const scenario *s);
  * materialises them (quant_resident_bytes) and, when a request carries
  * audio, the audio encoder's (models/encoder/encoder.h). */
 double build_weight_bytes(const scenario *s);
+/* The audio encoder's part of it on each rank (0 when no request carries
+ * audio; the activation dtype, its heads over TP). */
+double build_encoder_weight_bytes(const scenario *s);
 
 /* The KV bytes of a request of `positions` tokens on the replica's rank
  * that holds the most of it (SP index 0 of an uneven stripe). */
