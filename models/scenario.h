@@ -195,6 +195,7 @@ typedef struct scenario {
                                program as soon as it is built (0 from wl_load: an
                                unrolled plan) */
     int share_replicas;     /* simulation.share_replicas: sim/engine/engine.h */
+    int share_tp;           /* simulation.share_tp: sim/engine/engine.h */
     int replay;             /* simulation.replay: sim/engine/replay.c */
     double replay_tol_s;    /* simulation.replay_tolerance_s (s), 0: exact */
     int moe_routing;        /* simulation.moe_routing: plan_route, default random */

@@ -103,6 +103,8 @@ typedef struct rep_summary {
     rep_costsrc cost;          /* where the compute prices came from */
     long events, messages, execs;
     int replicas_simulated;    /* DP replicas simulated (1: copied to the rest) */
+    int tp_shared;             /* ranks of a TP group one simulated rank stood
+                                  for (0 or 1: every rank simulated) */
     long iters_simulated;      /* copies of repeated regions simulated */
     long iters_replayed;       /* and replayed (sim/engine/replay.c) */
     double replay_near_s;      /* eng_result.replay_near_s (0: none, or not known) */

@@ -579,6 +579,7 @@ int rep_summarize(const scenario *s, const plan *p, const eng_result *r,
     out->messages = r->messages;
     out->execs = r->execs;
     out->replicas_simulated = r->replicas_simulated;
+    out->tp_shared = r->tp_shared;
     out->iters_simulated = r->iters_simulated;
     out->iters_replayed = r->iters_replayed;
     out->replay_near_s = r->replay_near_s;
@@ -790,6 +791,11 @@ json_t *rep_summary_json(const rep_summary *sm, const scenario *s)
     json_object_set_new(sim, "execs", json_integer(sm->execs));
     if (sm->replicas_simulated > 0)
         json_object_set_new(sim, "replicas_simulated", json_integer(sm->replicas_simulated));
+    /* ranks of each TP group simulated (1: one, its figures copied to the rest) */
+    if (s->par.tp > 1)
+        json_object_set_new(sim, "tp_ranks_simulated",
+                            json_integer(sm->tp_shared > 1 ? s->par.tp / sm->tp_shared
+                                                           : s->par.tp));
     /* layer iterations (copies of folded regions) simulated and replayed */
     json_object_set_new(sim, "iterations_simulated", json_integer(sm->iters_simulated));
     json_object_set_new(sim, "iterations_replayed", json_integer(sm->iters_replayed));

@@ -2,7 +2,7 @@
 # bench_probe.sh (make bench): cpsim's cost per simulated event against raw
 # SimGrid's (tests/bench_probe: a ring of P actors) at P = 8 ... 1,024.
 # cpsim's side: the thinker as TP8 x DP(P/8), a 2K-token prefill, every rank
-# and every layer simulated (simulation.share_replicas and replay false: the
+# and every layer simulated (simulation.share_replicas, share_tp and replay false: the
 # engine's own cost per event, not the replay's), --trace none; its events are
 # the recorded ops plus the point-to-point messages, its time the seconds
 # inside simgrid_run.  The probe's events are its communications.
@@ -41,7 +41,7 @@ for P in 8 64 256 1024; do
 model: qwen3-omni-30b-a3b-thinker
 platform: {name: h100-sxm-8, nodes: $dp}
 parallel: {tp: 8, dp: $dp}
-simulation: {share_replicas: false, replay: false}
+simulation: {share_replicas: false, share_tp: false, replay: false}
 requests: [{prompt_tokens: 2048}]
 YAML
     cpsim_row "$P" "$pus" DP
@@ -53,7 +53,7 @@ platform: {name: h100-sxm-8, nodes: $dp}
 parallel: {tp: $tp, sp: $sp, kv_storage: by_position, exchange: ring_kv, ring_overlap: true,
            split: zigzag}
 engine: {graph: eager}
-simulation: {share_replicas: false, replay: false}
+simulation: {share_replicas: false, share_tp: false, replay: false}
 requests: [{prompt_tokens: 16384}]
 YAML
     cpsim_row "$P" "$pus" SP

@@ -101,7 +101,8 @@ bench "  same, zigzag, no ring_overlap" 1024 "$tmp/sp128.yaml" --set parallel.sp
     --set parallel.ring_overlap=false
 ring_goal
 # issue 31's exact pass-Q ring on 64 nodes (target <= 60 CPU s): striped, it
-# settles into no cycle of layers (replay.c), so every layer simulates
+# settles into no cycle of layers (replay.c), so every layer simulates; one
+# rank of each TP group is (simulation.share_tp, sim/engine/tpshare.c)
 bench "Llama 405B 128K, TP8 x SP64 pass-Q" 512 "$tmp/l405.yaml" --set platform.nodes=64 \
     --set parallel.sp=64
 awk '{ printf "  target <= 60 CPU s: %.1f CPU s\n", $1 + $2 }' "$tmp/time"

@@ -362,6 +362,35 @@ START_TEST(progress_lines_when_due)
 }
 END_TEST
 
+/* The default workload with one --set, its collective and interference
+ * models (the default platform's calibration measures interference). */
+static void interf_plan(const char *set, scenario *s, plan *p, coll_model *m, interf_model *im)
+{
+    cp_err err = {0};
+    default_plan(&set, 1, s, p);
+    ck_assert_msg(coll_model_init(m, &s->plat, &err) == 0, "%s", err.msg);
+    ck_assert_msg(interf_load(im, &s->plat, &err) == 0, "%s", err.msg);
+}
+
+/* Two runs of one plan record the same ops on the same ranks at the same
+ * times (the second run's clock starts where the first ended: rounding). */
+static void same_events(const eng_result *a, const eng_result *b)
+{
+    ck_assert_uint_eq(a->nev, b->nev);
+    size_t na, nb;
+    eng_event *ea = eng_all_events(a, &na), *eb = eng_all_events(b, &nb);
+    ck_assert_uint_eq(na, nb);
+    for (size_t i = 0; i < na; i++) {
+        double tol = 1e-12 * (1 + ea[i].t1 - a->t0);
+        ck_assert_int_eq(ea[i].rank, eb[i].rank);
+        ck_assert_uint_eq(ea[i].op, eb[i].op);
+        ck_assert_double_eq_tol(ea[i].t0 - a->t0, eb[i].t0 - b->t0, tol);
+        ck_assert_double_eq_tol(ea[i].t1 - a->t0, eb[i].t1 - b->t0, tol);
+    }
+    free(ea);
+    free(eb);
+}
+
 /* The default workload (TP8, interference on) started last actor first:
  * SimGrid steps same-instant actors in another order, and the events come
  * out the same.  The interference factors are a function of what runs on
@@ -371,29 +400,16 @@ START_TEST(same_instant_order_does_not_matter)
     scenario s;
     plan p;
     cp_err err = {0};
-    const char *sets[] = {"requests.0.prompt_tokens=8192"};
-    default_plan(sets, 1, &s, &p);
     coll_model m;
     interf_model im;
-    ck_assert_msg(coll_model_init(&m, &s.plat, &err) == 0, "%s", err.msg);
-    ck_assert_msg(interf_load(&im, &s.plat, &err) == 0, "%s", err.msg);
+    interf_plan("requests.0.prompt_tokens=8192", &s, &p, &m, &im);
     ck_assert_int_gt(im.ngroups[IK_GEMM], 0);
     eng_opts o = {.plat = &s.plat, .cm = &m, .im = &im};
     eng_result a, b;
     ck_assert_msg(eng_run(&p, &o, &a, &err) == 0, "%s", err.msg);
     o.reverse_actors = 1;
     ck_assert_msg(eng_run(&p, &o, &b, &err) == 0, "%s", err.msg);
-    ck_assert_uint_eq(a.nev, b.nev);
-    size_t na, nb;
-    eng_event *ea = eng_all_events(&a, &na), *eb = eng_all_events(&b, &nb);
-    ck_assert_uint_eq(na, nb);
-    for (size_t i = 0; i < na; i++) {
-        ck_assert_int_eq(ea[i].rank, eb[i].rank);
-        ck_assert_uint_eq(ea[i].op, eb[i].op);
-        ck_assert_double_eq_tol(ea[i].t1 - a.t0, eb[i].t1 - b.t0, 1e-12 * (1 + ea[i].t1 - a.t0));
-    }
-    free(ea);
-    free(eb);
+    same_events(&a, &b);
     eng_result_free(&a);
     eng_result_free(&b);
     plan_free(&p);
@@ -617,6 +633,90 @@ START_TEST(two_layer_cycle_replays)
 }
 END_TEST
 
+/* Shared TP ranks (engine.h): the default workload's TP8 group simulated
+ * as one rank with its TP collectives run by helpers, interference on,
+ * gives every rank the records of the run of all eight: the same ops at
+ * the same times, the same messages, each rank reading rank 0's records. */
+START_TEST(shared_tp_ranks_record_every_rank)
+{
+    scenario s;
+    plan p;
+    cp_err err = {0};
+    coll_model m;
+    interf_model im;
+    interf_plan("requests.0.prompt_tokens=4096", &s, &p, &m, &im);
+    eng_opts o = {.plat = &s.plat, .cm = &m, .im = &im};
+    eng_result a, b;
+    ck_assert_msg(eng_run(&p, &o, &a, &err) == 0, "%s", err.msg);
+    o.share_tp = 1;
+    ck_assert_msg(eng_run(&p, &o, &b, &err) == 0, "%s", err.msg);
+    ck_assert_int_le(a.tp_shared, 1);
+    ck_assert_int_eq(b.tp_shared, 8);
+    ck_assert_int_eq(b.nranks, 8);
+    ck_assert_int_eq(b.messages, a.messages);
+    ck_assert_int_eq(b.execs, a.execs);
+    for (int r = 1; r < 8; r++)
+        ck_assert(eng_rank_same(&b, 0, r, 0) && eng_rank_same(&b, 0, r, 1));
+    same_events(&a, &b);
+    eng_result_free(&a);
+    eng_result_free(&b);
+    plan_free(&p);
+    wl_free(&s);
+}
+END_TEST
+
+/* Shared TP ranks over two nodes: the thinker as TP8 x SP2, each exchange
+ * with hops or collectives between the groups, gives the summary of every
+ * rank simulated but for tp_ranks_simulated; a TP group smaller than a
+ * node, and the L07 model, simulate every rank. */
+START_TEST(shared_tp_ranks_match_every_rank)
+{
+    tu_setup();
+    const char *const exchanges[][2] = {
+        {"parallel.exchange=ring_kv", "parallel.ring_overlap=true"},
+        {"parallel.exchange=ring", "parallel.split=zigzag"},
+        {"parallel.exchange=all_gather", "parallel.kv_storage=by_position"},
+        {"parallel.exchange=ulysses", "parallel.kv_storage=by_head"}};
+    for (int x = 0; x < 4; x++) {
+        json_t *sm[2] = {NULL, NULL};
+        for (int k = 0; k < 2; k++) {
+            const char *sets[] = {"platform.nodes=2", "parallel.sp=2",
+                                  "parallel.kv_storage=by_position",
+                                  "requests.0.prompt_tokens=8192", exchanges[x][0],
+                                  exchanges[x][1],
+                                  k == 0 ? "simulation.share_tp=true"
+                                         : "simulation.share_tp=false"};
+            cp_err err = {0};
+            drv_req rq = {.sets = sets, .nsets = 7};
+            ck_assert_msg(drv_child_run(&rq, &sm[k], &err) == 0, "%s", err.msg);
+            json_t *sim = json_object_get(sm[k], "simulation");
+            ck_assert_int_eq(json_integer_value(json_object_get(sim, "tp_ranks_simulated")),
+                             k == 0 ? 1 : 8);
+            json_object_del(sim, "tp_ranks_simulated");
+        }
+        char *a = json_dumps(sm[0], JSON_SORT_KEYS), *b = json_dumps(sm[1], JSON_SORT_KEYS);
+        ck_assert_msg(strcmp(a, b) == 0, "%s: shared and every-rank summaries differ",
+                      exchanges[x][0]);
+        free(a);
+        free(b);
+        json_decref(sm[0]);
+        json_decref(sm[1]);
+    }
+    const char *const unshared[][2] = {{"parallel.tp=4", "parallel.sp=2"},
+                                       {"simulation.network_model=l07", "parallel.tp=8"}};
+    for (int x = 0; x < 2; x++) {
+        json_t *sm = NULL;
+        cp_err err = {0};
+        drv_req rq = {.sets = unshared[x], .nsets = 2};
+        ck_assert_msg(drv_child_run(&rq, &sm, &err) == 0, "%s", err.msg);
+        json_t *sim = json_object_get(sm, "simulation");
+        ck_assert_int_eq(json_integer_value(json_object_get(sim, "tp_ranks_simulated")),
+                         x == 0 ? 4 : 8);
+        json_decref(sm);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("engine");
@@ -635,6 +735,7 @@ static Suite *suite(void)
     tcase_add_test(tc, staggered_layers_replay);
     tcase_add_test(tc, unjoined_layers_simulate);
     tcase_add_test(tc, launch_bound_layers_replay);
+    tcase_add_test(tc, shared_tp_ranks_record_every_rank);
     suite_add_tcase(s, tc);
     /* no SimGrid in the test process: its children initialise their own */
     TCase *tc_child = tcase_create("child");
@@ -643,6 +744,7 @@ static Suite *suite(void)
     tcase_add_test(tc_child, folded_plan_simulates_identically);
     tcase_add_test(tc_child, shared_replicas_match_the_whole_platform);
     tcase_add_test(tc_child, two_layer_cycle_replays);
+    tcase_add_test(tc_child, shared_tp_ranks_match_every_rank);
     suite_add_tcase(s, tc_child);
     return s;
 }

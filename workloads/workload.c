@@ -133,6 +133,9 @@ static const wl_field simulation_fields[] = {
     /* simulate one DP replica when the replicas are independent (engine.h),
      * false: every rank (the same bytes; for the check) */
     { "share_replicas", F_BOOL, 0, 1, 1, NULL, NULL, offsetof(scenario, share_replicas) },
+    /* simulate one rank of each TP group when its ranks run as one
+     * (engine.h), false: every rank (the same times to rounding; the check) */
+    { "share_tp", F_BOOL, 0, 1, 1, NULL, NULL, offsetof(scenario, share_tp) },
     /* replay copies of folded layers entered in an earlier copy's state
      * (sim/engine/replay.c), false: simulate every copy (for the check) */
     { "replay", F_BOOL, 0, 1, 1, NULL, NULL, offsetof(scenario, replay) },

@@ -265,6 +265,9 @@ static int drv_simulate_one(const drv_req *rq, const scenario *s, const plan *p,
         if (sm.replicas_simulated == 1 && s->par.dp > 1)
             fprintf(table, "; one of the %d independent DP replicas simulated, copied to the rest",
                     s->par.dp);
+        if (sm.tp_shared > 1)
+            fprintf(table, "; one rank of each TP group simulated, copied to its %d ranks",
+                    sm.tp_shared);
         rep_print_replayed(&sm, table);
         fputs(")\n", table);
     }

@@ -27,6 +27,12 @@ typedef struct stream_st {
 
 eng_state eng;
 
+/* The device (and whole-plan rank) of simulated rank r. */
+static int dev_of(int r)
+{
+    return r * eng.fold;
+}
+
 /* The platform SimGrid holds (loaded by the first eng_run of the process). */
 static struct {
     char *text;                 /* its XML (or raw file name) and network model */
@@ -177,38 +183,41 @@ static void interfere(rank_st *rs)
     apply_hog(rs);
 }
 
-/* The links of every rank, each listed once with its owners. */
+/* The links of every rank, each listed once with its owners (a shared TP
+ * rank owns the links of every device of its group: their ranks' factors
+ * are its own). */
 static void interfere_setup(const platform *pl, int nranks)
 {
-    char (*names)[48] = malloc(64 * sizeof *names);
-    if (!names)
-        abort();
+    char (*names)[48] = cp_xcalloc(64, sizeof *names);
     for (int r = 0; r < nranks; r++) {
         rank_st *rs = &eng.ranks[r];
-        int n = plat_device_links(pl, r, names, 64);
-        rs->links = calloc((size_t)n + 1, sizeof *rs->links);
-        if (!rs->links)
-            abort();
-        for (int i = 0; i < n; i++) {
-            /* the slowdowns were measured on NVLink: a rank's NIC keeps its rate */
-            if (strncmp(names[i], "nic_", 4) == 0)
-                continue;
-            sg_link_t l = sg_link_by_name(names[i]);
-            if (!l)
-                continue;
-            int k = 0;
-            while (k < eng.nlinks && eng.links[k].link != l)
-                k++;
-            if (k == eng.nlinks) {
-                eng.links = realloc(eng.links, (size_t)(eng.nlinks + 1) * sizeof *eng.links);
-                if (!eng.links)
-                    abort();
-                eng.links[k] = (ilink){l, sg_link_get_bandwidth(l), {r, -1}};
-                eng.nlinks++;
-            } else if (eng.links[k].owner[0] != r) {
-                eng.links[k].owner[1] = r;
+        rs->links = cp_xcalloc((size_t)64 * eng.fold + 1, sizeof *rs->links);
+        for (int d = dev_of(r); d < dev_of(r) + eng.fold; d++) {
+            int n = plat_device_links(pl, d, names, 64);
+            for (int i = 0; i < n; i++) {
+                /* the slowdowns were measured on NVLink: a rank's NIC keeps its rate */
+                if (strncmp(names[i], "nic_", 4) == 0)
+                    continue;
+                sg_link_t l = sg_link_by_name(names[i]);
+                if (!l)
+                    continue;
+                int k = 0;
+                while (k < eng.nlinks && eng.links[k].link != l)
+                    k++;
+                if (k == eng.nlinks) {
+                    eng.links = realloc(eng.links,
+                                        (size_t)(eng.nlinks + 1) * sizeof *eng.links);
+                    if (!eng.links)
+                        abort();
+                    eng.links[k] = (ilink){l, sg_link_get_bandwidth(l), {r, -1}};
+                    eng.nlinks++;
+                } else if (eng.links[k].owner[0] == r) {
+                    continue; /* a link between two devices of its group, listed */
+                } else {
+                    eng.links[k].owner[1] = r;
+                }
+                rs->links[rs->nlinks++] = k;
             }
-            rs->links[rs->nlinks++] = k;
         }
     }
     free(names);
@@ -225,16 +234,117 @@ static void comm_begins(stream_st *ss, int s, const plan_op *o, int nic_hop)
     rank_st *rs = ss->rs;
     rs->comm_bytes[s] = nic_hop ? 0 : o->comm_bytes > o->recv_bytes ? o->comm_bytes
                                                                      : o->recv_bytes;
-    rs->comm_n[s] = plan_group_size(&eng.p->lay, (plan_group)o->group);
+    rs->comm_n[s] = plan_group_size(eng.lay, (plan_group)o->group);
     interfere(rs);
     /* the fixed cost of the call stretches like its transfers */
     ss->tctx.sleep_scale = nic_hop ? 1.0 : rs->fm;
+}
+
+/* Whether op o of a shared TP rank is a collective of its TP group (an EP
+ * group is one when it has the TP group's ranks: eng_tp_fold_of). */
+static int shared_coll(const plan_op *o)
+{
+    return eng.fold > 1 && o->kind == OPK_COLL &&
+           (o->group == G_TP || (o->group == G_EP && eng.lay->ep == eng.lay->tp));
+}
+
+/* A device of a shared rank's TP group other than its own (t = 1 ...
+ * fold - 1), on one stream: it runs its part of each TP collective the
+ * rank hands it, in order (queued: the rank may hand the next before the
+ * helper is back from the last, both ending at one instant), NULL to end. */
+typedef struct helper_st {
+    rank_st *rs;
+    int stream, t;
+    sgt_ctx tctx;
+    sg_sem_t go;
+    const plan_op *q[ENG_TP_QUEUE];
+    uint32_t head, tail;
+    double end[ENG_TP_QUEUE];   /* when its part of each call ended (s) */
+    uint32_t ndone;             /* calls it finished */
+} helper_st;
+
+/* The TP group's devices (members) and the call of op o for place me. */
+static coll_call tp_call(const rank_st *rs, const plan_op *o, int *members, int me)
+{
+    for (int i = 0; i < eng.fold; i++)
+        members[i] = dev_of(rs->rank) + i;
+    return (coll_call){.kind = (plan_coll)o->coll, .alg = (plan_alg)o->alg,
+                       .members = members, .n = eng.fold, .me = me,
+                       .bytes = o->comm_bytes, .graph = eng.o->graph && !o->eager,
+                       .cross_node = 0, .custom = o->impl == IMPL_CUSTOM};
+}
+
+static helper_st *helpers_of(const rank_st *rs, int s)
+{
+    return &eng.helpers[((size_t)rs->rank * ST_COUNT + s) * (size_t)(eng.fold - 1)];
+}
+
+/* Hand op o (NULL: the end) to the helpers of stream s of rs. */
+static void helpers_hand(rank_st *rs, int s, const plan_op *o)
+{
+    helper_st *h = helpers_of(rs, s);
+    for (int t = 0; t < eng.fold - 1; t++) {
+        if (h[t].tail - h[t].head >= ENG_TP_QUEUE)
+            abort(); /* a helper more than a call behind: an engine bug */
+        h[t].q[h[t].tail++ % ENG_TP_QUEUE] = o;
+        sg_sem_release(h[t].go);
+    }
+}
+
+static void helper_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    helper_st *h = sg_actor_self_get_data();
+    int members[64];
+    for (;;) {
+        sg_sem_acquire(h->go);
+        const plan_op *o = h->q[h->head++ % ENG_TP_QUEUE];
+        if (!o)
+            break;
+        coll_call c = tp_call(h->rs, o, members, h->t);
+        /* the fixed cost stretches as the rank's does (comm_begins) */
+        h->tctx.sleep_scale = h->rs->fm;
+        tr_port port = sgt_port(&h->tctx);
+        coll_run(&port, eng.o->cm, &c);
+        /* the group runs as one only if every part ends with the rank's */
+        uint32_t k = h->ndone++;
+        double t = simgrid_get_clock();
+        h->end[k % ENG_TP_QUEUE] = t;
+        const rank_st *rs = h->rs;
+        if (rs->tp_done[h->stream] > k && rs->tp_end[h->stream][k % ENG_TP_QUEUE] != t)
+            eng.asym = o;
+    }
+}
+
+/* A TP collective of a shared rank: its helpers run the other devices'
+ * parts beside its own, from the same instant.  Returns the rank's
+ * messages. */
+static long run_shared_coll(stream_st *ss, int s, const plan_op *o)
+{
+    rank_st *rs = ss->rs;
+    int members[64];
+    coll_call c = tp_call(rs, o, members, 0);
+    comm_begins(ss, s, o, 0);
+    helpers_hand(rs, s, o);
+    tr_port port = sgt_port(&ss->tctx);
+    long msgs = coll_run(&port, eng.o->cm, &c);
+    uint32_t n = rs->tp_done[s]++;
+    double t = simgrid_get_clock();
+    rs->tp_end[s][n % ENG_TP_QUEUE] = t;
+    const helper_st *h = helpers_of(rs, s);
+    for (int i = 0; i < eng.fold - 1; i++)
+        if (h[i].ndone > n && h[i].end[n % ENG_TP_QUEUE] != t)
+            eng.asym = o;
+    return msgs;
 }
 
 /* Run a collective or hop on stream s; returns the messages it sent. */
 static long run_coll(stream_st *ss, int s, const plan_op *o)
 {
     rank_st *rs = ss->rs;
+    if (shared_coll(o))
+        return run_shared_coll(ss, s, o);
     int n = plan_group_size(&eng.p->lay, (plan_group)o->group);
     int stack[64];
     int *members = n <= 64 ? stack : malloc((size_t)n * sizeof *members);
@@ -243,6 +353,10 @@ static long run_coll(stream_st *ss, int s, const plan_op *o)
     int me = 0;
     long msgs = 0;
     plan_group_members(&eng.p->lay, rs->rank, (plan_group)o->group, members, n, &me);
+    /* the transport and the collectives address devices (a shared TP
+     * rank's members are the devices of the ranks simulated) */
+    for (int i = 0; i < n; i++)
+        members[i] = dev_of(members[i]);
     tr_port port = sgt_port(&ss->tctx);
     int dpn = eng.o->plat->devices_per_node > 0 ? eng.o->plat->devices_per_node : 1;
     if (o->kind == OPK_COLL) {
@@ -259,8 +373,8 @@ static long run_coll(stream_st *ss, int s, const plan_op *o)
     } else {
         int to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;
         int from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
-        int cross = (to >= 0 && to / dpn != rs->rank / dpn) ||
-                    (from >= 0 && from / dpn != rs->rank / dpn);
+        int me_node = dev_of(rs->rank) / dpn;
+        int cross = (to >= 0 && to / dpn != me_node) || (from >= 0 && from / dpn != me_node);
         comm_begins(ss, s, o, cross);
         msgs = coll_sendrecv_in(&port, eng.o->cm, n, to, o->comm_bytes, from,
                                 eng.o->graph && !o->eager, cross);
@@ -408,6 +522,8 @@ static void stream_main(int argc, char **argv)
         progress(1);
     }
     rs->finished[s] = 1;
+    if (eng.fold > 1 && helpers_of(rs, s)->go)
+        helpers_hand(rs, s, NULL);
     leave_together(rs);
 }
 
@@ -538,7 +654,7 @@ static int report_unfinished(rank_st *ranks, int nranks, cp_err *err)
                 const plan_op *o = &ranks[r].pg->ops[ix->v.real[e]];
                 off += (size_t)snprintf(buf + off, sizeof buf - off,
                                         "%s rank %d %s stream at op %u (%s, layer %d)",
-                                        bad > 1 ? ";" : "", r, plan_stream_name(s),
+                                        bad > 1 ? ";" : "", dev_of(r), plan_stream_name(s),
                                         ix->v.real[e], o->name,
                                         plan_vseq_layer(ranks[r].pg, &ix->v, e));
             }
@@ -617,8 +733,50 @@ static int load_platform(const eng_opts *o, int devices, cp_err *err)
     return 0;
 }
 
-/* Simulate plan p (platform loaded) into res (its arrays allocated). */
-static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
+/* Start the helpers of every shared rank's streams that run TP
+ * collectives (helper_st). */
+static void helpers_start(const plan *p, rank_st *ranks)
+{
+    int f = eng.fold;
+    eng.helpers = cp_xcalloc((size_t)p->nranks * ST_COUNT * (size_t)(f - 1),
+                             sizeof *eng.helpers);
+    uint8_t (*need)[ST_COUNT] = cp_xcalloc((size_t)p->nprogs, sizeof *need);
+    for (int g = 0; g < p->nprogs; g++)
+        for (uint32_t i = 0; i < p->progs[g].nops; i++)
+            if (shared_coll(&p->progs[g].ops[i]))
+                need[g][p->progs[g].ops[i].stream] = 1;
+    for (int r = 0; r < p->nranks; r++)
+        for (int s = 0; s < ST_COUNT; s++) {
+            if (!need[p->prog_of_rank[r]][s])
+                continue;
+            helper_st *h = helpers_of(&ranks[r], s);
+            for (int t = 1; t < f; t++, h++) {
+                char host[128], name[64];
+                *h = (helper_st){.rs = &ranks[r], .stream = s, .t = t, .go = sg_sem_init(0)};
+                sgt_ctx_init(&h->tctx, eng.tw, dev_of(r) + t, s);
+                plat_host_name(eng.o->plat, dev_of(r) + t, host, sizeof host);
+                snprintf(name, sizeof name, "r%d.%s.tp%d", r, plan_stream_name(s), t);
+                sg_actor_t a = sg_actor_init(name, sg_host_by_name(host));
+                sg_actor_set_data(a, h);
+                sg_actor_start(a, helper_main, 0, NULL);
+            }
+        }
+    free(need);
+}
+
+static void helpers_free(int nranks)
+{
+    size_t n = (size_t)nranks * ST_COUNT * (size_t)(eng.fold - 1);
+    for (size_t i = 0; eng.helpers && i < n; i++)
+        if (eng.helpers[i].go)
+            sg_sem_destroy(eng.helpers[i].go);
+    free(eng.helpers);
+}
+
+/* Simulate plan p (platform loaded) into res (its arrays allocated): each
+ * rank for `fold` ranks of the layout lay (1: p as it is, &p->lay). */
+static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layout_cfg *lay,
+                    eng_result *res, cp_err *err)
 {
     res->t0 = simgrid_get_clock();
 
@@ -635,7 +793,9 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
     eng.res = res;
     eng.ranks = ranks;
     eng.ix = ix;
-    eng.tw = sgt_new(p->nranks, ST_COUNT);
+    eng.fold = fold;
+    eng.lay = lay;
+    eng.tw = sgt_new(p->nranks * eng.fold, ST_COUNT);
     eng.wall0 = eng.wall_last = wall_now();
     for (int r = 0; r < p->nranks; r++)
         for (int st = 0; st < ST_COUNT; st++)
@@ -645,14 +805,14 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
     for (int r = 0; r < p->nranks && rc == 0; r++) {
         rank_st *rs = &ranks[r];
         char host[128];
-        plat_host_name(o->plat, r, host, sizeof host);
+        plat_host_name(o->plat, dev_of(r), host, sizeof host);
         rs->rank = r;
         rs->pg = &p->progs[p->prog_of_rank[r]];
         rs->ix = &ix[p->prog_of_rank[r]];
         rs->host = sg_host_by_name(host);
         if (!rs->host) {
             rc = cp_fail(err, CP_EXIT_INPUT, "%s: platform has no host \"%s\" for rank %d",
-                         o->plat->source, host, r);
+                         o->plat->source, host, dev_of(r));
             break;
         }
         rs->speed = sg_host_get_speed(rs->host);
@@ -679,7 +839,7 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
         stream_st *ss = &streams[at];
         ss->rs = rs;
         ss->stream = s;
-        sgt_ctx_init(&ss->tctx, eng.tw, r, s);
+        sgt_ctx_init(&ss->tctx, eng.tw, dev_of(r), s);
         char name[64];
         snprintf(name, sizeof name, "r%d.%s", r, plan_stream_name(s));
         sg_actor_t a = sg_actor_init(name, rs->host);
@@ -689,6 +849,8 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
 
     int measured = o->im && (o->im->ngroups[IK_GEMM] > 0 || o->im->ngroups[IK_ATTENTION] > 0);
     eng.im = !o->l07 && measured ? o->im : NULL;
+    if (rc == 0 && eng.fold > 1)
+        helpers_start(p, ranks);
     if (rc == 0 && eng.im)
         interfere_setup(o->plat, p->nranks);
     if (rc == 0) {
@@ -703,6 +865,11 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
         clock_gettime(CLOCK_MONOTONIC, &w1);
         res->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
         rc = report_unfinished(ranks, p->nranks, err);
+        if (rc == 0 && eng.asym)
+            rc = cp_fail(err, CP_EXIT_INTERNAL,
+                         "shared TP ranks: the TP collective %s did not end at one instant on "
+                         "its group's devices, so they do not run as one "
+                         "(simulation.share_tp: false simulates every rank)", eng.asym->name);
         rp_finish(res);
     }
     rp_free();
@@ -722,6 +889,7 @@ static int run_plan(const plan *p, const eng_opts *o, eng_result *res, cp_err *e
     free(ix);
     free(ranks);
     free(streams);
+    helpers_free(p->nranks);
     memset(&eng, 0, sizeof eng);
     return rc;
 }
@@ -774,6 +942,63 @@ static void copy_replicas(const plan *p, int rpr, eng_result *res)
     res->execs *= dp;
 }
 
+/* ---- shared TP ranks (tpshare.c decides) ------------------------------------ */
+
+/* res, its records, step times and counters for nall ranks of which the
+ * first n are simulated. */
+static void result_init(eng_result *res, const plan *p, int n, int nall)
+{
+    eng_result_init(res, n);
+    res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
+    res->step_start = cp_xcalloc((size_t)nall * res->nsteps, sizeof *res->step_start);
+    res->step_end = cp_xcalloc((size_t)nall * res->nsteps, sizeof *res->step_end);
+}
+
+/* A result of n simulated ranks read as n * fold: rank q's records and step
+ * times are rank q / fold's (from the last rank down, each row read before
+ * any row below it is written). */
+static void widen(eng_result *res, int n, int fold)
+{
+    int ns = res->nsteps;
+    for (int i = n - 1; i >= 0; i--)
+        for (int t = fold - 1; t >= 0; t--) {
+            size_t to = (size_t)(i * fold + t) * ns, from = (size_t)i * ns;
+            memmove(res->step_start + to, res->step_start + from, ns * sizeof(double));
+            memmove(res->step_end + to, res->step_end + from, ns * sizeof(double));
+        }
+    eng_widen(res, n * fold, fold);
+    res->messages *= fold;
+    res->execs *= fold;
+}
+
+/* Simulate p (a replica's plan, or the whole plan of nall ranks) into res:
+ * one rank per TP group where the groups run as one (eng_tp_fold_of), else
+ * every rank; the step time arrays are sized for nall ranks. */
+static int run_ranks(const plan *p, const eng_opts *o, int nall, eng_result *res, cp_err *err)
+{
+    int f = eng_tp_fold_of(p, o);
+    if (f <= 1) {
+        result_init(res, p, p->nranks, nall);
+        return run_plan(p, o, 1, &p->lay, res, err);
+    }
+    plan fp = *p;
+    fp.nranks = p->nranks / f;
+    fp.lay.tp = 1;
+    fp.lay.ep = 1;
+    fp.lay.devices_per_node = p->lay.devices_per_node / f;
+    fp.prog_of_rank = cp_xcalloc((size_t)fp.nranks, sizeof *fp.prog_of_rank);
+    for (int r = 0; r < fp.nranks; r++)
+        fp.prog_of_rank[r] = p->prog_of_rank[r * f];
+    result_init(res, p, fp.nranks, nall);
+    int rc = run_plan(&fp, o, f, &p->lay, res, err);
+    free(fp.prog_of_rank);
+    if (rc == 0) {
+        widen(res, fp.nranks, f);
+        res->tp_shared = f;
+    }
+    return rc;
+}
+
 int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
 {
     memset(res, 0, sizeof *res);
@@ -791,24 +1016,18 @@ int eng_run(const plan *p, const eng_opts *o, eng_result *res, cp_err *err)
         if (got != 0)
             return got < 0 ? -1 : 0;
     }
-    eng_result_init(res, rpr > 0 ? rpr : p->nranks);
-    res->nsteps = p->nsteps > 0 ? p->nsteps : 1;
-    res->step_start = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_start);
-    res->step_end = calloc((size_t)p->nranks * res->nsteps, sizeof *res->step_end);
-    if (!res->step_start || !res->step_end)
-        abort();
     int rc;
     if (rpr > 0) {
         plan one = *p;
         one.nranks = rpr;
         one.lay.dp = 1;
-        rc = run_plan(&one, o, res, err);
+        rc = run_ranks(&one, o, p->nranks, res, err);
         if (rc == 0) {
             copy_replicas(p, rpr, res);
             res->replicas_simulated = 1;
         }
     } else {
-        rc = run_plan(p, o, res, err);
+        rc = run_ranks(p, o, p->nranks, res, err);
         if (rc == 0)
             res->replicas_simulated = p->lay.dp;
     }
@@ -819,7 +1038,8 @@ eng_opts eng_opts_of(const scenario *s, const coll_model *cm, const interf_model
 {
     return (eng_opts){.plat = &s->plat, .cm = cm, .graph = s->graph != GRAPH_EAGER,
                       .l07 = s->net_model == NET_L07, .im = im,
-                      .share_replicas = s->share_replicas, .replay = s->replay,
+                      .share_replicas = s->share_replicas, .share_tp = s->share_tp,
+                      .replay = s->replay,
                       .replay_tol_s = s->replay_tol_s,
                       .progress_first_s = ENG_PROGRESS_FIRST_S,
                       .progress_every_s = ENG_PROGRESS_EVERY_S};

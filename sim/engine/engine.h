@@ -55,6 +55,8 @@ typedef struct eng_opts {
                                (needs CM02: ignored under ptask_L07) */
     int share_replicas; /* 1: simulate one DP replica when the replicas are
                            independent and copy its figures (see eng_run) */
+    int share_tp;       /* 1: simulate one rank of each TP group when its ranks
+                           run as one and copy its figures (see eng_run) */
     int replay;         /* 1: replay copies of repeated regions entered in the
                            state of an earlier copy (see eng_run) */
     double replay_tol_s; /* cuts whose early starts differ by up to this (s)
@@ -83,7 +85,7 @@ typedef struct eng_opts {
 
 
 /* The options a scenario's simulation runs under (engine.graph,
- * simulation.network_model, share_replicas, replay, replay_tolerance_s; no
+ * simulation.network_model, share_replicas, share_tp, replay, replay_tolerance_s; no
  * progress line, its intervals ENG_PROGRESS_FIRST_S and _EVERY_S),
  * with its collective and interference models: one place for the driver's
  * runs and serving's steps. */

@@ -27,6 +27,10 @@ typedef struct prog_index {
                                    replay.c region_of) */
 } prog_index;
 
+/* TP collectives a shared rank's helper may be behind by, at most (engine.c
+ * helper_st; our own bound: a helper lags at most one call). */
+#define ENG_TP_QUEUE 8
+
 typedef struct rank_st {
     int rank;
     const plan_prog *pg;
@@ -59,6 +63,10 @@ typedef struct rank_st {
                                    (stream_main): SimGrid cancels an exiting
                                    actor's activities and later dereferences
                                    the dead actor when it ends them */
+    /* shared TP ranks (eng.fold): when its part of each TP collective ended
+     * (s, the last ENG_TP_QUEUE calls) and how many it finished, per stream */
+    double tp_end[ST_COUNT][ENG_TP_QUEUE];
+    uint32_t tp_done[ST_COUNT];
     int *links;                 /* indices into eng.links */
     int nlinks;
     /* replay (replay.c) */
@@ -89,6 +97,14 @@ typedef struct eng_state {
     const interf_model *im;     /* NULL: no interference */
     ilink *links;
     int nlinks;
+    /* shared TP ranks (tpshare.c): each simulated rank r stands for the
+     * fold ranks of its TP group, on devices r * fold ...; helpers run the
+     * other devices' parts of its TP collectives; lay is the plan's layout
+     * before folding (group sizes) */
+    int fold;                   /* 1: none */
+    const plan_layout_cfg *lay;
+    struct helper_st *helpers;  /* [nranks * ST_COUNT * (fold - 1)] */
+    const plan_op *asym;        /* a TP collective whose parts ended apart */
     /* the progress line (eng_opts.progress): elements passed (run or
      * covered by a replay) of `total`, wall clock (s) at the start and at
      * the last line */
@@ -110,6 +126,11 @@ int eng_ready(const rank_st *rs, uint32_t i);
 int eng_unison(const plan *p, const eng_opts *o, int replicas, eng_result *res,
                  cp_err *err);
 
+/* ---- shared TP ranks (tpshare.c) ------------------------------------- */
+
+/* The ranks of a TP group that one simulated rank can stand for in plan p
+ * (o->share_tp; tpshare.c says when), 0 when none. */
+int eng_tp_fold_of(const plan *p, const eng_opts *o);
 /* ---- replay of repeated regions (replay.c) ------------------------------ */
 
 /* Decide whether this run replays (o->replay, regions of the same repeat

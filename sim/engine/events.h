@@ -80,6 +80,8 @@ typedef struct eng_result {
     int nsteps;
     int replicas_simulated; /* DP replicas simulated (1: the first one, its
                                figures copied to the others, engine.h) */
+    int tp_shared;       /* ranks of a TP group each simulated rank stood for
+                            (engine.h eng_run; 0 or 1: every rank simulated) */
     int iters_simulated; /* copies of repeated regions simulated (plan.h) */
     int iters_replayed;  /* and replayed (engine.h) */
     double replay_near_s; /* the closest two cuts came without replaying: their
@@ -124,6 +126,10 @@ void eng_cut_own(eng_result *r, int rank, size_t nev, size_t nmem);
 /* Widen a result of rpr ranks to nranks: rank i + d * rpr reads rank i's
  * spans, its ranks shifted by d * rpr (nranks a multiple of rpr). */
 void eng_replicate(eng_result *r, int nranks);
+/* Widen a result of n ranks to nranks = n * fold: rank q reads rank
+ * q / fold's spans, its ranks shifted by q - q / fold (the ranks of a TP
+ * group simulated as one, engine.h). */
+void eng_widen(eng_result *r, int nranks, int fold);
 
 /* ---- reading ----------------------------------------------------------- */
 

@@ -154,6 +154,32 @@ void eng_replicate(eng_result *r, int nranks)
     r->nranks = nranks;
 }
 
+void eng_widen(eng_result *r, int nranks, int fold)
+{
+    int n = r->nranks;
+    eng_seq *seq = realloc(r->seq, ((size_t)nranks + 1) * sizeof *seq);
+    if (!seq)
+        abort();
+    r->seq = seq;
+    /* from the last rank down: rank i's spans are read before any rank
+     * below i * fold is written */
+    for (int i = n - 1; i >= 0; i--) {
+        eng_seq a = seq[i];
+        for (int t = fold - 1; t >= 0; t--) {
+            eng_seq *q = &seq[i * fold + t];
+            q->es = spans_dup(a.es, a.nes, i * fold + t - i);
+            q->ms = spans_dup(a.ms, a.nms, i * fold + t - i);
+            q->nes = q->ces = a.nes;
+            q->nms = q->cms = a.nms;
+        }
+        free(a.es);
+        free(a.ms);
+    }
+    r->nev *= (size_t)fold;
+    r->nmem *= (size_t)fold;
+    r->nranks = nranks;
+}
+
 /* ---- reading ------------------------------------------------------------- */
 
 /* Room in *buf (*cap elements of `size` bytes) for the records of n spans;
