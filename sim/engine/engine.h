@@ -114,6 +114,15 @@ void eng_init(int *argc, char **argv);
  * replica's, or the plan's: plat_first_devices); a later run of the
  * process that needs more of them is an internal failure.
  *
+ * With o->share_tp, the ranks of a TP group that cannot tell each other
+ * apart (the same program, the group filling a node of a generated
+ * platform, no group across groups but SP and an EP group equal to the TP
+ * group: tpshare.c) are simulated as one: one rank with every op, the
+ * group's other devices as helpers that run only their parts of its TP
+ * collectives; the others read its records, shifted in rank
+ * (res->tp_shared says how many each stood for).  A TP collective whose
+ * parts end apart is an internal failure.
+ *
  * With o->replay, a copy of a repeated region (plan.h) entered at a clean
  * cut (every op before it ended, none after it started) replays the
  * events of an earlier copy that ran from a clean cut to a clean cut,
