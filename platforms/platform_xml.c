@@ -77,6 +77,13 @@ static void write_prop(FILE *out, int ind, const char *id, double v)
             plat_num(num, sizeof num, v));
 }
 
+/* An integer prop, in digits (the raw reader takes "node" as an integer:
+ * the shortest round-tripping %g of 10 is "1e+01"). */
+static void write_int_prop(FILE *out, int ind, const char *id, long v)
+{
+    fprintf(out, "%*s<prop id=\"%s\" value=\"%ld\"/>\n", ind, "", id, v);
+}
+
 /* Host n<k>g<i> with the device description as props (raw-XML format). */
 static void write_host(const platform *p, int k, int i, int ind, FILE *out)
 {
@@ -103,7 +110,7 @@ static void write_host(const platform *p, int k, int i, int ind, FILE *out)
     write_prop(out, ind, "reserved_bytes", p->reserved_bytes);
     write_prop(out, ind, "workspace_bytes", p->workspace_bytes);
     write_prop(out, ind, "sm_count", p->sm_count);
-    write_prop(out, ind, "node", k);
+    write_int_prop(out, ind, "node", k);
     if (p->calibration[0])
         write_str_prop(out, ind, "calibration", p->calibration);
     write_str_prop(out, ind, "model", p->device);
