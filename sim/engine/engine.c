@@ -19,19 +19,9 @@
 #include "collectives/sg_transport.h"
 #include "sim/engine/engine_int.h"
 
-typedef struct stream_st {
-    rank_st *rs;
-    int stream;
-    sgt_ctx tctx;
-} stream_st;
 
 eng_state eng;
 
-/* The device (and whole-plan rank) of simulated rank r. */
-static int dev_of(int r)
-{
-    return r * eng.fold;
-}
 
 /* The platform SimGrid holds (loaded by the first eng_run of the process). */
 static struct {
@@ -192,7 +182,7 @@ static void interfere_setup(const platform *pl, int nranks)
     for (int r = 0; r < nranks; r++) {
         rank_st *rs = &eng.ranks[r];
         rs->links = cp_xcalloc((size_t)64 * eng.fold + 1, sizeof *rs->links);
-        for (int d = dev_of(r); d < dev_of(r) + eng.fold; d++) {
+        for (int d = eng_dev(r); d < eng_dev(r) + eng.fold; d++) {
             int n = plat_device_links(pl, d, names, 64);
             for (int i = 0; i < n; i++) {
                 /* the slowdowns were measured on NVLink: a rank's NIC keeps its rate */
@@ -229,7 +219,7 @@ static void interfere_setup(const platform *pl, int nranks)
  * and suffers (overlap.csv measured NVLink collectives and send/receive
  * pairs inside one node beside kernels: a hop to another node crosses the
  * NIC, which no row measured, and neither slows nor is slowed). */
-static void comm_begins(stream_st *ss, int s, const plan_op *o, int nic_hop)
+void eng_comm_begins(stream_st *ss, int s, const plan_op *o, int nic_hop)
 {
     rank_st *rs = ss->rs;
     rs->comm_bytes[s] = nic_hop ? 0 : o->comm_bytes > o->recv_bytes ? o->comm_bytes
@@ -240,147 +230,64 @@ static void comm_begins(stream_st *ss, int s, const plan_op *o, int nic_hop)
     ss->tctx.sleep_scale = nic_hop ? 1.0 : rs->fm;
 }
 
-/* Whether op o of a shared TP rank is a collective of its TP group (an EP
- * group is one when it has the TP group's ranks: eng_tp_fold_of). */
-static int shared_coll(const plan_op *o)
+/* The rank's group g (g < G_COUNT): its members in group order, as
+ * devices (a shared TP rank's members are the devices of the ranks
+ * simulated), their number in *n and the rank's index among them in *me.
+ * Built on first use and kept for the run (freed by run_plan): a group's
+ * members are fixed by the layout, and an SP128 ring's hops rebuilt and
+ * allocated 128 of them per hop. */
+static const int *rank_group(rank_st *rs, plan_group g, int *n, int *me)
 {
-    return eng.fold > 1 && o->kind == OPK_COLL &&
-           (o->group == G_TP || (o->group == G_EP && eng.lay->ep == eng.lay->tp));
-}
-
-/* A device of a shared rank's TP group other than its own (t = 1 ...
- * fold - 1), on one stream: it runs its part of each TP collective the
- * rank hands it, in order (queued: the rank may hand the next before the
- * helper is back from the last, both ending at one instant), NULL to end. */
-typedef struct helper_st {
-    rank_st *rs;
-    int stream, t;
-    sgt_ctx tctx;
-    sg_sem_t go;
-    const plan_op *q[ENG_TP_QUEUE];
-    uint32_t head, tail;
-    double end[ENG_TP_QUEUE];   /* when its part of each call ended (s) */
-    uint32_t ndone;             /* calls it finished */
-} helper_st;
-
-/* The TP group's devices (members) and the call of op o for place me. */
-static coll_call tp_call(const rank_st *rs, const plan_op *o, int *members, int me)
-{
-    for (int i = 0; i < eng.fold; i++)
-        members[i] = dev_of(rs->rank) + i;
-    return (coll_call){.kind = (plan_coll)o->coll, .alg = (plan_alg)o->alg,
-                       .members = members, .n = eng.fold, .me = me,
-                       .bytes = o->comm_bytes, .graph = eng.o->graph && !o->eager,
-                       .cross_node = 0, .custom = o->impl == IMPL_CUSTOM};
-}
-
-static helper_st *helpers_of(const rank_st *rs, int s)
-{
-    return &eng.helpers[((size_t)rs->rank * ST_COUNT + s) * (size_t)(eng.fold - 1)];
-}
-
-/* Hand op o (NULL: the end) to the helpers of stream s of rs. */
-static void helpers_hand(rank_st *rs, int s, const plan_op *o)
-{
-    helper_st *h = helpers_of(rs, s);
-    for (int t = 0; t < eng.fold - 1; t++) {
-        if (h[t].tail - h[t].head >= ENG_TP_QUEUE)
-            abort(); /* a helper more than a call behind: an engine bug */
-        h[t].q[h[t].tail++ % ENG_TP_QUEUE] = o;
-        sg_sem_release(h[t].go);
+    if ((unsigned)g >= G_COUNT)
+        abort(); /* not a group of plan.h: a plan bug */
+    if (!rs->grp[g]) {
+        int k = plan_group_size(&eng.p->lay, g), dpn = eng.o->plat->devices_per_node;
+        int *m = cp_xcalloc((size_t)(k > 0 ? k : 1), sizeof *m);
+        rs->grp_me[g] = 0;
+        plan_group_members(&eng.p->lay, rs->rank, g, m, k, &rs->grp_me[g]);
+        for (int i = 0; i < k; i++)
+            m[i] = eng_dev(m[i]);
+        if (dpn < 1)
+            dpn = 1;
+        for (int i = 1; i < k && !rs->grp_cross[g]; i++)
+            rs->grp_cross[g] = m[i] / dpn != m[0] / dpn;
+        rs->grp[g] = m;
+        rs->grp_n[g] = k;
     }
-}
-
-static void helper_main(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    helper_st *h = sg_actor_self_get_data();
-    int members[64];
-    for (;;) {
-        sg_sem_acquire(h->go);
-        const plan_op *o = h->q[h->head++ % ENG_TP_QUEUE];
-        if (!o)
-            break;
-        coll_call c = tp_call(h->rs, o, members, h->t);
-        /* the fixed cost stretches as the rank's does (comm_begins) */
-        h->tctx.sleep_scale = h->rs->fm;
-        tr_port port = sgt_port(&h->tctx);
-        coll_run(&port, eng.o->cm, &c);
-        /* the group runs as one only if every part ends with the rank's */
-        uint32_t k = h->ndone++;
-        double t = simgrid_get_clock();
-        h->end[k % ENG_TP_QUEUE] = t;
-        const rank_st *rs = h->rs;
-        if (rs->tp_done[h->stream] > k && rs->tp_end[h->stream][k % ENG_TP_QUEUE] != t)
-            eng.asym = o;
-    }
-}
-
-/* A TP collective of a shared rank: its helpers run the other devices'
- * parts beside its own, from the same instant.  Returns the rank's
- * messages. */
-static long run_shared_coll(stream_st *ss, int s, const plan_op *o)
-{
-    rank_st *rs = ss->rs;
-    int members[64];
-    coll_call c = tp_call(rs, o, members, 0);
-    comm_begins(ss, s, o, 0);
-    helpers_hand(rs, s, o);
-    tr_port port = sgt_port(&ss->tctx);
-    long msgs = coll_run(&port, eng.o->cm, &c);
-    uint32_t n = rs->tp_done[s]++;
-    double t = simgrid_get_clock();
-    rs->tp_end[s][n % ENG_TP_QUEUE] = t;
-    const helper_st *h = helpers_of(rs, s);
-    for (int i = 0; i < eng.fold - 1; i++)
-        if (h[i].ndone > n && h[i].end[n % ENG_TP_QUEUE] != t)
-            eng.asym = o;
-    return msgs;
+    *n = rs->grp_n[g];
+    *me = rs->grp_me[g];
+    return rs->grp[g];
 }
 
 /* Run a collective or hop on stream s; returns the messages it sent. */
 static long run_coll(stream_st *ss, int s, const plan_op *o)
 {
     rank_st *rs = ss->rs;
-    if (shared_coll(o))
-        return run_shared_coll(ss, s, o);
-    int n = plan_group_size(&eng.p->lay, (plan_group)o->group);
-    int stack[64];
-    int *members = n <= 64 ? stack : malloc((size_t)n * sizeof *members);
-    if (!members)
-        abort();
-    int me = 0;
+    if (eng_tp_coll(o))
+        return eng_tp_run(ss, s, o);
+    int n, me;
+    const int *members = rank_group(rs, (plan_group)o->group, &n, &me);
     long msgs = 0;
-    plan_group_members(&eng.p->lay, rs->rank, (plan_group)o->group, members, n, &me);
-    /* the transport and the collectives address devices (a shared TP
-     * rank's members are the devices of the ranks simulated) */
-    for (int i = 0; i < n; i++)
-        members[i] = dev_of(members[i]);
     tr_port port = sgt_port(&ss->tctx);
     int dpn = eng.o->plat->devices_per_node > 0 ? eng.o->plat->devices_per_node : 1;
     if (o->kind == OPK_COLL) {
-        int cross = 0;
-        for (int i = 1; i < n && !cross; i++)
-            cross = members[i] / dpn != members[0] / dpn;
         coll_call c = {.kind = (plan_coll)o->coll, .alg = (plan_alg)o->alg,
                        .members = members, .n = n, .me = me,
                        .bytes = o->comm_bytes, .graph = eng.o->graph && !o->eager,
-                       .cross_node = cross, .custom = o->impl == IMPL_CUSTOM};
+                       .cross_node = rs->grp_cross[o->group],
+                       .custom = o->impl == IMPL_CUSTOM};
         /* a group across nodes still runs its in-node phases on NVLink */
-        comm_begins(ss, s, o, 0);
+        eng_comm_begins(ss, s, o, 0);
         msgs = coll_run(&port, eng.o->cm, &c);
     } else {
         int to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;
         int from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
-        int me_node = dev_of(rs->rank) / dpn;
+        int me_node = eng_dev(rs->rank) / dpn;
         int cross = (to >= 0 && to / dpn != me_node) || (from >= 0 && from / dpn != me_node);
-        comm_begins(ss, s, o, cross);
+        eng_comm_begins(ss, s, o, cross);
         msgs = coll_sendrecv_in(&port, eng.o->cm, n, to, o->comm_bytes, from,
                                 eng.o->graph && !o->eager, cross);
     }
-    if (members != stack)
-        free(members);
     return msgs;
 }
 
@@ -522,8 +429,7 @@ static void stream_main(int argc, char **argv)
         progress(1);
     }
     rs->finished[s] = 1;
-    if (eng.fold > 1 && helpers_of(rs, s)->go)
-        helpers_hand(rs, s, NULL);
+    eng_tp_helpers_end(rs, s);
     leave_together(rs);
 }
 
@@ -654,7 +560,7 @@ static int report_unfinished(rank_st *ranks, int nranks, cp_err *err)
                 const plan_op *o = &ranks[r].pg->ops[ix->v.real[e]];
                 off += (size_t)snprintf(buf + off, sizeof buf - off,
                                         "%s rank %d %s stream at op %u (%s, layer %d)",
-                                        bad > 1 ? ";" : "", dev_of(r), plan_stream_name(s),
+                                        bad > 1 ? ";" : "", eng_dev(r), plan_stream_name(s),
                                         ix->v.real[e], o->name,
                                         plan_vseq_layer(ranks[r].pg, &ix->v, e));
             }
@@ -733,46 +639,6 @@ static int load_platform(const eng_opts *o, int devices, cp_err *err)
     return 0;
 }
 
-/* Start the helpers of every shared rank's streams that run TP
- * collectives (helper_st). */
-static void helpers_start(const plan *p, rank_st *ranks)
-{
-    int f = eng.fold;
-    eng.helpers = cp_xcalloc((size_t)p->nranks * ST_COUNT * (size_t)(f - 1),
-                             sizeof *eng.helpers);
-    uint8_t (*need)[ST_COUNT] = cp_xcalloc((size_t)p->nprogs, sizeof *need);
-    for (int g = 0; g < p->nprogs; g++)
-        for (uint32_t i = 0; i < p->progs[g].nops; i++)
-            if (shared_coll(&p->progs[g].ops[i]))
-                need[g][p->progs[g].ops[i].stream] = 1;
-    for (int r = 0; r < p->nranks; r++)
-        for (int s = 0; s < ST_COUNT; s++) {
-            if (!need[p->prog_of_rank[r]][s])
-                continue;
-            helper_st *h = helpers_of(&ranks[r], s);
-            for (int t = 1; t < f; t++, h++) {
-                char host[128], name[64];
-                *h = (helper_st){.rs = &ranks[r], .stream = s, .t = t, .go = sg_sem_init(0)};
-                sgt_ctx_init(&h->tctx, eng.tw, dev_of(r) + t, s);
-                plat_host_name(eng.o->plat, dev_of(r) + t, host, sizeof host);
-                snprintf(name, sizeof name, "r%d.%s.tp%d", r, plan_stream_name(s), t);
-                sg_actor_t a = sg_actor_init(name, sg_host_by_name(host));
-                sg_actor_set_data(a, h);
-                sg_actor_start(a, helper_main, 0, NULL);
-            }
-        }
-    free(need);
-}
-
-static void helpers_free(int nranks)
-{
-    size_t n = (size_t)nranks * ST_COUNT * (size_t)(eng.fold - 1);
-    for (size_t i = 0; eng.helpers && i < n; i++)
-        if (eng.helpers[i].go)
-            sg_sem_destroy(eng.helpers[i].go);
-    free(eng.helpers);
-}
-
 /* Simulate plan p (platform loaded) into res (its arrays allocated): each
  * rank for `fold` ranks of the layout lay (1: p as it is, &p->lay). */
 static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layout_cfg *lay,
@@ -805,14 +671,14 @@ static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layou
     for (int r = 0; r < p->nranks && rc == 0; r++) {
         rank_st *rs = &ranks[r];
         char host[128];
-        plat_host_name(o->plat, dev_of(r), host, sizeof host);
+        plat_host_name(o->plat, eng_dev(r), host, sizeof host);
         rs->rank = r;
         rs->pg = &p->progs[p->prog_of_rank[r]];
         rs->ix = &ix[p->prog_of_rank[r]];
         rs->host = sg_host_by_name(host);
         if (!rs->host) {
             rc = cp_fail(err, CP_EXIT_INPUT, "%s: platform has no host \"%s\" for rank %d",
-                         o->plat->source, host, dev_of(r));
+                         o->plat->source, host, eng_dev(r));
             break;
         }
         rs->speed = sg_host_get_speed(rs->host);
@@ -839,7 +705,7 @@ static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layou
         stream_st *ss = &streams[at];
         ss->rs = rs;
         ss->stream = s;
-        sgt_ctx_init(&ss->tctx, eng.tw, dev_of(r), s);
+        sgt_ctx_init(&ss->tctx, eng.tw, eng_dev(r), s);
         char name[64];
         snprintf(name, sizeof name, "r%d.%s", r, plan_stream_name(s));
         sg_actor_t a = sg_actor_init(name, rs->host);
@@ -850,7 +716,7 @@ static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layou
     int measured = o->im && (o->im->ngroups[IK_GEMM] > 0 || o->im->ngroups[IK_ATTENTION] > 0);
     eng.im = !o->l07 && measured ? o->im : NULL;
     if (rc == 0 && eng.fold > 1)
-        helpers_start(p, ranks);
+        eng_tp_helpers_start(p, ranks);
     if (rc == 0 && eng.im)
         interfere_setup(o->plat, p->nranks);
     if (rc == 0) {
@@ -881,6 +747,8 @@ static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layou
         if (ranks[r].leave)
             sg_sem_destroy(ranks[r].leave);
         free(ranks[r].links);
+        for (int g = 0; g < G_COUNT; g++)
+            free(ranks[r].grp[g]);
     }
     free(eng.links);
     for (int g = 0; g < p->nprogs; g++)
@@ -889,7 +757,7 @@ static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layou
     free(ix);
     free(ranks);
     free(streams);
-    helpers_free(p->nranks);
+    eng_tp_helpers_free(p->nranks);
     memset(&eng, 0, sizeof eng);
     return rc;
 }

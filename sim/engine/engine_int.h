@@ -27,7 +27,7 @@ typedef struct prog_index {
                                    replay.c region_of) */
 } prog_index;
 
-/* TP collectives a shared rank's helper may be behind by, at most (engine.c
+/* TP collectives a shared rank's helper may be behind by, at most (tpshare.c
  * helper_st; our own bound: a helper lags at most one call). */
 #define ENG_TP_QUEUE 8
 
@@ -63,6 +63,10 @@ typedef struct rank_st {
                                    (stream_main): SimGrid cancels an exiting
                                    actor's activities and later dereferences
                                    the dead actor when it ends them */
+    /* the rank's groups (engine.c rank_group), built on first use */
+    int *grp[G_COUNT];          /* member devices in group order, NULL until used */
+    int grp_n[G_COUNT], grp_me[G_COUNT];
+    uint8_t grp_cross[G_COUNT]; /* the group spans more than one node */
     /* shared TP ranks (eng.fold): when its part of each TP collective ended
      * (s, the last ENG_TP_QUEUE calls) and how many it finished, per stream */
     double tp_end[ST_COUNT][ENG_TP_QUEUE];
@@ -78,6 +82,13 @@ typedef struct rank_st {
     uint8_t started[ST_COUNT];  /* the stream's op at[] is running */
     uint8_t past;               /* past the pending cut (replay.c) */
 } rank_st;
+
+/* An actor: one stream of a rank. */
+typedef struct stream_st {
+    rank_st *rs;
+    int stream;
+    sgt_ctx tctx;
+} stream_st;
 
 /* A link whose bandwidth interference lowers, with the ranks at its ends. */
 typedef struct ilink {
@@ -114,6 +125,16 @@ typedef struct eng_state {
 
 extern eng_state eng;
 
+/* The device (and whole-plan rank) of simulated rank r (eng.fold). */
+static inline int eng_dev(int r)
+{
+    return r * eng.fold;
+}
+
+/* A transfer starts on stream s of ss's rank (engine.c): the interference
+ * it causes and suffers; nic_hop: a hop that crosses the NIC. */
+void eng_comm_begins(stream_st *ss, int s, const plan_op *o, int nic_hop);
+
 /* Whether element i of the rank's sequence may start (its dependencies
  * done, its step started). */
 int eng_ready(const rank_st *rs, uint32_t i);
@@ -131,6 +152,16 @@ int eng_unison(const plan *p, const eng_opts *o, int replicas, eng_result *res,
 /* The ranks of a TP group that one simulated rank can stand for in plan p
  * (o->share_tp; tpshare.c says when), 0 when none. */
 int eng_tp_fold_of(const plan *p, const eng_opts *o);
+/* Whether op o of a shared rank is a collective of its TP group. */
+int eng_tp_coll(const plan_op *o);
+/* Run TP collective o on stream s of a shared rank, its helpers taking the
+ * group's other parts; returns the rank's messages. */
+long eng_tp_run(stream_st *ss, int s, const plan_op *o);
+/* Start the helper actors of p's shared ranks (before simgrid_run), tell
+ * stream s of rs's helpers that it has ended, free them (after). */
+void eng_tp_helpers_start(const plan *p, rank_st *ranks);
+void eng_tp_helpers_end(rank_st *rs, int s);
+void eng_tp_helpers_free(int nranks);
 /* ---- replay of repeated regions (replay.c) ------------------------------ */
 
 /* Decide whether this run replays (o->replay, regions of the same repeat
