@@ -9,7 +9,10 @@
 #     trace.json's microseconds and in the CSVs' seconds), except the
 #     trace's per-category sums of printed durations (1e-7 relative);
 #   - the replay ran (summary.simulation.iterations_replayed > 0) where the
-#     layers meet in a collective of every rank.
+#     layers meet in a collective of every rank;
+#   - every rank simulated (simulation.share_tp=false) gives the default
+#     run's bytes (but for summary.simulation.tp_ranks_simulated): shared TP
+#     ranks (sim/engine/tpshare.c) change nothing on these workloads.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 CPSIM="$top_builddir/cpsim"
@@ -30,6 +33,18 @@ for wl in "$top_srcdir/workloads/default.yaml" "$top_srcdir"/workloads/examples/
         fail "$name: simulated run"
     "$CPSIM" run "$wl" --quiet --set simulation.fold_layers=false --out "$tmp/u" 2>/dev/null ||
         fail "$name: unrolled run"
+    "$CPSIM" run "$wl" --quiet --set simulation.share_tp=false --out "$tmp/e" 2>/dev/null ||
+        fail "$name: every-rank run"
+    for f in "$tmp"/r/*; do
+        b=$(basename "$f")
+        if [ "$b" = summary.json ]; then
+            grep -v '"tp_ranks_simulated"' "$f" >"$tmp/r.txt"
+            grep -v '"tp_ranks_simulated"' "$tmp/e/$b" >"$tmp/e.txt"
+            cmp -s "$tmp/r.txt" "$tmp/e.txt" || fail "$name: shared TP ranks change $b"
+        else
+            cmp -s "$f" "$tmp/e/$b" || fail "$name: shared TP ranks change $b"
+        fi
+    done
     for f in "$tmp"/u/*; do
         b=$(basename "$f")
         if [ "$b" = summary.json ]; then
@@ -55,7 +70,7 @@ for wl in "$top_srcdir/workloads/default.yaml" "$top_srcdir"/workloads/examples/
         [ "$replayed" -gt 0 ] || fail "$name: nothing replayed"
         ;;
     esac
-    rm -rf "$tmp/r" "$tmp/s" "$tmp/u"
+    rm -rf "$tmp/r" "$tmp/s" "$tmp/u" "$tmp/e"
 done
 
 # a serving run of launch-bound steps (eager decodes and short prefills of
