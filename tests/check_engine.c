@@ -259,6 +259,29 @@ START_TEST(default_workload_runs)
 }
 END_TEST
 
+/* The workload's summary under sets a (na of them) and under sets b (nb)
+ * in child processes: summary.simulation.KEY is va and vb, and the rest
+ * is the same (what names the comparison). */
+static void same_summary_but(const char *const *a, int na, const char *const *b, int nb,
+                             const char *key, long va, long vb, const char *what)
+{
+    json_t *sm[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        cp_err err = {0};
+        drv_req rq = {.sets = k == 0 ? a : b, .nsets = k == 0 ? na : nb};
+        ck_assert_msg(drv_child_run(&rq, &sm[k], &err) == 0, "%s", err.msg);
+        json_t *sim = json_object_get(sm[k], "simulation");
+        ck_assert_int_eq(json_integer_value(json_object_get(sim, key)), k == 0 ? va : vb);
+        json_object_del(sim, key);
+    }
+    char *x = json_dumps(sm[0], JSON_SORT_KEYS), *y = json_dumps(sm[1], JSON_SORT_KEYS);
+    ck_assert_msg(strcmp(x, y) == 0, "%s: the summaries differ but for %s", what, key);
+    free(x);
+    free(y);
+    json_decref(sm[0]);
+    json_decref(sm[1]);
+}
+
 /* Shared DP replicas (engine.h): SimGrid holds the nodes of one replica
  * only (plat_first_devices), every replica's records are there, and a later
  * run of the process that needs the other nodes is refused, not run on a
@@ -299,22 +322,7 @@ START_TEST(shared_replicas_match_the_whole_platform)
     tu_setup();
     const char *sets[] = {"platform.nodes=4", "parallel.dp=4", "requests.0.prompt_tokens=4096",
                           "requests.0.decode_tokens=2", "simulation.share_replicas=false"};
-    json_t *sm[2] = {NULL, NULL};
-    for (int k = 0; k < 2; k++) {
-        cp_err err = {0};
-        drv_req rq = {.sets = sets, .nsets = k == 0 ? 4 : 5};
-        ck_assert_msg(drv_child_run(&rq, &sm[k], &err) == 0, "%s", err.msg);
-        json_t *sim = json_object_get(sm[k], "simulation");
-        ck_assert_int_eq(json_integer_value(json_object_get(sim, "replicas_simulated")),
-                         k == 0 ? 1 : 4);
-        json_object_del(sim, "replicas_simulated");
-    }
-    char *a = json_dumps(sm[0], JSON_SORT_KEYS), *b = json_dumps(sm[1], JSON_SORT_KEYS);
-    ck_assert_msg(strcmp(a, b) == 0, "shared and whole-platform summaries differ");
-    free(a);
-    free(b);
-    json_decref(sm[0]);
-    json_decref(sm[1]);
+    same_summary_but(sets, 4, sets, 5, "replicas_simulated", 1, 4, "shared replicas");
 }
 END_TEST
 
@@ -678,29 +686,10 @@ START_TEST(shared_tp_ranks_match_every_rank)
         {"parallel.exchange=all_gather", "parallel.kv_storage=by_position"},
         {"parallel.exchange=ulysses", "parallel.kv_storage=by_head"}};
     for (int x = 0; x < 4; x++) {
-        json_t *sm[2] = {NULL, NULL};
-        for (int k = 0; k < 2; k++) {
-            const char *sets[] = {"platform.nodes=2", "parallel.sp=2",
-                                  "parallel.kv_storage=by_position",
-                                  "requests.0.prompt_tokens=8192", exchanges[x][0],
-                                  exchanges[x][1],
-                                  k == 0 ? "simulation.share_tp=true"
-                                         : "simulation.share_tp=false"};
-            cp_err err = {0};
-            drv_req rq = {.sets = sets, .nsets = 7};
-            ck_assert_msg(drv_child_run(&rq, &sm[k], &err) == 0, "%s", err.msg);
-            json_t *sim = json_object_get(sm[k], "simulation");
-            ck_assert_int_eq(json_integer_value(json_object_get(sim, "tp_ranks_simulated")),
-                             k == 0 ? 1 : 8);
-            json_object_del(sim, "tp_ranks_simulated");
-        }
-        char *a = json_dumps(sm[0], JSON_SORT_KEYS), *b = json_dumps(sm[1], JSON_SORT_KEYS);
-        ck_assert_msg(strcmp(a, b) == 0, "%s: shared and every-rank summaries differ",
-                      exchanges[x][0]);
-        free(a);
-        free(b);
-        json_decref(sm[0]);
-        json_decref(sm[1]);
+        const char *sets[] = {"platform.nodes=2", "parallel.sp=2",
+                              "parallel.kv_storage=by_position", "requests.0.prompt_tokens=8192",
+                              exchanges[x][0], exchanges[x][1], "simulation.share_tp=false"};
+        same_summary_but(sets, 6, sets, 7, "tp_ranks_simulated", 1, 8, exchanges[x][0]);
     }
     const char *const unshared[][2] = {{"parallel.tp=4", "parallel.sp=2"},
                                        {"simulation.network_model=l07", "parallel.tp=8"}};
