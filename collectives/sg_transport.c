@@ -19,6 +19,7 @@
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
 #include <simgrid/mailbox.h>
+#include <xbt/config.h>
 
 #include "base/diag.h"
 
@@ -34,6 +35,8 @@ struct sgt_world {
     size_t cap;            /* power of two */
     size_t used;
     void *sink;            /* where receives drop the payload pointer */
+    double precision;      /* SimGrid's surf/precision (seconds), read once */
+    long folds;            /* sgt_folds */
 };
 
 /* SimGrid refuses NULL payloads; every message carries this address and the
@@ -99,6 +102,7 @@ sgt_world *sgt_new(int nranks, int nstreams)
     w->nranks = nranks;
     w->nstreams = nstreams;
     w->cap = 64; /* grows by doubling at half load */
+    w->precision = sg_cfg_get_double("surf/precision");
     w->slots = cp_xcalloc(w->cap, sizeof *w->slots);
     return w;
 }
@@ -117,6 +121,7 @@ void sgt_ctx_init(sgt_ctx *c, sgt_world *w, int rank, int stream)
     c->rank = rank;
     c->stream = stream;
     c->sleep_scale = 1.0;
+    c->due = 0;
     c->msgs_sent = 0;
     c->bytes_sent = 0;
 }
@@ -126,11 +131,25 @@ long sgt_messages(const sgt_world *w)
     return w->msgs;
 }
 
+long sgt_folds(const sgt_world *w)
+{
+    return w->folds;
+}
+
+void sgt_settle(sgt_ctx *c)
+{
+    double t = c->due, now = simgrid_get_clock();
+    c->due = 0;
+    if (t > now)
+        sg_actor_sleep_for(t - now);
+}
+
 /* SimGrid sizes are whole bytes: bytes is rounded to the nearest integer.  A
  * 0-byte message is legal and still synchronises sender and receiver. */
 static tr_req *sgt_isend(void *ctx, int peer, double bytes)
 {
     sgt_ctx *c = ctx;
+    sgt_settle(c);
     sg_mailbox_t mb = mailbox(c->w, c->rank, peer, c->stream);
     sg_comm_t comm = sg_mailbox_put_async(mb, &sgt_payload, (long)llround(bytes));
     c->msgs_sent++;
@@ -142,6 +161,7 @@ static tr_req *sgt_isend(void *ctx, int peer, double bytes)
 static tr_req *sgt_irecv(void *ctx, int peer)
 {
     sgt_ctx *c = ctx;
+    sgt_settle(c);
     sg_mailbox_t mb = mailbox(c->w, peer, c->rank, c->stream);
     return (tr_req *)(void *)sg_mailbox_get_async(mb, &c->w->sink);
 }
@@ -155,7 +175,7 @@ static void wait_all(sg_comm_t *comms, size_t n)
 
 static void sgt_waitall(void *ctx, tr_req **reqs, int n)
 {
-    (void)ctx;
+    sgt_settle(ctx);
     sg_comm_t local[64]; /* stack room for typical batches; larger allocate */
     sg_comm_t *comms = n <= 64 ? local : cp_xcalloc((size_t)n, sizeof *comms);
     for (int i = 0; i < n; i++)
@@ -165,15 +185,54 @@ static void sgt_waitall(void *ctx, tr_req **reqs, int n)
         free(comms);
 }
 
+/* A sleep of d seconds from instant t ends at t + d (SimGrid: the sleep's
+ * start plus its duration); one sleep from now ends at now + (t + d - now).
+ * The two agree when that subtraction and addition are exact, which holds
+ * when now >= (t + d) / 2 (Sterbenz's lemma), and d must be at least
+ * SimGrid's precision (surf/precision: a shorter sleep is its own case
+ * there).  Every instant of SimGrid's clock between now and t + d is then
+ * an exact difference away too. */
+static int fold_exact(const sgt_world *w, double now, double t, double d)
+{
+    double end = t + d;
+    return now > 0 && d >= w->precision && end <= 2 * now && now + (end - now) == end;
+}
+
 static void sgt_sleep(void *ctx, double seconds)
 {
-    const sgt_ctx *c = ctx;
-    sg_actor_sleep_for(seconds * c->sleep_scale);
+    sgt_ctx *c = ctx;
+    double d = seconds * c->sleep_scale, t = c->due, now = simgrid_get_clock();
+    if (t > now && fold_exact(c->w, now, t, d)) {
+        c->due = 0;
+        c->w->folds++;
+        sg_actor_sleep_for(t + d - now);
+        return;
+    }
+    sgt_settle(c);
+    sg_actor_sleep_for(d);
+}
+
+int sgt_defer(sgt_ctx *c, double a, double b, double *t)
+{
+    double now = simgrid_get_clock(), at = now;
+    if (a > now) {
+        if (!fold_exact(c->w, now, now, a - now))
+            return 0;
+        at = now + (a - now);
+    }
+    if (b > at) {
+        if (!fold_exact(c->w, now, at, b - at))
+            return 0;
+        at += b - at;
+    }
+    c->due = at > now ? at : 0;
+    *t = at;
+    return 1;
 }
 
 static double sgt_now(void *ctx)
 {
-    (void)ctx;
+    sgt_settle(ctx);
     return simgrid_get_clock();
 }
 

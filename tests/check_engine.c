@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "collectives/coll.h"
@@ -425,6 +426,125 @@ START_TEST(same_instant_order_does_not_matter)
 }
 END_TEST
 
+/* Run p under o in a child process (SimGrid's clock at 0, as in a run of
+ * cpsim) and write to path the count of deferred waits, then every rank's
+ * events and memory events field by field: two runs that record the same
+ * bits write the same bytes after the count. */
+static void dump_records(const plan *p, const eng_opts *o, const char *path)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        eng_result r;
+        cp_err err = {0};
+        FILE *f = fopen(path, "wb");
+        if (!f || eng_run(p, o, &r, &err) != 0)
+            _exit(1);
+
+        fwrite(&r.waits_deferred, sizeof r.waits_deferred, 1, f);
+        fwrite(&r.messages, sizeof r.messages, 1, f);
+        fwrite(&r.execs, sizeof r.execs, 1, f);
+        eng_event *ev = NULL;
+        eng_mem *mm = NULL;
+        size_t cev = 0, cmm = 0;
+        for (int k = 0; k < r.nranks; k++) {
+            size_t n = eng_rank_events(&r, k, &ev, &cev);
+            fwrite(&n, sizeof n, 1, f);
+            for (size_t i = 0; i < n; i++) {
+                fwrite(&ev[i].op, sizeof ev[i].op, 1, f);
+                fwrite(&ev[i].t0, sizeof ev[i].t0, 1, f);
+                fwrite(&ev[i].t1, sizeof ev[i].t1, 1, f);
+            }
+            n = eng_rank_mems(&r, k, &mm, &cmm);
+            fwrite(&n, sizeof n, 1, f);
+            for (size_t i = 0; i < n; i++) {
+                fwrite(&mm[i].op, sizeof mm[i].op, 1, f);
+                fwrite(&mm[i].t, sizeof mm[i].t, 1, f);
+                fwrite(&mm[i].delta, sizeof mm[i].delta, 1, f);
+            }
+        }
+        _exit(fclose(f) == 0 ? 0 : 1);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the run in the child failed");
+}
+
+/* The file's bytes (*n of them; the caller frees). */
+static unsigned char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (;;) {
+        if (*n == cap && !(buf = realloc(buf, cap = cap ? 2 * cap : 65536)))
+            ck_abort_msg("out of memory");
+        size_t k = fread(buf + *n, 1, cap - *n, f);
+        if (k == 0)
+            break;
+        *n += k;
+    }
+    fclose(f);
+    return buf;
+}
+
+/* A ring hop's host-issue wait deferred to its overhead's sleep
+ * (sg_transport.h sgt_defer) ends every op at the very instant the two
+ * sleeps do: over NICs with interference on (a NIC hop changes no factor),
+ * and inside a node with no interference model. */
+START_TEST(deferred_hop_waits_change_nothing)
+{
+    /* short prompts over 4 ranks: hops the host issues late enough to wait */
+    const char *const cases[][5] = {
+        {"platform.name=h100-sxm-8", "platform.nodes=4", "parallel.sp=4",
+         "parallel.exchange=ring_kv", "parallel.ring_overlap=true"},
+        {"platform.name=b200-8", "parallel.tp=2", "parallel.sp=4", "parallel.exchange=ring",
+         "parallel.split=zigzag"}};
+    for (int x = 0; x < 2; x++) {
+        const char *sets[] = {cases[x][0], cases[x][1], cases[x][2], cases[x][3], cases[x][4],
+                              "parallel.kv_storage=by_position", "requests.0.prompt_tokens=4096",
+                              "simulation.replay=false"};
+        scenario s;
+        plan p;
+        cp_err err = {0};
+        coll_model m;
+        interf_model im;
+        drv_req rq = {.sets = sets, .nsets = 8};
+        ck_assert_msg(drv_prepare(&rq, &s, &p, &err) == 0, "%s", err.msg);
+        ck_assert_msg(coll_model_init(&m, &s.plat, &err) == 0, "%s", err.msg);
+        ck_assert_msg(interf_load(&im, &s.plat, &err) == 0, "%s", err.msg);
+        eng_opts o = eng_opts_of(&s, &m, x == 0 ? &im : NULL);
+        char pa[] = "/tmp/check_engine_defer_XXXXXX", pb[] = "/tmp/check_engine_each_XXXXXX";
+        int fa = mkstemp(pa), fb = mkstemp(pb);
+        ck_assert(fa >= 0 && fb >= 0);
+        close(fa);
+        close(fb);
+        dump_records(&p, &o, pa);
+        o.sleep_each = 1;
+        dump_records(&p, &o, pb);
+        size_t na, nb;
+        unsigned char *a = slurp(pa, &na), *b = slurp(pb, &nb);
+        unlink(pa);
+        unlink(pb);
+        long da, db;
+        ck_assert_uint_gt(na, sizeof da);
+        memcpy(&da, a, sizeof da);
+        memcpy(&db, b, sizeof db);
+        ck_assert_int_gt(da, 0);
+        ck_assert_int_eq(db, 0);
+        ck_assert_uint_eq(na, nb);
+        ck_assert_msg(memcmp(a + sizeof da, b + sizeof db, na - sizeof da) == 0,
+                      "%s: records differ", cases[x][3]);
+        free(a);
+        free(b);
+        plan_free(&p);
+        wl_free(&s);
+    }
+}
+END_TEST
+
 /* A scenario in a child process: the summary comes back through the pipe;
  * bad input comes back as the child's message and exit code. */
 START_TEST(child_runs_and_reports)
@@ -720,6 +840,7 @@ static Suite *suite(void)
     tcase_add_test(tc, default_workload_runs);
     tcase_add_test(tc, shared_replicas_load_one_replica);
     tcase_add_test(tc, same_instant_order_does_not_matter);
+    tcase_add_test(tc, deferred_hop_waits_change_nothing);
     tcase_add_test(tc, synchronised_layers_replay);
     tcase_add_test(tc, staggered_layers_replay);
     tcase_add_test(tc, unjoined_layers_simulate);

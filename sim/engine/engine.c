@@ -259,6 +259,36 @@ static const int *rank_group(rank_st *rs, plan_group g, int *n, int *me)
     return rs->grp[g];
 }
 
+/* A ring hop's peers as devices in *to and *from (-1: none); returns 1
+ * when either is on another node (the hop crosses a NIC). */
+static int hop_peers(rank_st *rs, const plan_op *o, int *to, int *from)
+{
+    int n, me;
+    const int *members = rank_group(rs, (plan_group)o->group, &n, &me);
+    int dpn = eng.o->plat->devices_per_node > 0 ? eng.o->plat->devices_per_node : 1;
+    *to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;
+    *from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
+    int me_node = eng_dev(rs->rank) / dpn;
+    return (*to >= 0 && *to / dpn != me_node) || (*from >= 0 && *from / dpn != me_node);
+}
+
+/* Whether ring hop o, due at the host-issue instant a, leaves its waits
+ * for a and the stream's hold to its transport (sgt_defer: one SimGrid
+ * sleep instead of two before a hop that pays its overhead first); sets
+ * *t0 to the instant it starts.  Only where starting it early changes
+ * nothing: no replay (replay.c reads each op's start when it happens), and
+ * a hop that moves no bytes the interference model counts (a NIC hop, or
+ * no model), so that eng_comm_begins leaves every factor as it is. */
+static int hop_defers(stream_st *ss, const plan_op *o, double a, double *t0)
+{
+    if (o->kind != OPK_P2P || rp_on() || eng_tp_coll(o) || eng.o->sleep_each)
+        return 0;
+    int to, from;
+    if (eng.im && !hop_peers(ss->rs, o, &to, &from))
+        return 0;
+    return sgt_defer(&ss->tctx, a, ss->rs->hold[ss->stream], t0);
+}
+
 /* Run a collective or hop on stream s; returns the messages it sent. */
 static long run_coll(stream_st *ss, int s, const plan_op *o)
 {
@@ -269,7 +299,6 @@ static long run_coll(stream_st *ss, int s, const plan_op *o)
     const int *members = rank_group(rs, (plan_group)o->group, &n, &me);
     long msgs = 0;
     tr_port port = sgt_port(&ss->tctx);
-    int dpn = eng.o->plat->devices_per_node > 0 ? eng.o->plat->devices_per_node : 1;
     if (o->kind == OPK_COLL) {
         coll_call c = {.kind = (plan_coll)o->coll, .alg = (plan_alg)o->alg,
                        .members = members, .n = n, .me = me,
@@ -280,10 +309,7 @@ static long run_coll(stream_st *ss, int s, const plan_op *o)
         eng_comm_begins(ss, s, o, 0);
         msgs = coll_run(&port, eng.o->cm, &c);
     } else {
-        int to = o->comm_bytes > 0 ? members[((me + o->send_off) % n + n) % n] : -1;
-        int from = o->recv_bytes > 0 ? members[((me + o->recv_off) % n + n) % n] : -1;
-        int me_node = eng_dev(rs->rank) / dpn;
-        int cross = (to >= 0 && to / dpn != me_node) || (from >= 0 && from / dpn != me_node);
+        int to, from, cross = hop_peers(rs, o, &to, &from);
         eng_comm_begins(ss, s, o, cross);
         msgs = coll_sendrecv_in(&port, eng.o->cm, n, to, o->comm_bytes, from,
                                 eng.o->graph && !o->eager, cross);
@@ -367,13 +393,15 @@ static void stream_main(int argc, char **argv)
         wait_ready(rs, s, i);
         if (rs->skip[s] > k)
             continue;
-        double base = o->step >= 0 ? step_start[o->step] : 0.0;
-        if (o->kind != OPK_STEP && sleep_until(base + ix->issue_off[i]) && rp_on())
-            rp_issue_bound(rs, i);
-        if (rs->skip[s] > k)
-            continue;
-        sleep_until(rs->hold[s]);
-        double t0 = simgrid_get_clock();
+        double base = o->step >= 0 ? step_start[o->step] : 0.0, t0;
+        if (!hop_defers(ss, o, base + ix->issue_off[i], &t0)) {
+            if (o->kind != OPK_STEP && sleep_until(base + ix->issue_off[i]) && rp_on())
+                rp_issue_bound(rs, i);
+            if (rs->skip[s] > k)
+                continue;
+            sleep_until(rs->hold[s]);
+            t0 = simgrid_get_clock();
+        }
         rs->started[s] = 1;
         int early = rp_on() ? rp_started(rs, i, t0) : 0;
         long msgs = 0;
@@ -392,6 +420,7 @@ static void stream_main(int argc, char **argv)
         case OPK_COLL:
         case OPK_P2P:
             msgs = run_coll(ss, s, o);
+            sgt_settle(&ss->tctx);
             rs->comm_bytes[s] = 0;
             interfere(rs);
             break;
@@ -753,6 +782,7 @@ static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layou
     free(eng.links);
     for (int g = 0; g < p->nprogs; g++)
         index_free(&ix[g]);
+    res->waits_deferred = eng.tw ? sgt_folds(eng.tw) : 0;
     sgt_free(eng.tw);
     free(ix);
     free(ranks);

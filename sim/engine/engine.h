@@ -62,6 +62,9 @@ typedef struct eng_opts {
     double replay_tol_s; /* cuts whose early starts differ by up to this (s)
                             still replay: an approximation (replay.c), 0: exact
                             to rounding */
+    int sleep_each;     /* 1: a ring hop's host-issue wait its own SimGrid
+                           sleep, never deferred to its overhead's (for the
+                           check that deferring changes nothing) */
     int reverse_actors; /* 1: start the actors last rank first, so that
                            same-instant steps come in another order (for
                            the check that the results do not depend on it) */
