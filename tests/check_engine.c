@@ -119,24 +119,104 @@ START_TEST(launch_rate_bounds_short_kernels)
 }
 END_TEST
 
+/* Two kernels on two streams with nothing between them share the host
+ * (each at half speed: both end at 2 ms); kernels that dependencies keep
+ * apart run alone, as timed waits (alone.c), at the host's full speed. */
+START_TEST(kernels_alone_wait_kernels_beside_share)
+{
+    plan p;
+    one_prog_plan(&p, 1);
+    plan_prog *pg = &p.progs[0];
+    plan_op st = step_op(0);
+    plan_push(pg, &st);
+    plan_op a = compute_op("A", 1e-3, 0), b = compute_op("B", 1e-3, 0);
+    b.stream = ST_COMM2;
+    plan_push(pg, &a);
+    uint32_t ib = plan_push(pg, &b);
+    plan_op c = compute_op("C", 1e-3, 0), d = compute_op("D", 1e-3, 0);
+    d.stream = ST_COMM2;
+    uint32_t ic = plan_push(pg, &c);
+    plan_dep(pg, ic, ib);
+    uint32_t id = plan_push(pg, &d);
+    plan_dep(pg, id, ic);
+    cp_err err = {0};
+    for (int each = 0; each < 2; each++) {
+        eng_opts o = {.plat = &plat, .cm = &cm, .exec_each = each};
+        eng_result r;
+        ck_assert_msg(eng_run(&p, &o, &r, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(r.execs, 4);
+        ck_assert_int_eq(r.kernels_timed, each ? 0 : 2);
+        size_t n;
+        eng_event *ev = eng_all_events(&r, &n);
+        for (size_t i = 0; i < n; i++) {
+            double end = ev[i].op == ic ? 3e-3 : ev[i].op == id ? 4e-3 : 2e-3;
+            if (ev[i].op != 0)
+                ck_assert_double_eq_tol(ev[i].t1 - r.t0, end, 1e-12);
+        }
+        free(ev);
+        eng_result_free(&r);
+    }
+    plan_free(&p);
+}
+END_TEST
+
+/* TP8, one program: a 5 ms GEMM A beside a 1 GB all-reduce that depends on
+ * nothing, then a 1 ms kernel B after the all-reduce; the all-reduce's and
+ * B's indices in *ic and *ib when asked. */
+static void overlap_plan(plan *p, uint32_t *ic, uint32_t *ib)
+{
+    one_prog_plan(p, 8);
+    plan_prog *pg = &p->progs[0];
+    plan_op st = step_op(0);
+    plan_push(pg, &st);
+    plan_op a = compute_op("A", 5e-3, 0);
+    a.kclass = KC_GEMM;
+    plan_push(pg, &a);
+    plan_op c = allreduce_op(1e9);
+    uint32_t i_c = plan_push(pg, &c);
+    plan_op b = compute_op("B", 1e-3, 0);
+    uint32_t i_b = plan_push(pg, &b);
+    plan_dep(pg, i_b, i_c);
+    for (int r = 0; r < 8; r++)
+        p->prog_of_rank[r] = 0;
+    if (ic)
+        *ic = i_c;
+    if (ib)
+        *ib = i_b;
+}
+
+/* With interference on, a kernel that an NVLink collective on another
+ * stream may overlap stays an exec (the model may slow it); the kernel the
+ * collective's end holds back runs alone. */
+START_TEST(kernels_beside_collectives_stay_execs)
+{
+    plan p;
+    overlap_plan(&p, NULL, NULL);
+    cp_err err = {0};
+    interf_model im;
+    ck_assert_msg(interf_load(&im, &plat, &err) == 0, "%s", err.msg);
+    ck_assert_int_gt(im.ngroups[IK_GEMM], 0);
+    double end[2];
+    for (int each = 0; each < 2; each++) {
+        eng_opts o = {.plat = &plat, .cm = &cm, .im = &im, .exec_each = each};
+        eng_result r;
+        ck_assert_msg(eng_run(&p, &o, &r, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(r.kernels_timed, each ? 0 : 8);
+        end[each] = r.end_s - r.t0;
+        eng_result_free(&r);
+    }
+    ck_assert_double_eq_tol(end[0], end[1], 1e-12);
+    plan_free(&p);
+}
+END_TEST
+
 /* A collective that depends on nothing overlaps the compute before it; the
  * compute after it waits for it. */
 START_TEST(cross_stream_waits_and_overlap)
 {
     plan p;
-    one_prog_plan(&p, 8);
-    plan_prog *pg = &p.progs[0];
-    plan_op st = step_op(0);
-    plan_push(pg, &st);
-    plan_op a = compute_op("A", 5e-3, 0);
-    plan_push(pg, &a);
-    plan_op c = allreduce_op(1e9);
-    uint32_t ic = plan_push(pg, &c);
-    plan_op b = compute_op("B", 1e-3, 0);
-    uint32_t ib = plan_push(pg, &b);
-    plan_dep(pg, ib, ic);
-    for (int r = 0; r < 8; r++)
-        p.prog_of_rank[r] = 0;
+    uint32_t ic, ib;
+    overlap_plan(&p, &ic, &ib);
     eng_result r;
     run(&p, &r);
     /* ring all-reduce of 1 GB on 8 ranks: 2 * 7/8 GB at the NVLink port
@@ -427,9 +507,9 @@ START_TEST(same_instant_order_does_not_matter)
 END_TEST
 
 /* Run p under o in a child process (SimGrid's clock at 0, as in a run of
- * cpsim) and write to path the count of deferred waits, then every rank's
- * events and memory events field by field: two runs that record the same
- * bits write the same bytes after the count. */
+ * cpsim) and write to path the counts of deferred waits and timed kernels,
+ * then every rank's events and memory events field by field: two runs
+ * that record the same bits write the same bytes after the counts. */
 static void dump_records(const plan *p, const eng_opts *o, const char *path)
 {
     pid_t pid = fork();
@@ -442,6 +522,7 @@ static void dump_records(const plan *p, const eng_opts *o, const char *path)
             _exit(1);
 
         fwrite(&r.waits_deferred, sizeof r.waits_deferred, 1, f);
+        fwrite(&r.kernels_timed, sizeof r.kernels_timed, 1, f);
         fwrite(&r.messages, sizeof r.messages, 1, f);
         fwrite(&r.execs, sizeof r.execs, 1, f);
         eng_event *ev = NULL;
@@ -490,11 +571,14 @@ static unsigned char *slurp(const char *path, size_t *n)
     return buf;
 }
 
-/* A ring hop's host-issue wait deferred to its overhead's sleep
- * (sg_transport.h sgt_defer) ends every op at the very instant the two
- * sleeps do: over NICs with interference on (a NIC hop changes no factor),
- * and inside a node with no interference model. */
-START_TEST(deferred_hop_waits_change_nothing)
+/* Waits in place of SimGrid activities end every op at the very instant
+ * the activities do, bit for bit: a ring hop's host-issue wait deferred to
+ * its overhead's sleep (sg_transport.h sgt_defer; eng_opts.sleep_each
+ * keeps them apart) and kernels alone on their host as timed waits
+ * (alone.c; eng_opts.exec_each keeps execs).  Over NICs with interference
+ * on (a NIC hop changes no factor), and inside a node with no interference
+ * model. */
+START_TEST(timed_waits_change_nothing)
 {
     /* short prompts over 4 ranks: hops the host issues late enough to wait */
     const char *const cases[][5] = {
@@ -515,30 +599,36 @@ START_TEST(deferred_hop_waits_change_nothing)
         ck_assert_msg(drv_prepare(&rq, &s, &p, &err) == 0, "%s", err.msg);
         ck_assert_msg(coll_model_init(&m, &s.plat, &err) == 0, "%s", err.msg);
         ck_assert_msg(interf_load(&im, &s.plat, &err) == 0, "%s", err.msg);
-        eng_opts o = eng_opts_of(&s, &m, x == 0 ? &im : NULL);
-        char pa[] = "/tmp/check_engine_defer_XXXXXX", pb[] = "/tmp/check_engine_each_XXXXXX";
-        int fa = mkstemp(pa), fb = mkstemp(pb);
-        ck_assert(fa >= 0 && fb >= 0);
-        close(fa);
-        close(fb);
-        dump_records(&p, &o, pa);
-        o.sleep_each = 1;
-        dump_records(&p, &o, pb);
-        size_t na, nb;
-        unsigned char *a = slurp(pa, &na), *b = slurp(pb, &nb);
-        unlink(pa);
-        unlink(pb);
-        long da, db;
-        ck_assert_uint_gt(na, sizeof da);
-        memcpy(&da, a, sizeof da);
-        memcpy(&db, b, sizeof db);
-        ck_assert_int_gt(da, 0);
-        ck_assert_int_eq(db, 0);
-        ck_assert_uint_eq(na, nb);
-        ck_assert_msg(memcmp(a + sizeof da, b + sizeof db, na - sizeof da) == 0,
-                      "%s: records differ", cases[x][3]);
-        free(a);
-        free(b);
+        unsigned char *rec[3];
+        size_t len[3];
+        long counts[3][2];
+        for (int k = 0; k < 3; k++) {
+            eng_opts o = eng_opts_of(&s, &m, x == 0 ? &im : NULL);
+            o.sleep_each = k == 1;
+            o.exec_each = k == 2;
+            char path[] = "/tmp/check_engine_waits_XXXXXX";
+            int fd = mkstemp(path);
+            ck_assert_int_ge(fd, 0);
+            close(fd);
+            dump_records(&p, &o, path);
+            rec[k] = slurp(path, &len[k]);
+            unlink(path);
+            ck_assert_uint_gt(len[k], sizeof counts[k]);
+            memcpy(counts[k], rec[k], sizeof counts[k]);
+        }
+        ck_assert_int_gt(counts[0][0], 0);
+        ck_assert_int_gt(counts[0][1], 0);
+        ck_assert_int_eq(counts[1][0], 0);
+        ck_assert_int_eq(counts[2][1], 0);
+        for (int k = 1; k < 3; k++) {
+            ck_assert_uint_eq(len[k], len[0]);
+            ck_assert_msg(memcmp(rec[k] + sizeof counts[k], rec[0] + sizeof counts[0],
+                                 len[0] - sizeof counts[0]) == 0,
+                          "%s: records differ with %s", cases[x][3],
+                          k == 1 ? "sleep_each" : "exec_each");
+        }
+        for (int k = 0; k < 3; k++)
+            free(rec[k]);
         plan_free(&p);
         wl_free(&s);
     }
@@ -834,13 +924,15 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, launch_rate_bounds_short_kernels);
     tcase_add_test(tc, progress_lines_when_due);
+    tcase_add_test(tc, kernels_alone_wait_kernels_beside_share);
+    tcase_add_test(tc, kernels_beside_collectives_stay_execs);
     tcase_add_test(tc, cross_stream_waits_and_overlap);
     tcase_add_test(tc, step_waits_for_arrival);
     tcase_add_test(tc, deadlock_is_an_internal_failure);
     tcase_add_test(tc, default_workload_runs);
     tcase_add_test(tc, shared_replicas_load_one_replica);
     tcase_add_test(tc, same_instant_order_does_not_matter);
-    tcase_add_test(tc, deferred_hop_waits_change_nothing);
+    tcase_add_test(tc, timed_waits_change_nothing);
     tcase_add_test(tc, synchronised_layers_replay);
     tcase_add_test(tc, staggered_layers_replay);
     tcase_add_test(tc, unjoined_layers_simulate);

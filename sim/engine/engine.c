@@ -259,9 +259,7 @@ static const int *rank_group(rank_st *rs, plan_group g, int *n, int *me)
     return rs->grp[g];
 }
 
-/* A ring hop's peers as devices in *to and *from (-1: none); returns 1
- * when either is on another node (the hop crosses a NIC). */
-static int hop_peers(rank_st *rs, const plan_op *o, int *to, int *from)
+int eng_hop_peers(rank_st *rs, const plan_op *o, int *to, int *from)
 {
     int n, me;
     const int *members = rank_group(rs, (plan_group)o->group, &n, &me);
@@ -284,7 +282,7 @@ static int hop_defers(stream_st *ss, const plan_op *o, double a, double *t0)
     if (o->kind != OPK_P2P || rp_on() || eng_tp_coll(o) || eng.o->sleep_each)
         return 0;
     int to, from;
-    if (eng.im && !hop_peers(ss->rs, o, &to, &from))
+    if (eng.im && !eng_hop_peers(ss->rs, o, &to, &from))
         return 0;
     return sgt_defer(&ss->tctx, a, ss->rs->hold[ss->stream], t0);
 }
@@ -309,7 +307,7 @@ static long run_coll(stream_st *ss, int s, const plan_op *o)
         eng_comm_begins(ss, s, o, 0);
         msgs = coll_run(&port, eng.o->cm, &c);
     } else {
-        int to, from, cross = hop_peers(rs, o, &to, &from);
+        int to, from, cross = eng_hop_peers(rs, o, &to, &from);
         eng_comm_begins(ss, s, o, cross);
         msgs = coll_sendrecv_in(&port, eng.o->cm, n, to, o->comm_bytes, from,
                                 eng.o->graph && !o->eager, cross);
@@ -365,6 +363,24 @@ static void progress(uint32_t n)
     fflush(o->progress);
 }
 
+/* Kernel o, element i of the rank's sequence: an exec of its flops, or,
+ * when nothing can run beside it on the host (alone.c), a wait of the
+ * time SimGrid gives that exec alone (its flops over the host's speed,
+ * from the same instant), unless shorter than SimGrid's precision. */
+static void run_kernel(const rank_st *rs, uint32_t i, const plan_op *o)
+{
+    double flops = o->cost_s * rs->speed;
+    if (rs->ix->alone && rs->ix->alone[i]) {
+        double d = flops / rs->speed;
+        if (d >= eng.precision) {
+            eng.res->kernels_timed++;
+            sg_actor_sleep_for(d);
+            return;
+        }
+    }
+    sg_actor_execute(flops);
+}
+
 static void stream_main(int argc, char **argv)
 {
     (void)argc;
@@ -411,7 +427,7 @@ static void stream_main(int argc, char **argv)
             if (o->cost_s > 0) {
                 rs->kernel_kind = interf_kind((plan_kclass)o->kclass);
                 interfere(rs);
-                sg_actor_execute(o->cost_s * rs->speed);
+                run_kernel(rs, i, o);
                 rs->kernel_kind = -1;
                 interfere(rs);
                 execs = 1;
@@ -529,6 +545,7 @@ static void index_free(prog_index *ix)
 {
     plan_vseq_free(&ix->v);
     free(ix->pos);
+    free(ix->alone);
     free(ix->issue_off);
     free(ix->need);
     for (int s = 0; s < ST_COUNT; s++)
@@ -748,6 +765,9 @@ static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layou
         eng_tp_helpers_start(p, ranks);
     if (rc == 0 && eng.im)
         interfere_setup(o->plat, p->nranks);
+    eng.precision = sg_cfg_get_double("surf/precision");
+    if (rc == 0 && !o->l07 && !o->exec_each)
+        eng_alone_setup(p, ranks, ix);
     if (rc == 0) {
         rp_setup();
         if (!rp_on())

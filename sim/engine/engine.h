@@ -62,6 +62,8 @@ typedef struct eng_opts {
     double replay_tol_s; /* cuts whose early starts differ by up to this (s)
                             still replay: an approximation (replay.c), 0: exact
                             to rounding */
+    int exec_each;      /* 1: every kernel an exec, never a timed wait (for
+                           the check that the wait changes nothing, alone.c) */
     int sleep_each;     /* 1: a ring hop's host-issue wait its own SimGrid
                            sleep, never deferred to its overhead's (for the
                            check that deferring changes nothing) */

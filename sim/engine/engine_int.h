@@ -25,6 +25,8 @@ typedef struct prog_index {
     uint32_t nnr;               /* elements outside regions (replay only; an element's
                                    region and slot come from the regions' spans,
                                    replay.c region_of) */
+    uint8_t *alone;             /* [v.n] 1: a kernel that nothing can run beside on
+                                   its host (alone.c); NULL: none known */
 } prog_index;
 
 /* TP collectives a shared rank's helper may be behind by, at most (tpshare.c
@@ -121,6 +123,7 @@ typedef struct eng_state {
      * the last line */
     uint64_t passed, total;
     double wall0, wall_last;
+    double precision;           /* SimGrid's surf/precision (s) */
 } eng_state;
 
 extern eng_state eng;
@@ -134,6 +137,14 @@ static inline int eng_dev(int r)
 /* A transfer starts on stream s of ss's rank (engine.c): the interference
  * it causes and suffers; nic_hop: a hop that crosses the NIC. */
 void eng_comm_begins(stream_st *ss, int s, const plan_op *o, int nic_hop);
+
+/* A ring hop's peers as devices in *to and *from (-1: none); returns 1
+ * when either is on another node (the hop crosses a NIC). */
+int eng_hop_peers(rank_st *rs, const plan_op *o, int *to, int *from);
+
+/* Fill ix[g].alone for every program of p (alone.c), its ranks set up and
+ * eng.im in force. */
+void eng_alone_setup(const plan *p, rank_st *ranks, prog_index *ix);
 
 /* Whether element i of the rank's sequence may start (its dependencies
  * done, its step started). */

@@ -89,6 +89,8 @@ typedef struct eng_result {
                              apart (s; 0: none came close) */
     long messages;       /* simulated point-to-point messages (copies counted) */
     long execs;          /* simulated compute activities */
+    long kernels_timed;  /* kernels run as timed waits, alone on their host
+                            (alone.c), of execs */
     long waits_deferred; /* ring hops whose host-issue wait and overhead
                             took one SimGrid sleep (sg_transport.h sgt_defer) */
     double wall_s;       /* wall-clock seconds inside simgrid_run() */
