@@ -92,7 +92,7 @@ static int hazard(const plan_op *o, int interference, int hops)
     return o->kind == OPK_COLL || (o->kind == OPK_P2P && hops);
 }
 
-/* ix->alone for program pg: 1 for a kernel nothing can overlap. */
+/* ix->alone for program pg: the bit of each kernel nothing can overlap. */
 static void mark(const plan_prog *pg, prog_index *ix, int interference, int hops)
 {
     uint32_t *vc = frontiers(pg, ix);
@@ -129,7 +129,7 @@ static void mark(const plan_prog *pg, prog_index *ix, int interference, int hops
         }
     }
     free(vc);
-    ix->alone = calloc((size_t)v->n + 1, 1);
+    ix->alone = calloc((size_t)v->n / 64 + 1, sizeof *ix->alone);
     if (!ix->alone)
         abort();
     for (int k = 0; k < ST_COUNT; k++) {
@@ -138,7 +138,8 @@ static void mark(const plan_prog *pg, prog_index *ix, int interference, int hops
             c += cover[k][m];
             uint32_t i = ix->list[k][m];
             const plan_op *o = &pg->ops[v->real[i]];
-            ix->alone[i] = c == 0 && o->kind == OPK_COMPUTE && o->cost_s > 0;
+            if (c == 0 && o->kind == OPK_COMPUTE && o->cost_s > 0)
+                ix->alone[i / 64] |= (uint64_t)1 << (i % 64);
         }
         free(cover[k]);
     }

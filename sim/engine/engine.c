@@ -370,7 +370,7 @@ static void progress(uint32_t n)
 static void run_kernel(const rank_st *rs, uint32_t i, const plan_op *o)
 {
     double flops = o->cost_s * rs->speed;
-    if (rs->ix->alone && rs->ix->alone[i]) {
+    if (eng_alone(rs->ix, i)) {
         double d = flops / rs->speed;
         if (d >= eng.precision) {
             eng.res->kernels_timed++;

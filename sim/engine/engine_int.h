@@ -25,8 +25,9 @@ typedef struct prog_index {
     uint32_t nnr;               /* elements outside regions (replay only; an element's
                                    region and slot come from the regions' spans,
                                    replay.c region_of) */
-    uint8_t *alone;             /* [v.n] 1: a kernel that nothing can run beside on
-                                   its host (alone.c); NULL: none known */
+    uint64_t *alone;            /* bit i (of word i / 64): element i is a kernel that
+                                   nothing can run beside on its host (alone.c,
+                                   eng_alone); NULL: none known */
 } prog_index;
 
 /* TP collectives a shared rank's helper may be behind by, at most (tpshare.c
@@ -145,6 +146,11 @@ int eng_hop_peers(rank_st *rs, const plan_op *o, int *to, int *from);
 /* Fill ix[g].alone for every program of p (alone.c), its ranks set up and
  * eng.im in force. */
 void eng_alone_setup(const plan *p, rank_st *ranks, prog_index *ix);
+
+static inline int eng_alone(const prog_index *ix, uint32_t i)
+{
+    return ix->alone && (ix->alone[i / 64] >> (i % 64) & 1);
+}
 
 /* Whether element i of the rank's sequence may start (its dependencies
  * done, its step started). */
