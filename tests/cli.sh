@@ -135,6 +135,22 @@ expect 2 "--log=root.thres:loud: cpsim passes on SimGrid thresholds" -- \
     --set parallel.tp=2 --set requests.0.prompt_tokens=1024 --out "$tmp/raw") ||
     fail "run on a raw SimGrid XML platform"
 grep -q '"platform": "raw-ok.xml"' "$tmp/raw/summary.json" || fail "raw platform not in the summary"
+# the same platform with its devices slowed to a quarter from 0.1 ms on
+# (SimGrid speed profiles, read relative to the current directory): the
+# kernels must run as execs that the profile slows, never as waits of their
+# time at full speed (sim/engine/alone.c), so the prompt takes far longer
+mkdir "$tmp/slow"
+for h in a-gpu2 a-gpu10 b-gpu2 b-gpu10; do
+    printf '0 1.0\n0.0001 0.25\n' >"$tmp/slow/$h.prof"
+done
+sed 's|<host id="\([ab]-gpu[0-9]*\)" speed="100Tf">|<host id="\1" speed="100Tf" speed_file="\1.prof">|' \
+    "$top_srcdir/tests/platforms/raw-ok.xml" >"$tmp/slow/raw-slow.xml"
+(cd "$tmp/slow" && "$CPSIM" run --quiet --platform raw-slow.xml --set parallel.tp=2 \
+    --set requests.0.prompt_tokens=1024 --out "$tmp/rawslow") || fail "run on a slowed platform"
+t_raw=$(sed -n 's/.*"ttft_s": \([0-9.e+-]*\).*/\1/p' "$tmp/raw/summary.json" | head -1)
+t_slow=$(sed -n 's/.*"ttft_s": \([0-9.e+-]*\).*/\1/p' "$tmp/rawslow/summary.json" | head -1)
+awk -v a="$t_raw" -v b="$t_slow" 'BEGIN { exit !(b > 2 * a) }' ||
+    fail "speed profiles ignored: TTFT $t_slow s slowed against $t_raw s"
 
 # independent DP replicas simulated once and copied: the same bytes as
 # simulating every rank (issue 13 part 2); four TP8 replicas on four nodes,

@@ -766,7 +766,9 @@ static int run_plan(const plan *p, const eng_opts *o, int fold, const plan_layou
     if (rc == 0 && eng.im)
         interfere_setup(o->plat, p->nranks);
     eng.precision = sg_cfg_get_double("surf/precision");
-    if (rc == 0 && !o->l07 && !o->exec_each)
+    /* timed kernels need a host whose speed is its speed: a platform file
+     * of the user's may give its hosts speed profiles or pstates */
+    if (rc == 0 && !o->l07 && !o->exec_each && !o->plat->raw_xml)
         eng_alone_setup(p, ranks, ix);
     if (rc == 0) {
         rp_setup();
