@@ -143,8 +143,9 @@ mkdir "$tmp/slow"
 for h in a-gpu2 a-gpu10 b-gpu2 b-gpu10; do
     printf '0 1.0\n0.0001 0.25\n' >"$tmp/slow/$h.prof"
 done
-sed 's|<host id="\([ab]-gpu[0-9]*\)" speed="100Tf">|<host id="\1" speed="100Tf" speed_file="\1.prof">|' \
-    "$top_srcdir/tests/platforms/raw-ok.xml" >"$tmp/slow/raw-slow.xml"
+pat='\(<host id="\([ab]-gpu[0-9]*\)" speed="100Tf"\)>'
+sed "s|$pat|\\1 speed_file=\"\\2.prof\">|" "$top_srcdir/tests/platforms/raw-ok.xml" \
+    >"$tmp/slow/raw-slow.xml"
 (cd "$tmp/slow" && "$CPSIM" run --quiet --platform raw-slow.xml --set parallel.tp=2 \
     --set requests.0.prompt_tokens=1024 --out "$tmp/rawslow") || fail "run on a slowed platform"
 t_raw=$(sed -n 's/.*"ttft_s": \([0-9.e+-]*\).*/\1/p' "$tmp/raw/summary.json" | head -1)
