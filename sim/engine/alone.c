@@ -111,9 +111,10 @@ static void mark(const plan_prog *pg, prog_index *ix, int interference, int hops
         for (int k = 0; k < ST_COUNT; k++) {
             if (k == s)
                 continue;
-            /* stream k's elements before a end before x starts; those from
-             * b on start after x ends (their frontiers pass x: monotone in
-             * stream order, so a binary search finds b) */
+            /* stream k's elements before position a end before x starts;
+             * those from lo on start after x ends (their frontiers pass x,
+             * monotone in stream order: a binary search finds lo); the ones
+             * between may overlap x */
             uint32_t a = vc[(size_t)x * ST_COUNT + k], lo = a, hi = ix->nlist[k];
             while (lo < hi) {
                 uint32_t mid = lo + (hi - lo) / 2;
