@@ -138,6 +138,8 @@ long sgt_folds(const sgt_world *w)
 
 void sgt_settle(sgt_ctx *c)
 {
+    if (c->due == 0)
+        return; /* nothing deferred: every call but a hop's first */
     double t = c->due, now = simgrid_get_clock();
     c->due = 0;
     if (t > now)
@@ -194,14 +196,18 @@ static void sgt_waitall(void *ctx, tr_req **reqs, int n)
  * an exact difference away too. */
 static int fold_exact(const sgt_world *w, double now, double t, double d)
 {
-    double end = t + d;
-    return now > 0 && d >= w->precision && end <= 2 * now && now + (end - now) == end;
+    return now > 0 && d >= w->precision && t + d <= 2 * now;
 }
 
 static void sgt_sleep(void *ctx, double seconds)
 {
     sgt_ctx *c = ctx;
-    double d = seconds * c->sleep_scale, t = c->due, now = simgrid_get_clock();
+    double d = seconds * c->sleep_scale;
+    if (c->due == 0) {
+        sg_actor_sleep_for(d);
+        return;
+    }
+    double t = c->due, now = simgrid_get_clock();
     if (t > now && fold_exact(c->w, now, t, d)) {
         c->due = 0;
         c->w->folds++;
