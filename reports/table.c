@@ -125,8 +125,11 @@ void rep_print_replayed(const rep_summary *sm, FILE *out)
     if (sm->replay_near_s > 0 && sm->replay_near_s <= 1e-6 &&
         2 * sm->iters_replayed < sm->iters_simulated) {
         double unit = pow(10, floor(log10(sm->replay_near_s)) - 1); /* 2 digits, up */
-        fprintf(out, "; no layer repeats exactly, the closest cuts are %.3g us apart "
+        fprintf(out, "; %s, the closest cuts are %.3g us apart "
                 "(simulation.replay_tolerance_s: %.2g replays some, approximately)",
-                1e6 * sm->replay_near_s, ceil(sm->replay_near_s / unit) * unit);
+                sm->iters_replayed > 0 ? "most layers do not repeat"
+                                       : "no layer repeats exactly",
+                1e6 * sm->replay_near_s,
+                ceil(sm->replay_near_s / unit) * unit);
     }
 }

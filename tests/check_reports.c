@@ -355,7 +355,19 @@ START_TEST(replay_hint_names_the_tolerance)
     rep_print_replayed(&sm, f);
     fclose(f);
     ck_assert_msg(strstr(buf, "the closest cuts are 0.000778 us apart") &&
-                  strstr(buf, "simulation.replay_tolerance_s: 7.8e-10 replays some"), "%s", buf);
+                  strstr(buf, "simulation.replay_tolerance_s: 7.8e-10 replays some") &&
+                  strstr(buf, "; no layer repeats exactly"), "%s", buf);
+    /* some replayed, most not (the closest miss may be a cycle's) */
+    f = fmemopen(buf, sizeof buf, "w");
+    sm.iters_replayed = 26;
+    sm.iters_simulated = 99;
+    sm.replay_near_s = 3.35e-11;
+    rep_print_replayed(&sm, f);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "26 of 125 layer iterations replayed; most layers do not repeat") &&
+                  strstr(buf, "3.35e-05 us apart") && strstr(buf, "3.4e-11 replays some"),
+                  "%s", buf);
+    sm.iters_simulated = 125;
     /* replayed mostly, or too far apart for any tolerance accepted: no hint */
     static const struct { long replayed; double near; } quiet[] = {{100, 7.8e-10}, {0, 6e-6}};
     for (size_t i = 0; i < 2; i++) {

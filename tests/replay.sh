@@ -103,8 +103,8 @@ echo "serving, launch-bound: replayed and in unison as simulated"
 rm -rf "$tmp/r" "$tmp/s"
 
 # simulation.replay_tolerance_s on the 16-node striped pass-Q ring with
-# ring_overlap at 128K, which comes back to its state only to within 1e-9 to
-# 1e-7 s (sim/engine/replay.c; without overlap it settles into an exact
+# ring_overlap at 128K, which comes back to its state every three layers
+# only to within 3.4e-11 s (sim/README.md; without overlap it settles into an exact
 # cycle and replays without a tolerance): layers whose entry states differ
 # by up to the tolerance replay, TTFT within 1e-4 of the exact run's; when
 # the exact run came close without replaying, its run line names a

@@ -752,6 +752,13 @@ static int cycle_ok(int R, uint32_t k, int64_t j, uint32_t p)
             issue_ok(R, k, (uint32_t)j, K->tc - J->tc, 1));
 }
 
+/* Keep d (seconds) when it is the closest two cuts came so far. */
+static void near_miss(double d)
+{
+    if (d < INFINITY && (rp.near == 0 || d < rp.near))
+        rp.near = d;
+}
+
 /* The reference cycle for copy k: copies j .. j + *period - 1, simulated,
  * whose entry cut j and exit cut j + *period are in copy k's entry state
  * (-1: none).  From a state the run goes on as it went from there before,
@@ -771,15 +778,17 @@ static int64_t reference_copy(int R, uint32_t k, uint32_t *period)
             continue;
         if (cycle_ok(R, k, j, 1))
             return j;
-        double d = fmax(sig_dist(J, X), sig_dist(J, K));
-        if (d < INFINITY && (rp.near == 0 || d < rp.near))
-            rp.near = d;
+        near_miss(fmax(sig_dist(J, X), sig_dist(J, K)));
     }
-    for (int64_t j = (int64_t)k - 2; j >= 0 && simulated_clean(R, j + 1); j--)
-        if (simulated_clean(R, j) && cycle_ok(R, k, j, (uint32_t)(k - j))) {
+    for (int64_t j = (int64_t)k - 2; j >= 0 && simulated_clean(R, j + 1); j--) {
+        if (!simulated_clean(R, j))
+            continue;
+        if (cycle_ok(R, k, j, (uint32_t)(k - j))) {
             *period = (uint32_t)(k - j);
             return j;
         }
+        near_miss(sig_dist(&rp.cp[R][j], K));
+    }
     return -1;
 }
 
