@@ -148,6 +148,16 @@ typedef struct wl_slo {
     double ttft_s, tpot_s;
 } wl_slo;
 
+/* Where a plan's build compared step tokens with parallel.min_tokens (the
+ * one place that reads it: models/exchange ex_step_splits): `below` the most
+ * tokens of a step compared that fell short of min_tokens (-1: none), `at`
+ * the fewest that reached it (INT64_MAX: none).  Any min_tokens m with
+ * below < m <= at takes every decision the same way, so the same scenario
+ * with such an m builds the same plan (sim/sweep/ keys its plans on it). */
+typedef struct sc_split_probe {
+    int64_t below, at;
+} sc_split_probe;
+
 #define WL_MAX_CLASSES 16
 #define WL_CLASS_LEN 48
 #define WL_MAX_STREAM_SRC 16
@@ -194,6 +204,9 @@ typedef struct scenario {
                                from fold_layers, and models/build.h folds each
                                program as soon as it is built (0 from wl_load: an
                                unrolled plan) */
+    sc_split_probe *split_probe; /* not a workload key: when set (the sweep, while
+                               it builds a point's plan), ex_step_splits records
+                               its min_tokens comparisons there; NULL from wl_load */
     int share_replicas;     /* simulation.share_replicas: sim/engine/engine.h */
     int share_tp;           /* simulation.share_tp: sim/engine/engine.h */
     int replay;             /* simulation.replay: sim/engine/replay.c */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "models/build/build.h"
 #include "models/cost.h"
 #include "platforms/platform.h"
 #include "reports/plot.h"
@@ -489,6 +490,65 @@ START_TEST(scenario_hash_follows_content_not_place)
     const char *bw[] = {"platform.fabric.bandwidth=100e9"};
     ck_assert(hash_of("a/w.yaml", bw, 1) != a);
     ck_assert(hash_of("a/w.yaml", NULL, 0) == a);
+}
+END_TEST
+
+/* A plan's build records where it compared step tokens with min_tokens
+ * (sc_split_probe); the sweep joins a point to an earlier plan of its
+ * scenario less min_tokens when its min_tokens falls in (below, at].  On a
+ * TP4 x SP2 ring of a 4,096-token prompt: every min_tokens inside the bounds
+ * builds a plan with the first one's simulation key, the scenario hashes
+ * less min_tokens agree, and a min_tokens past the prompt (copied, not
+ * split) falls outside them with another key. */
+static uint64_t min_tokens_key(int64_t m, uint64_t *sans_min, sc_split_probe *probe)
+{
+    char path[256], set[64];
+    snprintf(path, sizeof path, "%s/mt/w.yaml", tmpdir);
+    snprintf(set, sizeof set, "parallel.min_tokens=%lld", (long long)m);
+    const char *sets[] = {set};
+    scenario s;
+    cp_err err = {0};
+    ck_assert_msg(wl_load(path, sets, 1, NULL, &s, &err) == 0, "%s", err.msg);
+    uint64_t h, key;
+    ck_assert_int_eq(sweep_scenario_hashes(&s, &h, sans_min, &err), 0);
+    sc_split_probe own = {-1, INT64_MAX};
+    s.split_probe = probe ? probe : &own;
+    s.fold_at_build = s.fold_layers;
+    plan p;
+    build_plan(&s, &p);
+    s.split_probe = NULL;
+    ck_assert_int_eq(sweep_sim_key(&s, &p, &key, &err), 0);
+    plan_free(&p);
+    wl_free(&s);
+    return key;
+}
+
+START_TEST(split_probe_bounds_the_min_tokens_of_one_plan)
+{
+    write_file("mt/w.yaml", "model: qwen3-omni-30b-a3b-thinker\n"
+                            "platform: {name: h100-sxm-8}\n"
+                            "parallel: {tp: 4, sp: 2, exchange: ring, kv_storage: by_position}\n"
+                            "requests: [{prompt_tokens: 4096, decode_tokens: 2}]\n");
+    sc_split_probe pr = {-1, INT64_MAX};
+    uint64_t base_sans, sans;
+    uint64_t k0 = min_tokens_key(2048, &base_sans, &pr);
+    ck_assert_msg(pr.below >= 1 && pr.below < 2048 && pr.at >= 2048 && pr.at <= 4096,
+                  "probe (%lld, %lld]", (long long)pr.below, (long long)pr.at);
+    static const int64_t ms[] = {0, 1, 2, 1000, 2047, 2048, 4096, 4097, 8192, 1 << 20};
+    int inside = 0, outside = 0;
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+        uint64_t k = min_tokens_key(ms[i], &sans, NULL);
+        ck_assert(sans == base_sans);
+        if (pr.below < ms[i] && ms[i] <= pr.at) {
+            ck_assert_msg(k == k0, "min_tokens %lld inside the probe: another plan",
+                          (long long)ms[i]);
+            inside++;
+        } else {
+            outside += k != k0;
+        }
+    }
+    ck_assert_int_ge(inside, 3);
+    ck_assert_int_ge(outside, 1); /* 4097 and up: the prompt runs copied */
 }
 END_TEST
 
@@ -1128,6 +1188,7 @@ static Suite *suite(void)
     tcase_add_test(tc, line_by_line_conclusion_equals_the_tree_path);
     tcase_add_test(tc, objective_ranks_serving_points);
     tcase_add_test(tc, objective_keys_are_checked_at_load);
+    tcase_add_test(tc, split_probe_bounds_the_min_tokens_of_one_plan);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -62,6 +62,33 @@ grep -q 'sweep small: 22 points ran as 16 simulations' "$tmp/unshared.err" ||
 cmp -s "$tmp/single/results.jsonl" "$tmp/unshared/results.jsonl" ||
     fail "shared simulations give other results than --no-share"
 
+# min_tokens on a TP4 x SP2 ring: the parent builds a plan once per class of
+# equal split decisions (sim/sweep/sweep_exec.c plan_met) and joins the
+# other points of the class to its simulation; a point whose min_tokens
+# changes a decision (2,048 tokens split at 0 and 1,024, copied at 4,096
+# and 16,384) must get its own, as --no-share gives it
+cat >"$tmp/mt.yaml" <<'EOF'
+name: mt
+base: base.yaml
+grid:
+  parallel.tp: [4]
+  parallel.sp: [2]
+  parallel.exchange: [ring]
+  parallel.kv_storage: [by_position]
+  simulation.replay: [true]
+  requests.0.prompt_tokens: [2048, 8192]
+  parallel.min_tokens: [0, 1024, 4096, 16384]
+EOF
+"$CPSIM" sweep "$tmp/mt.yaml" -j 2 --out "$tmp/mt" >/dev/null 2>"$tmp/mt.err" ||
+    fail "min_tokens sweep exited $?: $(cat "$tmp/mt.err")"
+"$CPSIM" sweep "$tmp/mt.yaml" -j 2 --no-share --out "$tmp/mt1" >/dev/null 2>&1 ||
+    fail "min_tokens sweep, --no-share"
+cmp -s "$tmp/mt/results.jsonl" "$tmp/mt1/results.jsonl" ||
+    fail "min_tokens sweep: shared plans give other results than --no-share"
+sims=$(sed -n 's/.*8 points ran as \([0-9]*\) simulations/\1/p' "$tmp/mt.err")
+[ -n "$sims" ] && [ "$sims" -ge 4 ] && [ "$sims" -lt 8 ] ||
+    fail "min_tokens sweep: $(grep simulations "$tmp/mt.err")"
+
 # ---- killed with SIGKILL mid-run, then resumed ---------------------------------
 "$CPSIM" sweep "$tmp/s.yaml" -j 1 --out "$tmp/killed" >/dev/null 2>&1 &
 pid=$!

@@ -118,7 +118,14 @@ int ex_step_splits(const scenario *s, int64_t t)
     const wl_parallel *p = &s->par;
     int ring = sc_exchange_is_ring(p->exchange);
     int splits = p->kv_storage == KV_BY_HEAD || p->exchange == EX_ALL_GATHER || ring;
-    if (!(p->sp > 1 && splits && t >= p->min_tokens && t >= p->sp))
+    if (!(p->sp > 1 && splits))
+        return 0;
+    sc_split_probe *pr = s->split_probe;
+    if (pr && t < p->min_tokens && t > pr->below)
+        pr->below = t;
+    if (pr && t >= p->min_tokens && t < pr->at)
+        pr->at = t;
+    if (!(t >= p->min_tokens && t >= p->sp))
         return 0;
     /* "Ring runs eager only (no captured graph)" (cp-exchange.md, "ring"):
      * a step the graph mode launches from a graph runs copied instead

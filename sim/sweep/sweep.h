@@ -125,6 +125,10 @@ void sweep_hex(uint64_t h, char out[17]);
  * of the model config (and of a raw XML platform), so that the same scenario
  * hashes alike wherever its files lie. */
 int sweep_scenario_hash(const scenario *s, uint64_t *out, cp_err *err);
+/* The same hash into *out, and into *sans_min the hash of the scenario with
+ * parallel.min_tokens left out (the sweep's plans are keyed by it and the
+ * min_tokens comparisons the build made: scenario.h sc_split_probe). */
+int sweep_scenario_hashes(const scenario *s, uint64_t *out, uint64_t *sans_min, cp_err *err);
 /* sweep_fnv1a64 from state h over the bytes of the file at path (its
  * content, not where it lies; a file that cannot be opened: over the path),
  * the file read once per process while its size, modification time and

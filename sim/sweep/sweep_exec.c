@@ -4,8 +4,10 @@
  * millisecond), so that a workload that does not load or a plan that cannot
  * be built is recorded at once, and so that points that would run the same
  * simulation (equal sweep_sim_key) run it once: the first starts a child,
- * the others wait for it and get its figures under their own scenario.  Up
- * to `jobs` children run at a time; poll() watches their pipes. */
+ * the others wait for it and get its figures under their own scenario.  A
+ * point whose plan is one built before, by what its build compared with
+ * min_tokens (plan_met), is not planned again.  Up to `jobs` children run at
+ * a time; poll() watches their pipes. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -159,6 +161,64 @@ static void sim_table_free(sim_table *t)
     memset(t, 0, sizeof *t);
 }
 
+/* ---- plans met --------------------------------------------------------------------- */
+
+/* A plan built for a point: its scenario less min_tokens (sweep_scenario_hashes),
+ * the min_tokens comparisons its build made (scenario.h sc_split_probe) and
+ * the simulation it keys.  The same scenario with any min_tokens in
+ * (below, at] builds the same plan, so its points join that simulation
+ * without building theirs (a sweep over min_tokens builds a plan per class
+ * of equal decisions, not per point). */
+typedef struct planned {
+    uint64_t sans_min;
+    sc_split_probe probe;
+    uint64_t key;
+    int used;
+} planned;
+
+/* Open addressing on sans_min; entries of one scenario sit in one cluster. */
+typedef struct plan_table {
+    planned *v;
+    size_t n, cap;           /* cap a power of two, n <= cap / 2 */
+} plan_table;
+
+static const planned *plan_met(const plan_table *t, const planned *p, int64_t min_tokens)
+{
+    for (size_t j = t->cap ? p->sans_min & (t->cap - 1) : 0; t->cap && t->v[j].used;
+         j = (j + 1) & (t->cap - 1)) {
+        const planned *e = &t->v[j];
+        if (e->sans_min == p->sans_min && e->probe.below < min_tokens &&
+            min_tokens <= e->probe.at)
+            return e;
+    }
+    return NULL;
+}
+
+static void plan_put(planned *v, size_t cap, const planned *p)
+{
+    size_t j = p->sans_min & (cap - 1);
+    while (v[j].used)
+        j = (j + 1) & (cap - 1);
+    v[j] = *p;
+    v[j].used = 1;
+}
+
+static void plan_add(plan_table *t, const planned *p)
+{
+    if (2 * (t->n + 1) > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        planned *v = cp_xcalloc(cap, sizeof *v);
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->v[i].used)
+                plan_put(v, cap, &t->v[i]);
+        free(t->v);
+        t->v = v;
+        t->cap = cap;
+    }
+    plan_put(t->v, t->cap, p);
+    t->n++;
+}
+
 /* ---- the runner ------------------------------------------------------------------- */
 
 typedef struct slot {
@@ -185,6 +245,7 @@ typedef struct runner {
     const sweep_spec *sp;
     const sweep_exec_opts *o;
     sim_table sims;
+    plan_table plans;      /* sharing on: the plans built so far */
     queued *queue;         /* at most `jobs`, oldest first */
     int nready;
     const volatile sig_atomic_t *stop; /* an interrupt arrived: record nothing more */
@@ -306,7 +367,8 @@ static int join(runner *r, sim *e, const sweep_point *pt, const char *hash, cons
 
 /* Load and plan the point here: one that does not load or plan is
  * recorded at once, one that shares a simulation joins it, others queue for
- * a child of their own. */
+ * a child of their own.  A point whose plan is one met before (plan_met)
+ * joins that plan's simulation unplanned. */
 static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
 {
     queued q = {.pt = pt};
@@ -319,12 +381,28 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
         return record(r, pt, NULL, NULL, &why, err);
     }
     uint64_t h = 0;
-    int rc = sweep_scenario_hash(&q.scen, &h, err), fresh = 1, queue = 0;
+    planned met = {0};
+    int rc = sweep_scenario_hashes(&q.scen, &h, &met.sans_min, err), fresh = 1, queue = 0;
+    int memo = r->o->share && !q.scen.serving; /* serving keys on the whole scenario */
     sweep_hex(h, q.hash);
+    const planned *was = rc == 0 && memo ? plan_met(&r->plans, &met, q.scen.par.min_tokens)
+                                         : NULL;
     q.scen.fold_at_build = q.scen.fold_layers; /* as drv_prepare */
-    if (rc == 0)
+    met.probe = (sc_split_probe){-1, INT64_MAX};
+    if (rc == 0 && !was) {
+        q.scen.split_probe = memo ? &met.probe : NULL;
         drv_plan(&q.scen, &q.plan);
-    if (rc == 0 && (rc = share_of(r, &q.scen, &q.plan, &q.sim, &fresh, err)) == 0 && !fresh) {
+        q.scen.split_probe = NULL;
+        rc = share_of(r, &q.scen, &q.plan, &q.sim, &fresh, err);
+        if (rc == 0 && memo) {
+            met.key = q.sim->key;
+            plan_add(&r->plans, &met);
+        }
+    } else if (rc == 0) {
+        q.sim = sim_find(&r->sims, was->key, 0);
+        fresh = 0;
+    }
+    if (rc == 0 && !fresh) {
         rc = join(r, q.sim, pt, q.hash, &q.scen, err);
     } else if (rc == 0) {
         /* priced as the child's own pipeline would (drv_prepare) */
@@ -334,6 +412,11 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
             r->queue[r->nready++] = q;
             queue = 1;         /* the queue owns sets, scenario and plan */
         } else {
+            if (q.sim) {       /* the points that share it fail as this one */
+                q.sim->state = SIM_FAILED;
+                q.sim->why = cp_xcalloc(1, sizeof *q.sim->why);
+                *q.sim->why = why;
+            }
             rc = record(r, pt, q.hash, NULL, &why, err);
         }
     }
@@ -460,7 +543,8 @@ int sweep_exec(const sweep_spec *sp, const sweep_point *const *pending_pts, int 
 {
     int jobs = o->jobs < 1 ? 1 : o->jobs;
     slot *slots = calloc((size_t)jobs, sizeof *slots);
-    runner r = {sp, o, {0}, calloc((size_t)jobs, sizeof *r.queue), 0, stop, NULL, NULL, 0, 0};
+    runner r = {sp, o, {0}, {0}, calloc((size_t)jobs, sizeof *r.queue), 0, stop, NULL, NULL, 0,
+                0};
     if (!slots || !r.queue)
         abort();
     int next = 0, busy = 0, rc = 0;
@@ -490,6 +574,7 @@ int sweep_exec(const sweep_spec *sp, const sweep_point *const *pending_pts, int 
     free(r.queue);
     free(slots);
     sim_table_free(&r.sims);
+    free(r.plans.v);
     for (int i = 0; i < r.ncost; i++)
         cost_free(r.cost[i]);
     free(r.cost);

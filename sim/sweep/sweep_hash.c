@@ -116,25 +116,33 @@ uint64_t sweep_file_hash(uint64_t h, const char *path)
 
 /* The scenario's identity: the resolved scenario as canonical JSON (keys
  * sorted, numbers at 17 digits, the file-path entries left out, so the same
- * workload in two folders hashes alike; with skip_parallel the `parallel`
- * section left out too), then the bytes of every file it read (model config,
- * platform file, quant description, calibration tables), each followed by
- * the hash before it, so the boundary between two files counts. */
-static int dump_hash(const scenario *s, int skip_parallel, uint64_t *out, cp_err *err)
+ * workload in two folders hashes alike), then the bytes of every file it
+ * read (model config, platform file, quant description, calibration
+ * tables), each followed by the hash before it, so the boundary between two
+ * files counts.  resolved() gives the JSON, text_hash() and files_hash() the
+ * two halves. */
+static json_t *resolved(const scenario *s)
 {
     json_t *j = wl_resolved(s);
     json_object_del(j, "workload");
     json_object_del(json_object_get(j, "model"), "config");
     json_object_del(json_object_get(j, "platform"), "source");
     json_object_del(json_object_get(j, "precision"), "quant_description");
-    if (skip_parallel)
-        json_object_del(j, "parallel");
+    return j;
+}
+
+static int text_hash(const json_t *j, uint64_t *out, cp_err *err)
+{
     char *text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
-    json_decref(j);
     if (!text)
         return cp_fail(err, CP_EXIT_INTERNAL, "scenario hash: out of memory");
-    uint64_t h = sweep_fnv1a64(SWEEP_FNV_INIT, text, strlen(text) + 1);
+    *out = sweep_fnv1a64(SWEEP_FNV_INIT, text, strlen(text) + 1);
     free(text);
+    return 0;
+}
+
+static uint64_t files_hash(const scenario *s, uint64_t h)
+{
     enum { MAX_FILES = 64 }; /* config, platform, quant, ~15 calibration tables */
     char (*paths)[1024] = cp_xcalloc(MAX_FILES, sizeof *paths);
     int n = wl_files(s, paths, MAX_FILES);
@@ -144,13 +152,42 @@ static int dump_hash(const scenario *s, int skip_parallel, uint64_t *out, cp_err
         h = sweep_fnv1a64(h, &before, sizeof before);
     }
     free(paths);
-    *out = h;
-    return 0;
+    return h;
+}
+
+/* The identity with the `parallel` section left out (skip_parallel) or not. */
+static int dump_hash(const scenario *s, int skip_parallel, uint64_t *out, cp_err *err)
+{
+    json_t *j = resolved(s);
+    if (skip_parallel)
+        json_object_del(j, "parallel");
+    uint64_t h;
+    int rc = text_hash(j, &h, err);
+    json_decref(j);
+    if (rc == 0)
+        *out = files_hash(s, h);
+    return rc;
 }
 
 int sweep_scenario_hash(const scenario *s, uint64_t *out, cp_err *err)
 {
     return dump_hash(s, 0, out, err);
+}
+
+int sweep_scenario_hashes(const scenario *s, uint64_t *out, uint64_t *sans_min, cp_err *err)
+{
+    json_t *j = resolved(s);
+    uint64_t h, m = 0;
+    int rc = text_hash(j, &h, err);
+    json_object_del(json_object_get(j, "parallel"), "min_tokens");
+    if (rc == 0)
+        rc = text_hash(j, &m, err);
+    json_decref(j);
+    if (rc == 0) {
+        *out = files_hash(s, h);
+        *sans_min = files_hash(s, m);
+    }
+    return rc;
 }
 
 /* Hash a large block a 64-bit word at a time (plans are megabytes; the
