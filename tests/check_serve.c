@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/sortd.h"
 #include "models/build/build.h"
 #include "models/cost.h"
 #include "sim/driver/driver.h"
@@ -551,6 +552,51 @@ static int scan_steps(const uint64_t *shape, const double *ctx, int n, uint64_t 
 /* The indexed step cache answers every lookup as the scan over all steps:
  * few shapes, sums drawn from a small set (equal sums, ties between a sum
  * below and one above), bounds from exact to wide. */
+/* The percentiles' sort (base/sortd.h) against qsort: random doubles of
+ * both signs, zeros of both signs, infinities and repeats, below and above
+ * the size from which it runs as a radix sort; equal bits after (the two
+ * zeros compared as numbers: qsort may leave them in either order). */
+static int cmp_num(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(test_sort_doubles_as_qsort)
+{
+    static const size_t sizes[] = {0, 1, 2, 17, 4095, 4096, 100000};
+    unsigned seed = 12345;
+    for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+        size_t n = sizes[z];
+        double *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b);
+        ck_assert(a && b);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;   /* the C standard's example rand */
+            unsigned r = seed >> 8;
+            switch (r % 8) {
+            case 0: a[i] = 0.0; break;
+            case 1: a[i] = -0.0; break;
+            case 2: a[i] = (r & 1) ? INFINITY : -INFINITY; break;
+            case 3: a[i] = 0.25; break;   /* repeats */
+            default: a[i] = ((double)r - 8e6) * 1e-9 * (double)(r % 97 + 1);
+            }
+            b[i] = a[i];
+        }
+        qsort(b, n, sizeof *b, cmp_num);
+        cp_sort_doubles(a, n);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert_msg(a[i] == b[i], "n %zu: element %zu %g, qsort %g", n, i, a[i], b[i]);
+            if (a[i] != 0)
+                ck_assert(memcmp(&a[i], &b[i], sizeof a[i]) == 0);
+            if (i > 0)
+                ck_assert(!signbit(a[i - 1]) <= !signbit(a[i]) || a[i - 1] < a[i]);
+        }
+        free(a);
+        free(b);
+    }
+}
+END_TEST
+
 START_TEST(test_serve_index_matches_scan)
 {
     enum { N = 3000, Q = 20000 };
@@ -695,6 +741,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_serve_matches_one_plan);
     tcase_add_test(tc, test_serve_index_matches_scan);
+    tcase_add_test(tc, test_sort_doubles_as_qsort);
     tcase_add_test(tc, test_serve_batch_priced_as_batch);
     tcase_add_test(tc, test_serve_mixed_step_calls);
     tcase_add_test(tc, test_serve_reuse_bound);

@@ -9,11 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "base/sortd.h"
 
 /* The p-quantile (0 <= p <= 1) of v[0..n) (sorted here), 0 when n is 0:
  * v at position p (n - 1), interpolated between its neighbours. */
@@ -25,7 +21,7 @@ static double pct(double *v, int n, double p)
     for (int i = 1; i < n && sorted; i++)
         sorted = !(v[i] < v[i - 1]);
     if (!sorted)
-        qsort(v, (size_t)n, sizeof *v, cmp_double);
+        cp_sort_doubles(v, (size_t)n);
     double h = p * (double)(n - 1);
     int k = (int)floor(h);
     if (k >= n - 1)
