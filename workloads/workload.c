@@ -524,6 +524,20 @@ static int read_precision(const ynode *root, scenario *s, cp_err *err)
     return 0;
 }
 
+/* A platform file given where a workload goes (its own top-level keys,
+ * platforms/README.md): the message says how to give it. */
+static void platform_file_hint(const ynode *root, cp_err *err)
+{
+    for (size_t i = 0; i < root->n; i++)
+        if (strcmp(root->keys[i], "devices_per_node") == 0) {
+            size_t o = strlen(err->msg);
+            snprintf(err->msg + o, sizeof err->msg - o,
+                     "; this looks like a platform file: give it as --platform FILE, or as "
+                     "platform: FILE in a workload");
+            return;
+        }
+}
+
 /* Every section that needs no file other than the workload. */
 static int read_doc(scenario *s, cp_err *err)
 {
@@ -535,7 +549,11 @@ static int read_doc(scenario *s, cp_err *err)
      * key now so that a misspelt top-level key is reported first */
     for (size_t i = 0; top_keys[i]; i++)
         yio_key(root, top_keys[i]);
-    if (yio_no_unknown(root, "", top_keys, err) < 0 || read_precision(root, s, err) < 0)
+    if (yio_no_unknown(root, "", top_keys, err) < 0) {
+        platform_file_hint(root, err);
+        return -1;
+    }
+    if (read_precision(root, s, err) < 0)
         return -1;
     for (size_t i = 0; i < COUNT(wl_sections); i++)
         if (read_section(root, &wl_sections[i], s, err) < 0)
