@@ -524,18 +524,22 @@ static int read_precision(const ynode *root, scenario *s, cp_err *err)
     return 0;
 }
 
-/* A platform file given where a workload goes (its own top-level keys,
- * platforms/README.md): the message says how to give it. */
+/* A platform file or a sweep given where a workload goes (their own
+ * top-level keys: platforms/README.md, sim/sweep/sweep.h): the message says
+ * how to give it. */
 static void platform_file_hint(const ynode *root, cp_err *err)
 {
-    for (size_t i = 0; i < root->n; i++)
-        if (strcmp(root->keys[i], "devices_per_node") == 0) {
-            size_t o = strlen(err->msg);
-            snprintf(err->msg + o, sizeof err->msg - o,
-                     "; this looks like a platform file: give it as --platform FILE, or as "
-                     "platform: FILE in a workload");
-            return;
-        }
+    const char *hint = NULL;
+    for (size_t i = 0; i < root->n && !hint; i++)
+        if (strcmp(root->keys[i], "devices_per_node") == 0)
+            hint = "; this looks like a platform file: give it as --platform FILE, or as "
+                   "platform: FILE in a workload";
+        else if (strcmp(root->keys[i], "grid") == 0)
+            hint = "; this looks like a sweep: run it with cpsim sweep FILE";
+    if (hint) {
+        size_t o = strlen(err->msg);
+        snprintf(err->msg + o, sizeof err->msg - o, "%s", hint);
+    }
 }
 
 /* Every section that needs no file other than the workload. */
