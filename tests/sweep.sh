@@ -131,6 +131,9 @@ printf 'base: base.yaml\ngrid: {parallel.tp: [8]}\nwhere:\n  - parallel.tp == = 
     >"$tmp/bad.yaml"
 expect_refusal "bad.yaml:4:20: where:" "$CPSIM" sweep "$tmp/bad.yaml" --out "$tmp/bad"
 expect_refusal "--shard 3/3: I must be in [0, 2]" "$CPSIM" sweep "$tmp/s.yaml" --shard 3/3
+# a workload given as the sweep: the message says what it is
+expect_refusal "this looks like a workload: run it with cpsim run FILE" \
+    "$CPSIM" sweep "$tmp/base.yaml" --out "$tmp/notasweep"
 
 # ---- shards through GNU parallel, merged -----------------------------------------
 have_parallel=0
