@@ -113,6 +113,12 @@ int cp_fail(cp_err *err, int code, const char *fmt, ...)
     return -1;
 }
 
+void cp_err_append(cp_err *err, const char *text)
+{
+    size_t o = strnlen(err->msg, sizeof err->msg - 1);
+    snprintf(err->msg + o, sizeof err->msg - o, "%s", text);
+}
+
 int cp_fail_at(cp_err *err, cp_loc loc, const char *fmt, ...)
 {
     char prefix[4608]; /* an origin may be a long --set or path */

@@ -35,6 +35,9 @@ int cp_fail(cp_err *err, int code, const char *fmt, ...)
 int cp_fail_at(cp_err *err, cp_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Append text to err's message, cut to fit: a hint after the reason. */
+void cp_err_append(cp_err *err, const char *text);
+
 /* Suggest the closest candidate to `word` (Damerau-Levenshtein distance at
  * most max(2, strlen(word)/3)); NULL when none is close.  `cands` ends with
  * NULL. */

@@ -536,10 +536,8 @@ static void platform_file_hint(const ynode *root, cp_err *err)
                    "platform: FILE in a workload";
         else if (strcmp(root->keys[i], "grid") == 0)
             hint = "; this looks like a sweep: run it with cpsim sweep FILE";
-    if (hint) {
-        size_t o = strlen(err->msg);
-        snprintf(err->msg + o, sizeof err->msg - o, "%s", hint);
-    }
+    if (hint)
+        cp_err_append(err, hint);
 }
 
 /* Every section that needs no file other than the workload. */

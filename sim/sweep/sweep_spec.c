@@ -395,12 +395,9 @@ static int read_spec(ydoc *doc, sweep_spec *sp, cp_err *err)
         yio_key(root, top_keys[k]);
     if (yio_no_unknown(root, "", top_keys, err) < 0) {
         /* a workload given where a sweep goes (its top-level model key) */
-        if (yio_key(root, "model")) {
-            size_t o = strlen(err->msg);
-            snprintf(err->msg + o, sizeof err->msg - o,
-                     "; this looks like a workload: run it with cpsim run FILE, or name it "
-                     "as the sweep's base");
-        }
+        if (yio_key(root, "model"))
+            cp_err_append(err, "; this looks like a workload: run it with cpsim run FILE, or "
+                               "name it as the sweep's base");
         return -1;
     }
     const char *name = NULL, *base = NULL;
