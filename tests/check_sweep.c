@@ -509,8 +509,10 @@ static uint64_t min_tokens_key(int64_t m, uint64_t *sans_min, sc_split_probe *pr
     scenario s;
     cp_err err = {0};
     ck_assert_msg(wl_load(path, sets, 1, NULL, &s, &err) == 0, "%s", err.msg);
-    uint64_t h, key;
-    ck_assert_int_eq(sweep_scenario_hashes(&s, &h, sans_min, &err), 0);
+    uint64_t key;
+    sweep_hashes hs;
+    ck_assert_int_eq(sweep_scenario_hashes(&s, &hs, &err), 0);
+    *sans_min = hs.sans_min;
     sc_split_probe own = {-1, INT64_MAX};
     s.split_probe = probe ? probe : &own;
     s.fold_at_build = s.fold_layers;

@@ -527,7 +527,7 @@ static int read_precision(const ynode *root, scenario *s, cp_err *err)
 /* A platform file or a sweep given where a workload goes (their own
  * top-level keys: platforms/README.md, sim/sweep/sweep.h): the message says
  * how to give it. */
-static void platform_file_hint(const ynode *root, cp_err *err)
+static void not_a_workload_hint(const ynode *root, cp_err *err)
 {
     const char *hint = NULL;
     for (size_t i = 0; i < root->n && !hint; i++)
@@ -552,7 +552,7 @@ static int read_doc(scenario *s, cp_err *err)
     for (size_t i = 0; top_keys[i]; i++)
         yio_key(root, top_keys[i]);
     if (yio_no_unknown(root, "", top_keys, err) < 0) {
-        platform_file_hint(root, err);
+        not_a_workload_hint(root, err);
         return -1;
     }
     if (read_precision(root, s, err) < 0)

@@ -125,10 +125,15 @@ void sweep_hex(uint64_t h, char out[17]);
  * of the model config (and of a raw XML platform), so that the same scenario
  * hashes alike wherever its files lie. */
 int sweep_scenario_hash(const scenario *s, uint64_t *out, cp_err *err);
-/* The same hash into *out, and into *sans_min the hash of the scenario with
- * parallel.min_tokens left out (the sweep's plans are keyed by it and the
- * min_tokens comparisons the build made: scenario.h sc_split_probe). */
-int sweep_scenario_hashes(const scenario *s, uint64_t *out, uint64_t *sans_min, cp_err *err);
+/* The hashes a sweep keys a point by, from one resolved dump: the whole
+ * scenario (sweep_scenario_hash), the scenario with parallel.min_tokens
+ * left out (the plans are keyed by it and the min_tokens comparisons the
+ * build made: scenario.h sc_split_probe), and with the whole `parallel`
+ * section left out (sweep_plan_key's scenario part). */
+typedef struct sweep_hashes {
+    uint64_t whole, sans_min, sans_parallel;
+} sweep_hashes;
+int sweep_scenario_hashes(const scenario *s, sweep_hashes *out, cp_err *err);
 /* sweep_fnv1a64 from state h over the bytes of the file at path (its
  * content, not where it lies; a file that cannot be opened: over the path),
  * the file read once per process while its size, modification time and
@@ -143,6 +148,8 @@ long sweep_file_reads(void);
  * keys run the same simulation: the runner simulates one and gives the
  * others its figures under their own scenario (sim/cli/cli_sweep.c). */
 int sweep_sim_key(const scenario *s, const plan *p, uint64_t *out, cp_err *err);
+/* The same key from the scenario's hashes taken already. */
+uint64_t sweep_plan_key(const scenario *s, const sweep_hashes *hs, const plan *p);
 
 /* --shard I/N: 0 <= I < N. */
 int sweep_parse_shard(const char *text, int *i, int *n, cp_err *err);

@@ -332,21 +332,18 @@ static json_t *scenario_block(const scenario *s)
 
 /* The simulation the point runs: *e NULL when it runs alone (sharing off),
  * else its entry, new (*fresh) or started by an earlier point. */
-static int share_of(runner *r, const scenario *s, const plan *p, sim **e, int *fresh,
-                    cp_err *err)
+static void share_of(runner *r, const scenario *s, const sweep_hashes *hs, const plan *p,
+                     sim **e, int *fresh)
 {
-    uint64_t key;
     *e = NULL;
     *fresh = 1;
     if (!r->o->share)
-        return 0;
-    if (sweep_sim_key(s, p, &key, err) < 0)
-        return -1;
+        return;
+    uint64_t key = sweep_plan_key(s, hs, p);
     *e = sim_find(&r->sims, key, 0);
     *fresh = *e == NULL;
     if (!*e)
         *e = sim_find(&r->sims, key, 1);
-    return 0;
 }
 
 /* Wait for (or take at once) the figures of a simulation already started. */
@@ -380,11 +377,12 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
         sweep_sets_free(q.sets, q.nsets);
         return record(r, pt, NULL, NULL, &why, err);
     }
-    uint64_t h = 0;
+    sweep_hashes hs = {0};
     planned met = {0};
-    int rc = sweep_scenario_hashes(&q.scen, &h, &met.sans_min, err), fresh = 1, queue = 0;
+    int rc = sweep_scenario_hashes(&q.scen, &hs, err), fresh = 1, queue = 0;
     int memo = r->o->share && !q.scen.serving; /* serving keys on the whole scenario */
-    sweep_hex(h, q.hash);
+    met.sans_min = hs.sans_min;
+    sweep_hex(hs.whole, q.hash);
     const planned *was = rc == 0 && memo ? plan_met(&r->plans, &met, q.scen.par.min_tokens)
                                          : NULL;
     q.scen.fold_at_build = q.scen.fold_layers; /* as drv_prepare */
@@ -393,8 +391,8 @@ static int plan_point(runner *r, const sweep_point *pt, cp_err *err)
         q.scen.split_probe = memo ? &met.probe : NULL;
         drv_plan(&q.scen, &q.plan);
         q.scen.split_probe = NULL;
-        rc = share_of(r, &q.scen, &q.plan, &q.sim, &fresh, err);
-        if (rc == 0 && memo) {
+        share_of(r, &q.scen, &hs, &q.plan, &q.sim, &fresh);
+        if (memo) {
             met.key = q.sim->key;
             plan_add(&r->plans, &met);
         }

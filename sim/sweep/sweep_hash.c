@@ -155,12 +155,9 @@ static uint64_t files_hash(const scenario *s, uint64_t h)
     return h;
 }
 
-/* The identity with the `parallel` section left out (skip_parallel) or not. */
-static int dump_hash(const scenario *s, int skip_parallel, uint64_t *out, cp_err *err)
+int sweep_scenario_hash(const scenario *s, uint64_t *out, cp_err *err)
 {
     json_t *j = resolved(s);
-    if (skip_parallel)
-        json_object_del(j, "parallel");
     uint64_t h;
     int rc = text_hash(j, &h, err);
     json_decref(j);
@@ -169,23 +166,22 @@ static int dump_hash(const scenario *s, int skip_parallel, uint64_t *out, cp_err
     return rc;
 }
 
-int sweep_scenario_hash(const scenario *s, uint64_t *out, cp_err *err)
-{
-    return dump_hash(s, 0, out, err);
-}
-
-int sweep_scenario_hashes(const scenario *s, uint64_t *out, uint64_t *sans_min, cp_err *err)
+int sweep_scenario_hashes(const scenario *s, sweep_hashes *out, cp_err *err)
 {
     json_t *j = resolved(s);
-    uint64_t h, m = 0;
-    int rc = text_hash(j, &h, err);
+    uint64_t h[3] = {0, 0, 0};
+    int rc = text_hash(j, &h[0], err);
     json_object_del(json_object_get(j, "parallel"), "min_tokens");
     if (rc == 0)
-        rc = text_hash(j, &m, err);
+        rc = text_hash(j, &h[1], err);
+    json_object_del(j, "parallel");
+    if (rc == 0)
+        rc = text_hash(j, &h[2], err);
     json_decref(j);
     if (rc == 0) {
-        *out = files_hash(s, h);
-        *sans_min = files_hash(s, m);
+        out->whole = files_hash(s, h[0]);
+        out->sans_min = files_hash(s, h[1]);
+        out->sans_parallel = files_hash(s, h[2]);
     }
     return rc;
 }
@@ -251,13 +247,20 @@ static uint64_t op_key(uint64_t h, const plan_op *o)
 
 int sweep_sim_key(const scenario *s, const plan *p, uint64_t *out, cp_err *err)
 {
-    uint64_t h;
+    sweep_hashes hs;
+    if (sweep_scenario_hashes(s, &hs, err) < 0)
+        return -1;
+    *out = sweep_plan_key(s, &hs, p);
+    return 0;
+}
+
+uint64_t sweep_plan_key(const scenario *s, const sweep_hashes *hs, const plan *p)
+{
     /* a serving run's steps depend on every request and on the scheduler:
      * its plan is only the first step's, so the whole scenario is the key */
     if (s->serving)
-        return sweep_scenario_hash(s, out, err);
-    if (dump_hash(s, 1, &h, err) < 0)
-        return -1;
+        return hs->whole;
+    uint64_t h = hs->sans_parallel;
     int lay[5] = {p->lay.tp, p->lay.sp, p->lay.ep, p->lay.dp, p->lay.devices_per_node};
     h = hash_words(h, lay, sizeof lay);
     int counts[4] = {p->nranks, p->nprogs, p->nsteps, p->nrequests};
@@ -274,6 +277,5 @@ int sweep_sim_key(const scenario *s, const plan *p, uint64_t *out, cp_err *err)
         h = hash_words(h, pg->deps, pg->ndeps * sizeof *pg->deps);
         h = hash_words(h, pg->regions, pg->nregions * sizeof *pg->regions);
     }
-    *out = h;
-    return 0;
+    return h;
 }
